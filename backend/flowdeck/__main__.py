@@ -1,0 +1,7 @@
+"""``python -m flowdeck``."""
+
+import sys
+
+from flowdeck.cli import main
+
+sys.exit(main())

@@ -1,0 +1,59 @@
+"""Configuration, read from the environment once (SPEC §10) and passed down explicitly."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+__all__ = ("DEFAULT_DATABASE_URL", "Settings")
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./flowdeck.db"
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    database_url: str = DEFAULT_DATABASE_URL
+    redis_url: str | None = None
+    secret_key: str = ""
+    worker_concurrency: int = 16
+    sandbox_workers: int = 2
+    host: str = "127.0.0.1"
+    port: int = 8000
+    lease_seconds: float = 30.0
+    poll_interval_seconds: float = 0.5
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        return cls(
+            database_url=env.get("FLOWDECK_DATABASE_URL") or DEFAULT_DATABASE_URL,
+            redis_url=env.get("FLOWDECK_REDIS_URL") or None,
+            secret_key=env.get("FLOWDECK_SECRET_KEY") or "",
+            worker_concurrency=_int(env, "FLOWDECK_WORKER_CONCURRENCY", 16),
+            sandbox_workers=_int(env, "FLOWDECK_SANDBOX_WORKERS", 2),
+            host=env.get("FLOWDECK_HOST") or "127.0.0.1",
+            port=_int(env, "FLOWDECK_PORT", 8000),
+        )
+
+    def with_generated_secret(self) -> Settings:
+        """A settings copy with a random secret when none was configured (single-process dev use)."""
+        return self if self.secret_key else replace(self, secret_key=secrets.token_urlsafe(32))
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
