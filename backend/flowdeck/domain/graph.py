@@ -1,0 +1,127 @@
+"""An indexed, immutable view of a valid definition: what the scheduler asks of a workflow.
+
+Built once per (workflow, version) or per test run and cached, so scheduling never re-parses.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowdeck.domain.definition import (
+    DEFAULT_NODE_TIMEOUT_SECONDS,
+    EdgeSpec,
+    NodeSpec,
+    RetryPolicy,
+    WorkflowDefinition,
+    parse_definition,
+)
+
+__all__ = ("Graph",)
+
+_DEFAULT_RETRY = RetryPolicy()
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    definition: WorkflowDefinition
+    nodes: Mapping[str, NodeSpec]
+    outgoing: Mapping[str, tuple[EdgeSpec, ...]]
+    incoming: Mapping[str, tuple[EdgeSpec, ...]]
+    start_id: str
+    sources: Mapping[str, frozenset[str]]
+    topological_order: tuple[str, ...]
+    default_handles: Mapping[str, str] = field(default_factory=dict)
+    _ancestors: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def build(cls, definition: WorkflowDefinition, default_handles: Mapping[str, str] | None = None) -> Graph:
+        """Index a definition. ``default_handles`` maps node type -> the handle an edge without one uses."""
+        nodes = {node.id: node for node in definition.nodes}
+        outgoing: dict[str, list[EdgeSpec]] = defaultdict(list)
+        incoming: dict[str, list[EdgeSpec]] = defaultdict(list)
+        for edge in definition.edges:
+            outgoing[edge.source].append(edge)
+            incoming[edge.target].append(edge)
+        start_ids = [node.id for node in definition.nodes if node.type == "start"]
+        if len(start_ids) != 1:
+            raise ValueError(f"a runnable graph has exactly one start node, found {len(start_ids)}")
+        return cls(
+            definition=definition,
+            nodes=nodes,
+            outgoing={node_id: tuple(edges) for node_id, edges in outgoing.items()},
+            incoming={node_id: tuple(edges) for node_id, edges in incoming.items()},
+            start_id=start_ids[0],
+            sources={node_id: frozenset(e.source for e in edges) for node_id, edges in incoming.items()},
+            topological_order=_topological_order(nodes, outgoing, incoming),
+            default_handles=dict(default_handles or {}),
+        )
+
+    @classmethod
+    def from_json(cls, raw: Any, default_handles: Mapping[str, str] | None = None) -> Graph:
+        return cls.build(parse_definition(raw), default_handles)
+
+    def node(self, node_id: str) -> NodeSpec:
+        return self.nodes[node_id]
+
+    def edges_from(self, node_id: str) -> tuple[EdgeSpec, ...]:
+        return self.outgoing.get(node_id, ())
+
+    def edges_into(self, node_id: str) -> tuple[EdgeSpec, ...]:
+        return self.incoming.get(node_id, ())
+
+    def handle_of(self, edge: EdgeSpec) -> str:
+        """The output handle an edge leaves from (an edge without ``sourceHandle`` uses the type's first)."""
+        if edge.source_handle is not None:
+            return edge.source_handle
+        return self.default_handles.get(self.nodes[edge.source].type, "default")
+
+    def retry_policy(self, node_id: str) -> RetryPolicy:
+        return self.nodes[node_id].retry or _DEFAULT_RETRY
+
+    def timeout_seconds(self, node_id: str) -> float:
+        node = self.nodes[node_id]
+        limit = self.definition.options.timeout_seconds
+        return min(node.timeout_seconds or DEFAULT_NODE_TIMEOUT_SECONDS, limit)
+
+    def ancestors(self, node_id: str) -> frozenset[str]:
+        """Every node with a path to ``node_id``: the nodes whose outputs its context holds."""
+        known = self._ancestors.get(node_id)
+        if known is None:
+            found: set[str] = set()
+            stack = list(self.sources.get(node_id, ()))
+            while stack:
+                current = stack.pop()
+                if current not in found:
+                    found.add(current)
+                    stack.extend(self.sources.get(current, ()))
+            known = self._ancestors[node_id] = frozenset(found)
+        return known
+
+    def has_single_source(self, node_id: str) -> bool:
+        """Every incoming edge comes from one node: its result decides this node alone, no barrier needed."""
+        return len(self.sources.get(node_id, ())) <= 1
+
+    def end_ids(self) -> list[str]:
+        return [node.id for node in self.definition.nodes if node.type == "end"]
+
+
+def _topological_order(
+    nodes: Mapping[str, NodeSpec], outgoing: Mapping[str, list[EdgeSpec]], incoming: Mapping[str, list[EdgeSpec]]
+) -> tuple[str, ...]:
+    """Kahn's algorithm, stable in definition order. Raises on a cycle (validation rejects those first)."""
+    remaining = {node_id: len(incoming.get(node_id, ())) for node_id in nodes}
+    ready = [node_id for node_id, count in remaining.items() if count == 0]
+    order: list[str] = []
+    while ready:
+        node_id = ready.pop()
+        order.append(node_id)
+        for edge in outgoing.get(node_id, ()):
+            remaining[edge.target] -= 1
+            if remaining[edge.target] == 0:
+                ready.append(edge.target)
+    if len(order) != len(nodes):
+        raise ValueError("the graph has a cycle")
+    return tuple(order)

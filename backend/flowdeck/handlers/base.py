@@ -1,0 +1,72 @@
+"""The handler contract (SPEC §2): ``execute(config, context, helpers) -> HandlerResult``.
+
+Each node type is one class: its output handles, its config checks (used by validation) and its
+``execute``. Config values named in ``template_fields`` are resolved against the context before
+``execute`` runs; everything else reaches the handler as written.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+__all__ = ("ConfigIssue", "HandlerResult", "NodeError", "NodeHandler", "NodeHelpers")
+
+
+class NodeError(Exception):
+    """A node attempt failed. ``retryable=False`` (compile errors, sandbox violations, bad config) skips retries."""
+
+    def __init__(self, message: str, *, retryable: bool = True, error_type: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.error_type = error_type or type(self).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerResult:
+    output: Any
+    next_handle: str | None
+    queue_delay: float | None = None
+    logs: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigIssue:
+    """A config problem, ``path`` relative to the node (``config.branches[0].id``)."""
+
+    path: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeHelpers:
+    instance_id: str
+    workflow_id: str | None
+    node_id: str
+    iteration: str
+    attempt: int
+    timeout_seconds: float
+    is_test: bool
+
+
+class NodeHandler(ABC):
+    type_name: ClassVar[str]
+    handles: ClassVar[tuple[str, ...]] = ()
+    template_fields: ClassVar[tuple[str, ...]] = ()
+
+    def output_handles(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        """The handles edges may leave this node from, for this config."""
+        return self.handles
+
+    def config_issues(self, config: Mapping[str, Any]) -> list[ConfigIssue]:
+        """Everything wrong with ``config`` for this type (empty when it fits)."""
+        return []
+
+    @abstractmethod
+    async def execute(
+        self, config: Mapping[str, Any], context: Mapping[str, Any], helpers: NodeHelpers
+    ) -> HandlerResult:
+        """Run one attempt. Raise ``NodeError`` to fail it."""
