@@ -1,0 +1,111 @@
+"""The durable job table behind the queue transport: claim, lease, heartbeat, reschedule, delete.
+
+``available_at`` is both the time a job becomes due and, once claimed, the end of its lease.
+PostgreSQL claims with ``FOR UPDATE SKIP LOCKED`` so any number of workers can poll at once;
+SQLite serialises writers anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from flowdeck.storage.database import Connection, Database
+from flowdeck.storage.records import Job
+from flowdeck.storage.tables import node_jobs
+
+__all__ = ("JobTable", "NewJob")
+
+_JOB_COLUMNS = (
+    node_jobs.c.id,
+    node_jobs.c.instance_id,
+    node_jobs.c.node_id,
+    node_jobs.c.iteration,
+    node_jobs.c.attempt,
+    node_jobs.c.retry_base,
+    node_jobs.c.available_at,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    instance_id: str
+    node_id: str
+    iteration: str = ""
+    attempt: int = 1
+    retry_base: int = 1
+    delay_seconds: float = 0.0
+    lease_owner: str | None = None
+    """Set when the dispatching worker runs the job itself right away (no claim round trip)."""
+    lease_seconds: float = 0.0
+
+
+class JobTable:
+    def __init__(self, conn: Connection, db: Database, now: float) -> None:
+        self.conn = conn
+        self.db = db
+        self.now = now
+
+    async def add(self, jobs: Sequence[NewJob]) -> list[Job]:
+        """Insert jobs; a node that already has a job in that iteration is not queued twice."""
+        if not jobs:
+            return []
+        rows = [
+            {
+                "instance_id": j.instance_id,
+                "node_id": j.node_id,
+                "iteration": j.iteration,
+                "attempt": j.attempt,
+                "retry_base": j.retry_base,
+                "available_at": self.now + (j.lease_seconds if j.lease_owner else j.delay_seconds),
+                "lease_owner": j.lease_owner,
+                "created_at": self.now,
+            }
+            for j in jobs
+        ]
+        result = await self.conn.execute(self.db.sql.insert_job, rows[0] if len(rows) == 1 else rows)
+        return [Job(*row) for row in result]
+
+    async def delete(self, job_id: int, attempt: int) -> bool:
+        """Remove a finished job. ``False`` when it is gone or already at another attempt (a late result)."""
+        result = await self.conn.execute(self.db.sql.delete_job, {"p_id": job_id, "p_attempt": attempt})
+        return bool(result.rowcount == 1)
+
+    async def delete_for_instance(self, instance_id: str) -> int:
+        result = await self.conn.execute(node_jobs.delete().where(node_jobs.c.instance_id == instance_id))
+        return int(result.rowcount)
+
+    async def reschedule(self, job_id: int, failed_attempt: int, delay_seconds: float) -> bool:
+        """Queue the attempt after ``failed_attempt``, due after ``delay_seconds`` (retry backoff)."""
+        params = {
+            "p_id": job_id,
+            "p_attempt": failed_attempt,
+            "p_next": failed_attempt + 1,
+            "p_due": self.now + delay_seconds,
+        }
+        result = await self.conn.execute(self.db.sql.reschedule_job, params)
+        return bool(result.rowcount == 1)
+
+    async def has_jobs(self, instance_id: str) -> bool:
+        return (await self.conn.execute(self.db.sql.any_job, {"p_id": instance_id})).first() is not None
+
+    async def claim(self, owner: str, limit: int, lease_seconds: float) -> list[Job]:
+        params = {"p_now": self.now, "p_limit": limit, "p_owner": owner, "p_until": self.now + lease_seconds}
+        return [Job(*row) for row in await self.conn.execute(self.db.sql.claim_jobs, params)]
+
+    async def extend(self, owner: str, job_ids: Sequence[int], lease_seconds: float) -> set[int]:
+        params = {"p_ids": list(job_ids), "p_owner": owner, "p_until": self.now + lease_seconds}
+        return {row[0] for row in await self.conn.execute(self.db.sql.extend_leases, params)}
+
+    async def release(self, owner: str) -> None:
+        """Give back every lease of ``owner`` at once (a clean shutdown): the jobs are due now."""
+        await self.conn.execute(
+            node_jobs.update().where(node_jobs.c.lease_owner == owner).values(lease_owner=None, available_at=self.now)
+        )
+
+    @staticmethod
+    async def next_due(conn: Connection) -> float | None:
+        due = (await conn.execute(sa.select(sa.func.min(node_jobs.c.available_at)))).scalar_one_or_none()
+        return None if due is None else float(due)

@@ -1,0 +1,435 @@
+"""The state manager: the one place every read and write of run state goes through (seed 001).
+
+Writes that make up one scheduling decision must commit together, so they live on
+``StateTransaction``, which wraps one database transaction; ``StateManager`` opens those and also
+offers the reads. The log is append-only: nothing here updates or deletes a log row, except
+``delete_test_instance``, which removes a test run wholesale.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import sqlalchemy as sa
+
+from flowdeck.domain.statuses import EventType, RunStatus
+from flowdeck.storage.database import Connection, Database
+from flowdeck.storage.jobs import JobTable
+from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
+from flowdeck.storage.tables import instance_logs, instances, join_barriers, node_jobs
+
+__all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "fold_context")
+
+DEFINITION_KEY = "__workflowDefinition"
+PINNED_KEY = "__pinned"
+
+_CONTEXT_EVENTS = (EventType.INPUT_SET, EventType.SYSTEM_SET, EventType.NODE_COMPLETED)
+_LOG_COLUMNS = (
+    instance_logs.c.log_id,
+    instance_logs.c.instance_id,
+    instance_logs.c.node_id,
+    instance_logs.c.iteration,
+    instance_logs.c.event_type,
+    instance_logs.c.node_status,
+    instance_logs.c.output_variable,
+    instance_logs.c.payload,
+    instance_logs.c.error_message,
+    instance_logs.c.node_attempt,
+    instance_logs.c.created_at,
+)
+
+
+def _scopes(iteration: str) -> list[str]:
+    """The iteration scopes visible from ``iteration``: "3.1" sees "", "3" and "3.1"."""
+    if not iteration:
+        return [""]
+    parts = iteration.split(".")
+    return ["", *(".".join(parts[: i + 1]) for i in range(len(parts)))]
+
+
+def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
+    """Fold log rows (event_type, node_id, output_variable, payload) in log order into a context."""
+    context: dict[str, Any] = {}
+    for event_type, node_id, output_variable, payload in rows:
+        if event_type == EventType.NODE_COMPLETED:
+            output = payload.get("output") if payload else None
+            context[output_variable] = output
+            context[f"__node_{node_id}"] = True
+            if payload and payload.get("end"):
+                merged = context.get("output")
+                context["output"] = (
+                    {**merged, **output} if isinstance(merged, dict) and isinstance(output, dict) else output
+                )
+        elif event_type == EventType.INPUT_SET:
+            context["input"] = payload.get("input") if payload else None
+        elif payload:
+            context.update(payload)
+    return context
+
+
+class StateTransaction:
+    """The writes (and the reads a decision needs) inside one database transaction."""
+
+    def __init__(self, conn: Connection, db: Database, now: float) -> None:
+        self.conn = conn
+        self.db = db
+        self.now = now
+        self.jobs = JobTable(conn, db, now)
+
+    # -- the log ---------------------------------------------------------------------------------
+    def _log_values(self, event: LogEvent) -> dict[str, Any]:
+        return {
+            "instance_id": event.instance_id,
+            "node_id": event.node_id,
+            "iteration": event.iteration,
+            "event_type": event.event_type.value,
+            "node_status": event.node_status,
+            "output_variable": event.output_variable,
+            "payload": event.payload,
+            "error_message": event.error_message,
+            "node_attempt": event.node_attempt,
+            "created_at": self.now,
+        }
+
+    async def log_event(self, event: LogEvent) -> int | None:
+        """Append one row; ``None`` when an identical node event is already logged (a duplicate delivery)."""
+        result = await self.conn.execute(self.db.sql.insert_log, self._log_values(event))
+        return result.scalar_one_or_none()  # type: ignore[no-any-return]
+
+    async def log_event_bulk(self, events: Sequence[LogEvent]) -> list[str | None]:
+        """Append many rows in one round trip; duplicates are skipped. Returns the node ids of the new rows."""
+        if not events:
+            return []
+        params = [self._log_values(e) for e in events]
+        result = await self.conn.execute(
+            self.db.sql.insert_log_returning_node, params[0] if len(params) == 1 else params
+        )
+        return [row[0] for row in result]
+
+    # -- the instance ----------------------------------------------------------------------------
+    async def create_instance(
+        self,
+        *,
+        instance_id: str,
+        tenant_id: str,
+        workflow_id: str | None,
+        workflow_version: int | None,
+        is_test: bool,
+        trigger: str,
+        run_input: Any,
+        timeout_seconds: float,
+    ) -> None:
+        await self.conn.execute(
+            instances.insert().values(
+                id=instance_id,
+                tenant_id=tenant_id,
+                workflow_id=workflow_id,
+                workflow_version=workflow_version,
+                is_test=is_test,
+                status=RunStatus.RUNNING.value,
+                version=1,
+                trigger=trigger,
+                input=run_input,
+                created_at=self.now,
+                started_at=self.now,
+                updated_at=self.now,
+                deadline_at=self.now + timeout_seconds,
+            )
+        )
+
+    async def read_instance_version(self, instance_id: str) -> tuple[RunStatus, int] | None:
+        row = (await self.conn.execute(self.db.sql.instance_version, {"p_id": instance_id})).first()
+        return None if row is None else (RunStatus(row[0]), row[1])
+
+    async def compare_and_swap(self, instance_id: str, expected_version: int) -> bool:
+        """Claim the next version of the instance; ``False`` when another decision got there first."""
+        params = {
+            "p_id": instance_id,
+            "p_expected": expected_version,
+            "p_next": expected_version + 1,
+            "p_now": self.now,
+        }
+        result = await self.conn.execute(self.db.sql.compare_and_swap, params)
+        return bool(result.rowcount == 1)
+
+    async def set_run_status(
+        self,
+        instance_id: str,
+        status: RunStatus,
+        *,
+        output: Any = None,
+        error: str | None = None,
+        reason: str | None = None,
+        deadline_at: float | None = None,
+    ) -> None:
+        """Change the run status and log its RUN_STATUS row. Call only after winning the CAS."""
+        values: dict[str, Any] = {"status": status.value, "updated_at": self.now, "error": error}
+        if status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED):
+            values["completed_at"] = self.now
+            values["output"] = output
+        else:
+            values["completed_at"] = None
+            values["deadline_at"] = deadline_at
+        await self.conn.execute(instances.update().where(instances.c.id == instance_id).values(**values))
+        payload: dict[str, Any] = {"status": status.value}
+        if reason:
+            payload["reason"] = reason
+        await self.log_event(
+            LogEvent(
+                instance_id=instance_id,
+                event_type=EventType.RUN_STATUS,
+                node_status=status.value,
+                payload=payload,
+                error_message=error,
+            )
+        )
+
+    async def end_outputs(self, instance_id: str) -> Any:
+        """The run output: the outputs of the end nodes reached, merged in log order (later wins)."""
+        rows = await self.conn.execute(
+            sa.select(instance_logs.c.payload)
+            .where(
+                instance_logs.c.instance_id == instance_id,
+                instance_logs.c.event_type == EventType.NODE_COMPLETED.value,
+                instance_logs.c.iteration == "",
+                instance_logs.c.output_variable.is_not(None),
+            )
+            .order_by(instance_logs.c.log_id)
+        )
+        merged: dict[str, Any] = {}
+        for (payload,) in rows:
+            if payload and payload.get("end") and isinstance(payload.get("output"), dict):
+                merged.update(payload["output"])
+        return merged
+
+    async def node_rows(self, instance_id: str) -> list[LogRow]:
+        """Every node-level row of the run, in log order (partial retry folds them)."""
+        rows = await self.conn.execute(
+            sa.select(*_LOG_COLUMNS)
+            .where(instance_logs.c.instance_id == instance_id, instance_logs.c.node_id.is_not(None))
+            .order_by(instance_logs.c.log_id)
+        )
+        return [LogRow(*row) for row in rows]
+
+    # -- join barriers ---------------------------------------------------------------------------
+    async def bump_barriers(
+        self, instance_id: str, iteration: str, deltas: Mapping[str, tuple[int, int]]
+    ) -> dict[str, tuple[int, int]]:
+        """Add (resolved, taken) edge counts to each node's barrier; returns the counts after the add."""
+        if not deltas:
+            return {}
+        after: dict[str, tuple[int, int]] = {}
+        for node_id in sorted(deltas):  # a fixed order: concurrent upserts can't deadlock each other
+            resolved, taken = deltas[node_id]
+            params = {
+                "instance_id": instance_id,
+                "node_id": node_id,
+                "iteration": iteration,
+                "resolved_edges": resolved,
+                "taken_edges": taken,
+            }
+            row = (await self.conn.execute(self.db.sql.bump_barrier, params)).one()
+            after[row[0]] = (row[1], row[2])
+        return after
+
+    async def replace_barriers(self, instance_id: str, counts: Mapping[tuple[str, str], tuple[int, int]]) -> None:
+        """Rewrite the barriers of a run from a fold of its log (partial retry)."""
+        await self.conn.execute(join_barriers.delete().where(join_barriers.c.instance_id == instance_id))
+        if counts:
+            await self.conn.execute(
+                join_barriers.insert(),
+                [
+                    {
+                        "instance_id": instance_id,
+                        "node_id": node_id,
+                        "iteration": iteration,
+                        "resolved_edges": resolved,
+                        "taken_edges": taken,
+                    }
+                    for (node_id, iteration), (resolved, taken) in counts.items()
+                ],
+            )
+
+
+class StateManager:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self.clock = clock
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[StateTransaction]:
+        async with self.db.transaction() as conn:
+            yield StateTransaction(conn, self.db, self.clock())
+
+    # -- single writes ---------------------------------------------------------------------------
+    async def log_event(self, event: LogEvent) -> int | None:
+        async with self.transaction() as tx:
+            return await tx.log_event(event)
+
+    async def log_event_bulk(self, events: Sequence[LogEvent]) -> list[str | None]:
+        async with self.transaction() as tx:
+            return await tx.log_event_bulk(events)
+
+    # -- reads -----------------------------------------------------------------------------------
+    async def get_instance(self, instance_id: str) -> InstanceRecord | None:
+        async with self.db.read() as conn:
+            row = (await conn.execute(sa.select(instances).where(instances.c.id == instance_id))).first()
+        if row is None:
+            return None
+        m = row._mapping
+        return InstanceRecord(
+            id=m["id"],
+            tenant_id=m["tenant_id"],
+            workflow_id=m["workflow_id"],
+            workflow_version=m["workflow_version"],
+            is_test=m["is_test"],
+            status=RunStatus(m["status"]),
+            version=m["version"],
+            trigger=m["trigger"],
+            input=m["input"],
+            output=m["output"],
+            error=m["error"],
+            created_at=m["created_at"],
+            started_at=m["started_at"],
+            completed_at=m["completed_at"],
+            updated_at=m["updated_at"],
+            deadline_at=m["deadline_at"],
+        )
+
+    async def assemble_context(self, instance_id: str, node_ids: Iterable[str], iteration: str = "") -> dict[str, Any]:
+        """Fold INPUT_SET, SYSTEM_SET and the NODE_COMPLETED rows of ``node_ids`` in log order.
+
+        The engine passes a node's ancestors: a node sees the outputs upstream of it, never a
+        sibling's (which would depend on timing). The stored test-run definition is left out.
+        """
+        params = {
+            "p_id": instance_id,
+            "p_scopes": _scopes(iteration),
+            "p_nodes": list(node_ids),
+            "p_hidden": DEFINITION_KEY,
+        }
+        async with self.db.read() as conn:
+            rows = (await conn.execute(self.db.sql.context_rows, params)).all()
+        return fold_context(rows)
+
+    async def load_test_definition(self, instance_id: str) -> dict[str, Any] | None:
+        """The SYSTEM_SET payload a test run was started with (its graph and pins), or ``None``."""
+        stmt = sa.select(instance_logs.c.payload).where(
+            instance_logs.c.instance_id == instance_id,
+            instance_logs.c.event_type == EventType.SYSTEM_SET.value,
+            instance_logs.c.output_variable == DEFINITION_KEY,
+        )
+        async with self.db.read() as conn:
+            payload = (await conn.execute(stmt)).scalar_one_or_none()
+        return payload if isinstance(payload, dict) else None
+
+    async def _node_ids_with(
+        self, instance_id: str, node_ids: Iterable[str], event_type: EventType, iteration: str
+    ) -> set[str]:
+        stmt = sa.select(instance_logs.c.node_id).where(
+            instance_logs.c.instance_id == instance_id,
+            instance_logs.c.iteration == iteration,
+            instance_logs.c.event_type == event_type.value,
+            instance_logs.c.node_id.in_(list(node_ids)),
+        )
+        async with self.db.read() as conn:
+            return {row[0] for row in await conn.execute(stmt)}
+
+    async def get_completed_node_ids(self, instance_id: str, node_ids: Iterable[str], iteration: str = "") -> set[str]:
+        return await self._node_ids_with(instance_id, node_ids, EventType.NODE_COMPLETED, iteration)
+
+    async def get_dispatched_node_ids(self, instance_id: str, node_ids: Iterable[str], iteration: str = "") -> set[str]:
+        return await self._node_ids_with(instance_id, node_ids, EventType.NODE_DISPATCHED, iteration)
+
+    async def read_log(self, instance_id: str, *, after_log_id: int = 0, limit: int | None = None) -> list[LogRow]:
+        stmt = (
+            sa.select(*_LOG_COLUMNS)
+            .where(instance_logs.c.instance_id == instance_id, instance_logs.c.log_id > after_log_id)
+            .order_by(instance_logs.c.log_id)
+        )
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        async with self.db.read() as conn:
+            return [LogRow(*row) for row in await conn.execute(stmt)]
+
+    async def get_timed_out_instances(self, now: float, limit: int = 100) -> list[str]:
+        stmt = (
+            sa.select(instances.c.id)
+            .where(instances.c.status == RunStatus.RUNNING.value, instances.c.deadline_at < now)
+            .limit(limit)
+        )
+        async with self.db.read() as conn:
+            return [row[0] for row in await conn.execute(stmt)]
+
+    async def get_stale_running_instances(self, older_than: float, limit: int = 100) -> list[str]:
+        """RUNNING runs with no job left and no change since ``older_than``: nothing can move them on."""
+        has_job = sa.exists().where(node_jobs.c.instance_id == instances.c.id)
+        stmt = (
+            sa.select(instances.c.id)
+            .where(
+                instances.c.status == RunStatus.RUNNING.value,
+                instances.c.updated_at < older_than,
+                ~has_job,
+            )
+            .limit(limit)
+        )
+        async with self.db.read() as conn:
+            return [row[0] for row in await conn.execute(stmt)]
+
+    async def count_jobs(self, instance_id: str) -> int:
+        stmt = sa.select(sa.func.count()).select_from(node_jobs).where(node_jobs.c.instance_id == instance_id)
+        async with self.db.read() as conn:
+            return int((await conn.execute(stmt)).scalar_one())
+
+    async def delete_test_instance(self, instance_id: str) -> bool:
+        """Remove a test run and every row of it in one transaction. ``False`` if it is not a test run."""
+        async with self.transaction() as tx:
+            conn = tx.conn
+            is_test = (
+                await conn.execute(sa.select(instances.c.is_test).where(instances.c.id == instance_id))
+            ).scalar_one_or_none()
+            if not is_test:
+                return False
+            await conn.execute(node_jobs.delete().where(node_jobs.c.instance_id == instance_id))
+            await conn.execute(join_barriers.delete().where(join_barriers.c.instance_id == instance_id))
+            await conn.execute(instance_logs.delete().where(instance_logs.c.instance_id == instance_id))
+            await conn.execute(instances.delete().where(instances.c.id == instance_id))
+            return True
+
+    # -- the job queue ---------------------------------------------------------------------------
+    async def claim_jobs(self, owner: str, limit: int, lease_seconds: float) -> list[Job]:
+        """Lease up to ``limit`` due jobs to ``owner`` and log their NODE_STARTED rows, in one transaction."""
+        async with self.transaction() as tx:
+            jobs = await tx.jobs.claim(owner, limit, lease_seconds)
+            if jobs:
+                await tx.log_event_bulk([started_event(job) for job in jobs])
+            return jobs
+
+    async def extend_leases(self, owner: str, job_ids: Sequence[int], lease_seconds: float) -> set[int]:
+        """Renew leases; returns the ids still held (a missing id was cancelled or taken over)."""
+        if not job_ids:
+            return set()
+        async with self.transaction() as tx:
+            return await tx.jobs.extend(owner, job_ids, lease_seconds)
+
+    async def release_leases(self, owner: str) -> None:
+        async with self.transaction() as tx:
+            await tx.jobs.release(owner)
+
+    async def next_job_due(self) -> float | None:
+        async with self.db.read() as conn:
+            return await JobTable.next_due(conn)
+
+
+def started_event(job: Job) -> LogEvent:
+    return LogEvent(
+        instance_id=job.instance_id,
+        event_type=EventType.NODE_STARTED,
+        node_id=job.node_id,
+        iteration=job.iteration,
+        node_status="RUNNING",
+        node_attempt=job.attempt,
+    )

@@ -1,0 +1,121 @@
+"""The engine's hot-path statements, built once per dialect with bind parameters.
+
+Building a Core statement and its cache key costs far more than SQLite takes to run it, so every
+statement on the per-node path is constructed here once and executed with a parameter dict.
+Bind names carry a ``p_`` prefix so they never clash with the column names of an UPDATE.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from flowdeck.domain.statuses import EventType
+from flowdeck.storage.tables import instance_logs, instances, join_barriers, node_jobs
+
+__all__ = ("JOB_COLUMNS", "LOG_COLUMNS", "Statements", "statements_for")
+
+LOG_COLUMNS = (
+    instance_logs.c.log_id,
+    instance_logs.c.instance_id,
+    instance_logs.c.node_id,
+    instance_logs.c.iteration,
+    instance_logs.c.event_type,
+    instance_logs.c.node_status,
+    instance_logs.c.output_variable,
+    instance_logs.c.payload,
+    instance_logs.c.error_message,
+    instance_logs.c.node_attempt,
+    instance_logs.c.created_at,
+)
+
+JOB_COLUMNS = (
+    node_jobs.c.id,
+    node_jobs.c.instance_id,
+    node_jobs.c.node_id,
+    node_jobs.c.iteration,
+    node_jobs.c.attempt,
+    node_jobs.c.retry_base,
+    node_jobs.c.available_at,
+)
+
+_p = sa.bindparam
+
+
+@dataclass(frozen=True, slots=True)
+class Statements:
+    insert_log: Any
+    insert_log_returning_node: Any
+    instance_version: Any
+    compare_and_swap: Any
+    context_rows: Any
+    insert_job: Any
+    delete_job: Any
+    reschedule_job: Any
+    any_job: Any
+    claim_jobs: Any
+    extend_leases: Any
+    bump_barrier: Any
+
+
+@functools.cache
+def statements_for(is_sqlite: bool) -> Statements:
+    insert = sqlite.insert if is_sqlite else postgresql.insert
+    due = (
+        sa.select(node_jobs.c.id)
+        .where(node_jobs.c.available_at <= _p("p_now"))
+        .order_by(node_jobs.c.available_at)
+        .limit(_p("p_limit"))
+    )
+    if not is_sqlite:
+        due = due.with_for_update(skip_locked=True)
+    barrier_insert = insert(join_barriers)
+    return Statements(
+        insert_log=insert(instance_logs).on_conflict_do_nothing().returning(instance_logs.c.log_id),
+        insert_log_returning_node=insert(instance_logs).on_conflict_do_nothing().returning(instance_logs.c.node_id),
+        instance_version=sa.select(instances.c.status, instances.c.version).where(instances.c.id == _p("p_id")),
+        compare_and_swap=instances.update()
+        .where(instances.c.id == _p("p_id"), instances.c.version == _p("p_expected"))
+        .values(version=_p("p_next"), updated_at=_p("p_now")),
+        context_rows=sa.select(
+            instance_logs.c.event_type,
+            instance_logs.c.node_id,
+            instance_logs.c.output_variable,
+            instance_logs.c.payload,
+        )
+        .where(
+            instance_logs.c.instance_id == _p("p_id"),
+            instance_logs.c.event_type.in_(
+                [EventType.INPUT_SET.value, EventType.SYSTEM_SET.value, EventType.NODE_COMPLETED.value]
+            ),
+            instance_logs.c.iteration.in_(_p("p_scopes", expanding=True)),
+            sa.or_(instance_logs.c.node_id.is_(None), instance_logs.c.node_id.in_(_p("p_nodes", expanding=True))),
+            sa.or_(instance_logs.c.output_variable.is_(None), instance_logs.c.output_variable != _p("p_hidden")),
+        )
+        .order_by(instance_logs.c.log_id),
+        insert_job=insert(node_jobs).on_conflict_do_nothing().returning(*JOB_COLUMNS),
+        delete_job=node_jobs.delete().where(node_jobs.c.id == _p("p_id"), node_jobs.c.attempt == _p("p_attempt")),
+        reschedule_job=node_jobs.update()
+        .where(node_jobs.c.id == _p("p_id"), node_jobs.c.attempt == _p("p_attempt"))
+        .values(attempt=_p("p_next"), available_at=_p("p_due"), lease_owner=None),
+        any_job=sa.select(node_jobs.c.id).where(node_jobs.c.instance_id == _p("p_id")).limit(1),
+        claim_jobs=node_jobs.update()
+        .where(node_jobs.c.id.in_(due.scalar_subquery()))
+        .values(lease_owner=_p("p_owner"), available_at=_p("p_until"))
+        .returning(*JOB_COLUMNS),
+        extend_leases=node_jobs.update()
+        .where(node_jobs.c.id.in_(_p("p_ids", expanding=True)), node_jobs.c.lease_owner == _p("p_owner"))
+        .values(available_at=_p("p_until"))
+        .returning(node_jobs.c.id),
+        bump_barrier=barrier_insert.on_conflict_do_update(
+            index_elements=[join_barriers.c.instance_id, join_barriers.c.node_id, join_barriers.c.iteration],
+            set_={
+                "resolved_edges": join_barriers.c.resolved_edges + barrier_insert.excluded.resolved_edges,
+                "taken_edges": join_barriers.c.taken_edges + barrier_insert.excluded.taken_edges,
+            },
+        ).returning(join_barriers.c.node_id, join_barriers.c.resolved_edges, join_barriers.c.taken_edges),
+    )

@@ -1,0 +1,152 @@
+"""The schema, as SQLAlchemy Core tables (Core, not ORM: the engine's hot path counts statements).
+
+Times are epoch seconds (double precision) on both SQLite and PostgreSQL: portable, indexable and
+cheap to compare in the job-claim query.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+
+__all__ = (
+    "instance_logs",
+    "instances",
+    "join_barriers",
+    "metadata",
+    "node_jobs",
+    "tenants",
+    "workflow_versions",
+    "workflows",
+)
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+Json = sa.JSON().with_variant(JSONB(), "postgresql")
+BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # SQLite autoincrement needs INTEGER PRIMARY KEY
+Id = sa.String(36)
+Epoch: sa.Double[float] = sa.Double()
+
+tenants = sa.Table(
+    "tenants",
+    metadata,
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False, unique=True),
+    sa.Column("created_at", Epoch, nullable=False),
+)
+
+workflows = sa.Table(
+    "workflows",
+    metadata,
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("tenant_id", Id, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("title", sa.String(200), nullable=False),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("latest_version", sa.Integer, nullable=False),
+    sa.Column("created_at", Epoch, nullable=False),
+    sa.Column("updated_at", Epoch, nullable=False),
+    sa.Column("deleted_at", Epoch, nullable=True),
+    sa.Index(None, "tenant_id", "updated_at"),
+)
+
+workflow_versions = sa.Table(
+    "workflow_versions",
+    metadata,
+    sa.Column("workflow_id", Id, sa.ForeignKey("workflows.id"), primary_key=True),
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("definition", Json, nullable=False),
+    sa.Column("created_at", Epoch, nullable=False),
+)
+
+instances = sa.Table(
+    "instances",
+    metadata,
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("tenant_id", Id, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("workflow_id", Id, nullable=True),
+    sa.Column("workflow_version", sa.Integer, nullable=True),
+    sa.Column("is_test", sa.Boolean, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("trigger", sa.String(16), nullable=False),
+    sa.Column("input", Json, nullable=True),
+    sa.Column("output", Json, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("created_at", Epoch, nullable=False),
+    sa.Column("started_at", Epoch, nullable=True),
+    sa.Column("completed_at", Epoch, nullable=True),
+    sa.Column("updated_at", Epoch, nullable=False),
+    sa.Column("deadline_at", Epoch, nullable=True),
+    sa.Index(None, "tenant_id", "created_at"),
+    sa.Index(None, "workflow_id", "status", "created_at"),
+    sa.Index(None, "status", "deadline_at"),
+)
+
+# The append-only event log (SPEC §4): the single source of truth of every run.
+instance_logs = sa.Table(
+    "instance_logs",
+    metadata,
+    sa.Column("log_id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("instance_id", Id, nullable=False),
+    sa.Column("node_id", sa.String(64), nullable=True),
+    sa.Column("iteration", sa.String(200), nullable=False, server_default=""),
+    sa.Column("event_type", sa.String(20), nullable=False),
+    sa.Column("node_status", sa.String(16), nullable=True),
+    sa.Column("output_variable", sa.String(64), nullable=True),
+    sa.Column("payload", Json, nullable=True),
+    sa.Column("error_message", sa.Text, nullable=True),
+    sa.Column("node_attempt", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("created_at", Epoch, nullable=False),
+    # Idempotency: a duplicate delivery of the same node event is a no-op (run-level rows have a NULL
+    # node_id, and NULLs never collide in a unique index on either database).
+    sa.Index(
+        "uq_instance_logs_node_event",
+        "instance_id",
+        "node_id",
+        "iteration",
+        "event_type",
+        "node_attempt",
+        unique=True,
+    ),
+    sa.Index("ix_instance_logs_instance_event", "instance_id", "event_type"),
+    sa.Index("ix_instance_logs_instance_log", "instance_id", "log_id"),
+)
+
+# Durable node jobs: the queue. A row exists while a node is waiting, leased or retrying.
+# ``available_at`` doubles as the lease: claiming a job pushes it to now + lease, heartbeats push it
+# further, so a job whose worker died simply becomes due again (seed 004).
+node_jobs = sa.Table(
+    "node_jobs",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("instance_id", Id, nullable=False),
+    sa.Column("node_id", sa.String(64), nullable=False),
+    sa.Column("iteration", sa.String(200), nullable=False, server_default=""),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("retry_base", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("available_at", Epoch, nullable=False),
+    sa.Column("lease_owner", sa.String(64), nullable=True),
+    sa.Column("created_at", Epoch, nullable=False),
+    sa.Index("uq_node_jobs_node", "instance_id", "node_id", "iteration", unique=True),
+    sa.Index("ix_node_jobs_available", "available_at"),
+    sa.Index("ix_node_jobs_lease_owner", "lease_owner"),
+)
+
+# Join barriers: how many incoming edges of a multi-parent node are resolved and how many were taken.
+# Updated in the same transaction as the log row that resolves the edge, so it never disagrees with it.
+join_barriers = sa.Table(
+    "join_barriers",
+    metadata,
+    sa.Column("instance_id", Id, primary_key=True),
+    sa.Column("node_id", sa.String(64), primary_key=True),
+    sa.Column("iteration", sa.String(200), primary_key=True),
+    sa.Column("resolved_edges", sa.Integer, nullable=False),
+    sa.Column("taken_edges", sa.Integer, nullable=False),
+)

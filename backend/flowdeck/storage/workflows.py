@@ -1,0 +1,153 @@
+"""Saved workflows and their immutable, numbered versions (a run keeps the version it started on)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from flowdeck.storage.database import Database
+from flowdeck.storage.tables import workflow_versions, workflows
+
+__all__ = ("StaleVersionError", "WorkflowRecord", "WorkflowStore")
+
+
+class StaleVersionError(Exception):
+    """A save carried a version other than the latest: someone saved in between."""
+
+    def __init__(self, workflow_id: str, given: int, latest: int) -> None:
+        super().__init__(f"workflow {workflow_id} is at version {latest}, the save was based on version {given}")
+        self.latest = latest
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowRecord:
+    id: str
+    tenant_id: str
+    title: str
+    description: str | None
+    version: int
+    definition: Any
+    created_at: float
+    updated_at: float
+
+
+class WorkflowStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def create(self, tenant_id: str, definition: dict[str, Any]) -> WorkflowRecord:
+        workflow_id, now = str(uuid.uuid4()), time.time()
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                workflows.insert().values(
+                    id=workflow_id,
+                    tenant_id=tenant_id,
+                    title=str(definition.get("title") or "Untitled workflow"),
+                    description=definition.get("description"),
+                    latest_version=1,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            await conn.execute(
+                workflow_versions.insert().values(
+                    workflow_id=workflow_id, version=1, definition=definition, created_at=now
+                )
+            )
+        return WorkflowRecord(
+            workflow_id,
+            tenant_id,
+            str(definition.get("title") or "Untitled workflow"),
+            definition.get("description"),
+            1,
+            definition,
+            now,
+            now,
+        )
+
+    async def save_version(self, tenant_id: str, workflow_id: str, based_on: int, definition: dict[str, Any]) -> int:
+        """Store ``definition`` as the next version; ``StaleVersionError`` if ``based_on`` is not the latest."""
+        now = time.time()
+        async with self.db.transaction() as conn:
+            result = await conn.execute(
+                workflows.update()
+                .where(
+                    workflows.c.id == workflow_id,
+                    workflows.c.tenant_id == tenant_id,
+                    workflows.c.latest_version == based_on,
+                    workflows.c.deleted_at.is_(None),
+                )
+                .values(
+                    latest_version=based_on + 1,
+                    updated_at=now,
+                    title=str(definition.get("title") or "Untitled workflow"),
+                    description=definition.get("description"),
+                )
+            )
+            if result.rowcount != 1:
+                latest = (
+                    await conn.execute(
+                        sa.select(workflows.c.latest_version).where(
+                            workflows.c.id == workflow_id, workflows.c.tenant_id == tenant_id
+                        )
+                    )
+                ).scalar_one_or_none()
+                if latest is None:
+                    raise LookupError(workflow_id)
+                raise StaleVersionError(workflow_id, based_on, latest)
+            await conn.execute(
+                workflow_versions.insert().values(
+                    workflow_id=workflow_id, version=based_on + 1, definition=definition, created_at=now
+                )
+            )
+        return based_on + 1
+
+    async def get(self, tenant_id: str, workflow_id: str, version: int | None = None) -> WorkflowRecord | None:
+        """The latest version (or ``version``) of a workflow of this tenant."""
+        join = workflows.join(workflow_versions, workflow_versions.c.workflow_id == workflows.c.id)
+        stmt = (
+            sa.select(
+                workflows.c.id,
+                workflows.c.tenant_id,
+                workflows.c.title,
+                workflows.c.description,
+                workflow_versions.c.version,
+                workflow_versions.c.definition,
+                workflows.c.created_at,
+                workflows.c.updated_at,
+            )
+            .select_from(join)
+            .where(
+                workflows.c.id == workflow_id,
+                workflows.c.tenant_id == tenant_id,
+                workflows.c.deleted_at.is_(None),
+                workflow_versions.c.version == (workflows.c.latest_version if version is None else version),
+            )
+        )
+        async with self.db.read() as conn:
+            row = (await conn.execute(stmt)).first()
+        return None if row is None else WorkflowRecord(*row)
+
+    async def definition(self, workflow_id: str, version: int) -> Any:
+        """A stored version's definition, whatever its tenant (the engine's lookup; versions never change)."""
+        stmt = sa.select(workflow_versions.c.definition).where(
+            workflow_versions.c.workflow_id == workflow_id, workflow_versions.c.version == version
+        )
+        async with self.db.read() as conn:
+            return (await conn.execute(stmt)).scalar_one_or_none()
+
+    async def delete(self, tenant_id: str, workflow_id: str) -> bool:
+        """Hide a workflow; its versions stay so the runs that used them can still be read."""
+        async with self.db.transaction() as conn:
+            result = await conn.execute(
+                workflows.update()
+                .where(
+                    workflows.c.id == workflow_id, workflows.c.tenant_id == tenant_id, workflows.c.deleted_at.is_(None)
+                )
+                .values(deleted_at=time.time())
+            )
+        return bool(result.rowcount == 1)
