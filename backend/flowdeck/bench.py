@@ -1,0 +1,180 @@
+"""``flowdeck bench``: the standard workloads of SPEC §11 against the configured database.
+
+Each node is a built-in no-op (a ``delay`` of 0 s: it resolves a template-free config and
+completes), so the figures are engine overhead: scheduling, the log and the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from flowdeck.domain.graph import Graph
+from flowdeck.domain.validation import MAX_NODES
+from flowdeck.engine.engine import Engine
+from flowdeck.runtime import open_runtime
+from flowdeck.settings import Settings
+
+__all__ = ("run_bench",)
+
+NOOP = {"type": "delay", "config": {"seconds": 0}}
+
+
+@dataclass
+class Result:
+    name: str
+    runs: int
+    nodes_per_run: int
+    seconds: float
+    run_ms: list[float] = field(default_factory=list)
+    statements: int = 0
+    commits: int = 0
+
+    def row(self) -> dict[str, Any]:
+        ms = sorted(self.run_ms)
+        node_count = self.runs * self.nodes_per_run
+        return {
+            "workload": self.name,
+            "runs": self.runs,
+            "nodesPerRun": self.nodes_per_run,
+            "runsPerSecond": round(self.runs / self.seconds, 1),
+            "runMsP50": round(statistics.median(ms), 2) if ms else None,
+            "runMsP99": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 2) if ms else None,
+            "msPerNode": round(statistics.median(ms) / self.nodes_per_run, 3) if ms else None,
+            "statementsPerNode": round(self.statements / node_count, 2),
+            "commitsPerNode": round(self.commits / node_count, 2),
+        }
+
+
+def chain(length: int) -> dict[str, Any]:
+    """start -> (length - 2) no-ops -> end: ``length`` nodes in all."""
+    middle = [{"id": f"n{i}", **NOOP} for i in range(1, length - 1)]
+    ids = ["start", *(n["id"] for n in middle), "end"]
+    nodes = [{"id": "start", "type": "start", "config": {}}, *middle, {"id": "end", "type": "end", "config": {}}]
+    edges = [{"id": f"e{i}", "source": a, "target": b} for i, (a, b) in enumerate(pairwise(ids))]
+    return {"title": f"bench chain {length}", "nodes": nodes, "edges": edges}
+
+
+def fan(width: int) -> dict[str, Any]:
+    """start -> ``width`` parallel no-ops -> join (all) -> end."""
+    branches = [{"id": f"b{i}", **NOOP} for i in range(width)]
+    nodes = [
+        {"id": "start", "type": "start", "config": {}},
+        *branches,
+        {"id": "join", **NOOP},
+        {"id": "end", "type": "end", "config": {}},
+    ]
+    edges = [{"id": f"s{b['id']}", "source": "start", "target": b["id"]} for b in branches]
+    edges += [{"id": f"j{b['id']}", "source": b["id"], "target": "join"} for b in branches]
+    edges.append({"id": "je", "source": "join", "target": "end"})
+    return {"title": f"bench fan {width}", "nodes": nodes, "edges": edges}
+
+
+class _Progress:
+    def __init__(self, label: str, total: int) -> None:
+        self.label, self.total, self.done = label, total, 0
+
+    def step(self) -> None:
+        self.done += 1
+        if sys.stderr.isatty() or self.done == self.total:
+            filled = int(30 * self.done / self.total)
+            print(
+                f"\r{self.label:28} [{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}",
+                end="\n" if self.done == self.total else "",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+async def _timed_run(engine: Engine, tenant_id: str, workflow_id: str | None, graph: Graph | None = None) -> float:
+    started = time.perf_counter()
+    if graph is not None:
+        # Past the 500-node limit of user definitions (fan-out 1,000): straight to the orchestrator.
+        instance_id = await engine.orchestrator.start_run(tenant_id=tenant_id, graph=graph, run_input={})
+    else:
+        assert workflow_id is not None
+        instance_id = await engine.start_workflow_run(tenant_id, workflow_id, {})
+    run = await engine.wait_for_run(instance_id, 120)
+    if run.status.value != "COMPLETED":
+        raise RuntimeError(f"benchmark run {instance_id} ended {run.status.value}: {run.error}")
+    return (time.perf_counter() - started) * 1000
+
+
+async def _measure(
+    engine: Engine, name: str, nodes: int, runs: int, body: Callable[[_Progress], Awaitable[list[float]]]
+) -> Result:
+    counter = engine.db.counter
+    counter.reset()
+    started = time.perf_counter()
+    run_ms = await body(_Progress(name, runs))
+    return Result(name, runs, nodes, time.perf_counter() - started, run_ms, counter.statements, counter.commits)
+
+
+async def _sequential(engine: Engine, tenant_id: str, definition: dict[str, Any], runs: int, name: str) -> Result:
+    if len(definition["nodes"]) > MAX_NODES:
+        workflow_id, graph = None, engine.plans.build_graph(definition)
+    else:
+        workflow_id, graph = (await engine.create_workflow(tenant_id, definition)).id, None
+    await _timed_run(engine, tenant_id, workflow_id, graph)  # warm the caches
+
+    async def body(progress: _Progress) -> list[float]:
+        timings = []
+        for _ in range(runs):
+            timings.append(await _timed_run(engine, tenant_id, workflow_id, graph))
+            progress.step()
+        return timings
+
+    return await _measure(engine, name, len(definition["nodes"]), runs, body)
+
+
+async def _concurrent(engine: Engine, tenant_id: str, definition: dict[str, Any], runs: int, name: str) -> Result:
+    workflow = await engine.create_workflow(tenant_id, definition)
+    await _timed_run(engine, tenant_id, workflow.id)
+
+    async def body(progress: _Progress) -> list[float]:
+        async def one() -> float:
+            ms = await _timed_run(engine, tenant_id, workflow.id)
+            progress.step()
+            return ms
+
+        return list(await asyncio.gather(*(one() for _ in range(runs))))
+
+    return await _measure(engine, name, len(definition["nodes"]), runs, body)
+
+
+async def run_bench(settings: Settings, *, quick: bool = False, json_path: str | None = None) -> int:
+    scale = 10 if quick else 1
+    async with open_runtime(settings, migrate=settings.is_sqlite) as runtime:
+        engine = runtime.engine
+        tenant_id = await engine.tenants.ensure("bench")
+        results = [
+            await _sequential(engine, tenant_id, chain(20), 200 // scale, "1 chain of 20"),
+            await _sequential(engine, tenant_id, fan(10), 200 // scale, "2 diamond of 10"),
+            await _concurrent(engine, tenant_id, chain(5), 100 // scale, "3 concurrent chains of 5"),
+        ]
+        for width in (10, 100, 1000):
+            results.append(await _sequential(engine, tenant_id, fan(width), 3, f"4 fan-out {width}"))
+    rows = [r.row() for r in results]
+    _print_table(rows, settings.database_url)
+    if json_path:
+        report = json.dumps({"database": settings.database_url.split("://")[0], "results": rows}, indent=2)
+        await asyncio.to_thread(Path(json_path).write_text, report)
+        print(f"wrote {json_path}")
+    return 0
+
+
+def _print_table(rows: list[dict[str, Any]], url: str) -> None:
+    print(f"\nFlowdeck benchmark on {url.split('://')[0]}")
+    columns = list(rows[0])
+    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in columns]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    for r in rows:
+        print("  ".join(str(r[c]).ljust(w) for c, w in zip(columns, widths, strict=True)))

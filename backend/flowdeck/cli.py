@@ -1,0 +1,129 @@
+"""The ``flowdeck`` command (SPEC §10)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from flowdeck.settings import Settings
+
+__all__ = ("main",)
+
+
+def _configure_logging(verbose: bool = False) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from flowdeck.app import create_app
+
+    settings = Settings.from_env()
+    host = args.host or settings.host
+    port = args.port or settings.port
+    print(f"Flowdeck is starting on http://{host}:{port}/ (database: {settings.database_url})")
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    return 0
+
+
+async def _worker(settings: Settings) -> None:
+    from flowdeck.runtime import open_runtime
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with open_runtime(settings, with_worker=True, migrate=False) as runtime:
+        print(f"worker {runtime.engine.worker.id} running (concurrency {settings.worker_concurrency})", flush=True)
+        await stop.wait()
+    print("worker stopped; its leases were handed back", flush=True)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    settings = Settings.from_env()
+    if args.lease_seconds:
+        settings = replace(settings, lease_seconds=args.lease_seconds)
+    asyncio.run(_worker(settings))
+    return 0
+
+
+def cmd_migrate(_: argparse.Namespace) -> int:
+    from flowdeck.storage.migrate import upgrade
+
+    settings = Settings.from_env()
+    asyncio.run(upgrade(settings.database_url))
+    print(f"database is at the latest schema ({settings.database_url})")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from flowdeck.local_run import run_file
+
+    try:
+        run_input: Any = json.loads(args.input) if args.input else None
+    except json.JSONDecodeError as exc:
+        print(f"--input is not valid JSON: {exc}", file=sys.stderr)
+        return 2
+    return asyncio.run(run_file(Settings.from_env(), Path(args.file), run_input, timeout=args.timeout))
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from flowdeck.bench import run_bench
+
+    return asyncio.run(run_bench(Settings.from_env(), quick=args.quick, json_path=args.json))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="flowdeck", description="Flowdeck workflow engine")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="API, editor and an embedded worker in one process")
+    serve.add_argument("--host", help="bind address (default FLOWDECK_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default FLOWDECK_PORT or 8000)")
+    serve.set_defaults(func=cmd_serve)
+
+    worker = sub.add_parser("worker", help="a worker only (PostgreSQL); run any number of them")
+    worker.add_argument("--lease-seconds", type=float, help="how long a claimed job stays leased without a heartbeat")
+    worker.set_defaults(func=cmd_worker)
+
+    migrate = sub.add_parser("migrate", help="upgrade the database schema to the latest version")
+    migrate.set_defaults(func=cmd_migrate)
+
+    run = sub.add_parser("run", help="validate a workflow JSON file and run it once, showing each node live")
+    run.add_argument("file", help="path to a workflow definition (SPEC §1 JSON)")
+    run.add_argument("--input", help="the run input, as JSON")
+    run.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the run (default 300)")
+    run.set_defaults(func=cmd_run)
+
+    bench = sub.add_parser("bench", help="the standard benchmark against the configured database")
+    bench.add_argument("--quick", action="store_true", help="a small version that finishes in seconds")
+    bench.add_argument("--json", help="also write the results as JSON to this path")
+    bench.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _configure_logging(args.verbose)
+    try:
+        return int(args.func(args))
+    except ValueError as exc:  # configuration errors (FLOWDECK_* values) are the user's to fix
+        print(f"flowdeck: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The execution engine: scheduling rules, the orchestrator, the queue transport and the worker."""

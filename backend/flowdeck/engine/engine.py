@@ -1,0 +1,177 @@
+"""The engine facade: what the API, the CLI and the tests call. It wires the parts together.
+
+Nothing here makes scheduling decisions (the orchestrator does) or touches tables (the state
+manager does); it validates requests, turns them into orchestrator calls and waits for runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from flowdeck.domain.problems import Problem, has_errors
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
+from flowdeck.domain.validation import validate_definition
+from flowdeck.engine.executor import NodeExecutor
+from flowdeck.engine.orchestrator import Orchestrator
+from flowdeck.engine.plans import PlanCache, RunNotFoundError
+from flowdeck.engine.publisher import LocalPublisher, RunUpdate
+from flowdeck.engine.worker import Worker
+from flowdeck.handlers.registry import HandlerRegistry
+from flowdeck.storage.database import Database
+from flowdeck.storage.records import InstanceRecord
+from flowdeck.storage.state import StateManager
+from flowdeck.storage.tenants import TenantStore
+from flowdeck.storage.workflows import WorkflowRecord, WorkflowStore
+
+__all__ = ("DefinitionInvalidError", "Engine", "RunNotFoundError")
+
+
+class DefinitionInvalidError(Exception):
+    """A definition has errors; ``problems`` holds every one of them (warnings too)."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        errors = [p for p in problems if p.severity == "error"]
+        super().__init__(
+            f"the workflow definition has {len(errors)} error(s): " + "; ".join(p.message for p in errors[:5])
+        )
+        self.problems = problems
+
+
+class Engine:
+    def __init__(
+        self,
+        db: Database,
+        registry: HandlerRegistry,
+        *,
+        publisher: LocalPublisher | None = None,
+        concurrency: int = 16,
+        lease_seconds: float = 30.0,
+        poll_interval: float = 0.5,
+        worker_id: str | None = None,
+    ) -> None:
+        self.db = db
+        self.registry = registry
+        self.state = StateManager(db)
+        self.workflows = WorkflowStore(db)
+        self.tenants = TenantStore(db)
+        self.plans = PlanCache(self.state, self.workflows, registry.default_handles())
+        self.publisher = publisher or LocalPublisher()
+        self.orchestrator = Orchestrator(self.state, self.plans, self.publisher, lease_seconds=lease_seconds)
+        self.executor = NodeExecutor(self.state, self.plans, registry)
+        self.worker = Worker(
+            self.state,
+            self.orchestrator,
+            self.executor,
+            concurrency=concurrency,
+            lease_seconds=lease_seconds,
+            poll_interval=poll_interval,
+            worker_id=worker_id,
+        )
+        self._worker_running = False
+
+    async def start(self, *, with_worker: bool = True) -> None:
+        if with_worker:
+            await self.worker.start()
+            self._worker_running = True
+
+    async def stop(self) -> None:
+        if self._worker_running:
+            await self.worker.stop()
+            self._worker_running = False
+
+    # -- definitions ---------------------------------------------------------------------------------
+    def validate(self, raw: Any, *, raw_size: int | None = None) -> list[Problem]:
+        return validate_definition(raw, self.registry, raw_size=raw_size)
+
+    def _require_valid(self, raw: Any, raw_size: int | None = None) -> None:
+        problems = self.validate(raw, raw_size=raw_size)
+        if has_errors(problems):
+            raise DefinitionInvalidError(problems)
+
+    async def create_workflow(self, tenant_id: str, definition: dict[str, Any]) -> WorkflowRecord:
+        self._require_valid(definition)
+        return await self.workflows.create(tenant_id, definition)
+
+    async def save_workflow(self, tenant_id: str, workflow_id: str, based_on: int, definition: dict[str, Any]) -> int:
+        self._require_valid(definition)
+        return await self.workflows.save_version(tenant_id, workflow_id, based_on, definition)
+
+    # -- runs ----------------------------------------------------------------------------------------
+    async def start_workflow_run(
+        self, tenant_id: str, workflow_id: str, run_input: Any = None, *, trigger: str = "api"
+    ) -> str:
+        """A production run of the latest saved version."""
+        record = await self.workflows.get(tenant_id, workflow_id)
+        if record is None:
+            raise LookupError(f"workflow {workflow_id} does not exist")
+        graph = await self.plans.version_graph(record.id, record.version)
+        return await self.orchestrator.start_run(
+            tenant_id=tenant_id,
+            graph=graph,
+            run_input=run_input,
+            workflow_id=record.id,
+            workflow_version=record.version,
+            trigger=trigger,
+        )
+
+    async def start_test_run(
+        self,
+        tenant_id: str,
+        definition: dict[str, Any],
+        run_input: Any = None,
+        *,
+        pinned: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Run an unsaved graph; it is stored in the run's SYSTEM_SET row and read from there."""
+        self._require_valid(definition)
+        graph = self.plans.build_graph(definition)
+        unknown = sorted(set(pinned or {}) - set(graph.nodes))
+        if unknown:
+            raise DefinitionInvalidError(
+                [
+                    Problem("invalid_pin", f"pinned node '{n}' is not in the graph", node_id=n, path=f"pinned.{n}")
+                    for n in unknown
+                ]
+            )
+        return await self.orchestrator.start_run(
+            tenant_id=tenant_id,
+            graph=graph,
+            run_input=run_input,
+            test_definition=definition,
+            pinned=pinned,
+            trigger="test",
+        )
+
+    async def cancel_run(self, instance_id: str) -> bool:
+        return await self.orchestrator.cancel_run(instance_id)
+
+    async def retry_run(self, instance_id: str) -> list[str]:
+        return await self.orchestrator.retry_run(instance_id)
+
+    async def delete_test_run(self, instance_id: str) -> bool:
+        """Stop a test run's in-flight work and delete every row of it."""
+        with contextlib.suppress(RunNotFoundError):
+            await self.orchestrator.cancel_run(instance_id, reason="test run deleted")
+        return await self.state.delete_test_instance(instance_id)
+
+    async def wait_for_run(self, instance_id: str, timeout: float) -> InstanceRecord:
+        """Wait until the run is finished (or ``timeout`` passes); returns its latest record."""
+        deadline = time.monotonic() + timeout
+        with self.publisher.subscribe(instance_id) as updates:
+            while True:
+                instance = await self.state.get_instance(instance_id)
+                if instance is None:
+                    raise RunNotFoundError(f"run {instance_id} does not exist")
+                remaining = deadline - time.monotonic()
+                if instance.status in TERMINAL_RUN_STATUSES or remaining <= 0:
+                    return instance
+                # Updates wake us at once in-process; polling covers workers in other processes.
+                with contextlib.suppress(TimeoutError):
+                    while True:
+                        update = await asyncio.wait_for(updates.get(), timeout=min(remaining, 0.25))
+                        if isinstance(update, RunUpdate) and update.status is not RunStatus.RUNNING:
+                            break

@@ -1,0 +1,570 @@
+"""The orchestrator: every scheduling decision of a run, one atomic transaction each (seed 001).
+
+A decision reads the instance version, claims the next one with a compare-and-swap and only then
+writes: the node's result row (the unique index turns a duplicate delivery into a no-op), the
+NODE_SKIPPED / NODE_DISPATCHED rows and the jobs of the nodes it starts. Everything commits
+together, so a crash can never leave a node dispatched but not queued, or completed with nothing
+started after it. A decision that loses the CAS rolls back and runs again on fresh state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from flowdeck.domain.graph import Graph
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, NodeStatus, RunStatus
+from flowdeck.engine.plans import PlanCache, RunNotFoundError, RunPlan
+from flowdeck.engine.publisher import NodeUpdate, Publisher, RunUpdate, Update
+from flowdeck.engine.retry import backoff_seconds
+from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict, settle_from_states
+from flowdeck.storage.jobs import NewJob
+from flowdeck.storage.records import Job, LogEvent, LogRow
+from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager, StateTransaction, started_event
+
+__all__ = ("Completed", "Failed", "NodeOutcome", "Orchestrator", "RunStateError")
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_MAX_CAS_ATTEMPTS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    output: Any
+    handle: str | None
+    queue_delay: float | None = None
+    logs: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    error_type: str
+    message: str
+    retryable: bool = True
+
+
+NodeOutcome = Completed | Failed
+
+
+class RunStateError(Exception):
+    """The run is not in a state that allows this request (cancel a finished run, retry a running one)."""
+
+
+class _DuplicateDeliveryError(Exception):
+    """This result was delivered before: roll back, change nothing."""
+
+
+class _CasConflictError(Exception):
+    """Another decision moved the instance on first: roll back and decide again."""
+
+
+@dataclass(slots=True)
+class _Effects:
+    """What to announce once the decision has committed (never before)."""
+
+    now: float
+    updates: list[Update] = field(default_factory=list)
+    wake_at: list[float] = field(default_factory=list)
+    stopped_runs: list[str] = field(default_factory=list)
+    jobs_added: int = 0
+
+    def node(self, job_or_id: tuple[str, str, str], status: NodeStatus, attempt: int, **extra: Any) -> None:
+        instance_id, node_id, iteration = job_or_id
+        self.updates.append(NodeUpdate(instance_id, node_id, iteration, status, attempt, self.now, **extra))
+
+    def run(self, instance_id: str, status: RunStatus, output: Any = None, error: str | None = None) -> None:
+        self.updates.append(RunUpdate(instance_id, status, self.now, output, error))
+
+
+@dataclass(frozen=True, slots=True)
+class _Dispatch:
+    node_id: str
+    attempt: int = 1
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        state: StateManager,
+        plans: PlanCache,
+        publisher: Publisher,
+        *,
+        lease_seconds: float = 30.0,
+    ) -> None:
+        self.state = state
+        self.plans = plans
+        self.publisher = publisher
+        self.lease_seconds = lease_seconds
+        self.job_listeners: list[Callable[[float], None]] = []
+        """Called with the due time of newly queued jobs (in-process wake-ups)."""
+        self.stop_listeners: list[Callable[[str], None]] = []
+        """Called with the id of a cancelled or deleted run (stop its in-flight nodes)."""
+
+    # -- starting ----------------------------------------------------------------------------------
+    async def start_run(
+        self,
+        *,
+        tenant_id: str,
+        graph: Graph,
+        run_input: Any = None,
+        workflow_id: str | None = None,
+        workflow_version: int | None = None,
+        test_definition: Any = None,
+        pinned: Mapping[str, Any] | None = None,
+        trigger: str = "api",
+        instance_id: str | None = None,
+    ) -> str:
+        """Create a run and queue its start node, in one transaction. Test runs pass ``test_definition``."""
+        is_test = test_definition is not None
+        instance_id = instance_id or str(uuid.uuid4())
+        plan = RunPlan(instance_id, tenant_id, workflow_id, is_test, graph, dict(pinned or {}) if is_test else {})
+        async with self.state.transaction() as tx:
+            effects = _Effects(tx.now)
+            await tx.create_instance(
+                instance_id=instance_id,
+                tenant_id=tenant_id,
+                workflow_id=workflow_id,
+                workflow_version=workflow_version,
+                is_test=is_test,
+                trigger=trigger,
+                run_input=run_input,
+                timeout_seconds=graph.definition.options.timeout_seconds,
+            )
+            events = [LogEvent(instance_id, EventType.INPUT_SET, payload={"input": run_input})]
+            if is_test:
+                events.append(
+                    LogEvent(
+                        instance_id,
+                        EventType.SYSTEM_SET,
+                        output_variable=DEFINITION_KEY,
+                        payload={DEFINITION_KEY: test_definition, PINNED_KEY: plan.pinned},
+                    )
+                )
+            events.append(_run_status_event(instance_id, RunStatus.RUNNING))
+            await tx.log_event_bulk(events)
+            effects.run(instance_id, RunStatus.RUNNING)
+            await self._dispatch(tx, plan, "", [_Dispatch(graph.start_id)], None, None, effects)
+            await self._finish_if_done(tx, plan, effects)
+        self.plans.remember(plan)
+        self._announce(effects)
+        return instance_id
+
+    # -- results -----------------------------------------------------------------------------------
+    async def handle_result(self, job: Job, outcome: NodeOutcome, *, claim_for: str | None = None) -> Job | None:
+        """Record a node attempt's outcome and take the decision it leads to.
+
+        With ``claim_for`` the first node this starts (if due now) is leased to that worker in the same
+        transaction and returned, so a chain runs without a claim round trip between its nodes.
+        """
+        plan = await self.plans.get(job.instance_id)
+
+        async def decide(tx: StateTransaction, status: RunStatus, effects: _Effects) -> Job | None:
+            if isinstance(outcome, Completed):
+                return await self._record_completion(tx, plan, job, outcome, status, claim_for, effects)
+            return await self._record_failure(tx, plan, job, outcome, status, claim_for, effects)
+
+        return await self._decide(job.instance_id, decide)
+
+    async def _record_completion(
+        self,
+        tx: StateTransaction,
+        plan: RunPlan,
+        job: Job,
+        outcome: Completed,
+        status: RunStatus,
+        claim_for: str | None,
+        effects: _Effects,
+    ) -> Job | None:
+        node = plan.graph.node(job.node_id)
+        payload: dict[str, Any] = {"output": outcome.output, "handle": outcome.handle}
+        if node.type == "end":
+            payload["end"] = True
+        if outcome.logs:
+            payload["logs"] = outcome.logs
+        event = LogEvent(
+            job.instance_id,
+            EventType.NODE_COMPLETED,
+            node_id=job.node_id,
+            iteration=job.iteration,
+            node_status=NodeStatus.COMPLETED.value,
+            output_variable=node.variable,
+            payload=payload,
+            node_attempt=job.attempt,
+        )
+        if await tx.log_event(event) is None:
+            raise _DuplicateDeliveryError
+        effects.node(_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
+        if not await tx.jobs.delete(job.id, job.attempt) or status is not RunStatus.RUNNING:
+            return None  # a late result (run failed/cancelled, or a newer attempt exists): recorded, starts nothing
+        claimed = await self._advance(
+            tx, plan, job.iteration, [(job.node_id, outcome.handle)], outcome.queue_delay, claim_for, effects
+        )
+        await self._finish_if_done(tx, plan, effects)
+        return claimed
+
+    async def _record_failure(
+        self,
+        tx: StateTransaction,
+        plan: RunPlan,
+        job: Job,
+        outcome: Failed,
+        status: RunStatus,
+        claim_for: str | None,
+        effects: _Effects,
+    ) -> Job | None:
+        graph, node_id = plan.graph, job.node_id
+        policy = graph.retry_policy(node_id)
+        used = job.attempt - job.retry_base + 1
+        will_retry = outcome.retryable and used < policy.max_attempts and status is RunStatus.RUNNING
+        delay = backoff_seconds(policy, used) if will_retry else 0.0
+        error = {"type": outcome.error_type, "message": outcome.message}
+        payload: dict[str, Any] = {"error": error, "retry": will_retry}
+        if will_retry:
+            payload["nextAttemptAt"] = tx.now + delay
+        event = LogEvent(
+            job.instance_id,
+            EventType.NODE_FAILED,
+            node_id=node_id,
+            iteration=job.iteration,
+            node_status=(NodeStatus.RETRYING if will_retry else NodeStatus.FAILED).value,
+            payload=payload,
+            error_message=outcome.message,
+            node_attempt=job.attempt,
+        )
+        if await tx.log_event(event) is None:
+            raise _DuplicateDeliveryError
+        if will_retry:
+            if await tx.jobs.reschedule(job.id, job.attempt, delay):
+                effects.node(
+                    _key(job), NodeStatus.RETRYING, job.attempt, error=outcome.message, next_attempt_at=tx.now + delay
+                )
+                effects.wake_at.append(tx.now + delay)
+            return None
+        if not await tx.jobs.delete(job.id, job.attempt) or status is not RunStatus.RUNNING:
+            effects.node(_key(job), NodeStatus.FAILED, job.attempt, error=outcome.message)
+            return None
+        node = graph.node(node_id)
+        if node.error_handling == "continue" and _has_error_edge(graph, node_id):
+            await tx.log_event(
+                LogEvent(
+                    job.instance_id,
+                    EventType.NODE_COMPLETED,
+                    node_id=node_id,
+                    iteration=job.iteration,
+                    node_status=NodeStatus.COMPLETED.value,
+                    output_variable=node.variable,
+                    payload={"output": {"error": error}, "handle": "error"},
+                    node_attempt=job.attempt,
+                )
+            )
+            effects.node(_key(job), NodeStatus.COMPLETED, job.attempt, output={"error": error})
+            claimed = await self._advance(tx, plan, job.iteration, [(node_id, "error")], None, claim_for, effects)
+            await self._finish_if_done(tx, plan, effects)
+            return claimed
+        effects.node(_key(job), NodeStatus.FAILED, job.attempt, error=outcome.message)
+        attempts = f"{used} attempt{'s' if used != 1 else ''}"
+        await self._fail(tx, plan.instance_id, f"node '{node_id}' failed after {attempts}: {outcome.message}", effects)
+        return None
+
+    # -- run-level requests ------------------------------------------------------------------------
+    async def cancel_run(self, instance_id: str, reason: str = "cancelled by request") -> bool:
+        """Cancel a run that has not finished; ``False`` if it already had."""
+
+        async def decide(tx: StateTransaction, status: RunStatus, effects: _Effects) -> bool:
+            if status in TERMINAL_RUN_STATUSES:
+                return False
+            await tx.jobs.delete_for_instance(instance_id)
+            await tx.set_run_status(instance_id, RunStatus.CANCELLED, reason=reason)
+            effects.run(instance_id, RunStatus.CANCELLED)
+            effects.stopped_runs.append(instance_id)
+            return True
+
+        return bool(await self._decide(instance_id, decide))
+
+    async def fail_run(self, instance_id: str, reason: str) -> bool:
+        """Fail a RUNNING run from outside (run timeout, recovery); ``False`` if it was not running."""
+
+        async def decide(tx: StateTransaction, status: RunStatus, effects: _Effects) -> bool:
+            if status is not RunStatus.RUNNING:
+                return False
+            await self._fail(tx, instance_id, reason, effects)
+            return True
+
+        return bool(await self._decide(instance_id, decide))
+
+    async def retry_run(self, instance_id: str) -> list[str]:
+        """Partial retry of a FAILED run: failed and interrupted nodes run again, completed outputs stay.
+
+        Returns the ids of the nodes started again.
+        """
+        plan = await self.plans.get(instance_id)
+
+        async def decide(tx: StateTransaction, status: RunStatus, effects: _Effects) -> list[str]:
+            if status is not RunStatus.FAILED:
+                raise RunStateError(f"only a FAILED run can be retried; run {instance_id} is {status.value}")
+            fold = _fold_node_rows(await tx.node_rows(instance_id))
+            graph = plan.graph
+            redo = [n for n in graph.topological_order if n in fold.dispatched and n not in fold.handles]
+            undecided = {n for n in graph.nodes if n not in fold.handles and n not in fold.dispatched}
+            settlement = settle_from_states(graph, fold.handles, undecided)
+            await tx.replace_barriers(instance_id, {(n, ""): c for n, c in settlement.barriers.items()})
+            await self._skip(tx, instance_id, "", settlement.skip, effects)
+            deadline = tx.now + graph.definition.options.timeout_seconds
+            await tx.set_run_status(instance_id, RunStatus.RUNNING, reason="partial retry", deadline_at=deadline)
+            effects.run(instance_id, RunStatus.RUNNING)
+            dispatches = [_Dispatch(n, fold.last_attempt[n] + 1) for n in redo]
+            dispatches += [_Dispatch(n) for n in settlement.run]
+            await self._dispatch(tx, plan, "", dispatches, None, None, effects)
+            await self._finish_if_done(tx, plan, effects)
+            return [d.node_id for d in dispatches]
+
+        result = await self._decide(instance_id, decide)
+        return result or []
+
+    # -- the decision machinery --------------------------------------------------------------------
+    async def _decide(
+        self, instance_id: str, decision: Callable[[StateTransaction, RunStatus, _Effects], Awaitable[T]]
+    ) -> T | None:
+        for attempt in range(_MAX_CAS_ATTEMPTS):
+            try:
+                async with self.state.transaction() as tx:
+                    effects = _Effects(tx.now)
+                    current = await tx.read_instance_version(instance_id)
+                    if current is None:
+                        raise RunNotFoundError(f"run {instance_id} does not exist")
+                    status, version = current
+                    if not await tx.compare_and_swap(instance_id, version):
+                        raise _CasConflictError
+                    result = await decision(tx, status, effects)
+            except _DuplicateDeliveryError:
+                return None
+            except _CasConflictError:
+                await asyncio.sleep(random.uniform(0, 0.001 * min(attempt + 1, 20)))  # noqa: S311 -- jitter
+                continue
+            self._announce(effects)
+            return result
+        raise RuntimeError(f"run {instance_id}: no decision after {_MAX_CAS_ATTEMPTS} compare-and-swap attempts")
+
+    async def _advance(
+        self,
+        tx: StateTransaction,
+        plan: RunPlan,
+        iteration: str,
+        finished: list[tuple[str, str | None]],
+        delay: float | None,
+        claim_for: str | None,
+        effects: _Effects,
+    ) -> Job | None:
+        """Resolve the outgoing edges of finished nodes; skip and dispatch what that decides."""
+        graph = plan.graph
+        to_run: list[_Dispatch] = []
+        frontier = finished
+        while frontier:
+            immediate: dict[str, EdgeCounts] = {}
+            barrier: dict[str, EdgeCounts] = {}
+            for node_id, handle in frontier:
+                for target, (resolved, taken) in edge_deltas(graph, node_id, handle).items():
+                    bucket = immediate if graph.has_single_source(target) else barrier
+                    r, t = bucket.get(target, (0, 0))
+                    bucket[target] = (r + resolved, t + taken)
+            counts = {**immediate, **await tx.bump_barriers(plan.instance_id, iteration, barrier)}
+            skipped: list[str] = []
+            for target, after in counts.items():
+                newly_taken = (immediate.get(target) or barrier[target])[1]
+                verdict = node_verdict(graph, target, after, newly_taken)
+                if verdict is Verdict.RUN:
+                    to_run.append(_Dispatch(target))
+                elif verdict is Verdict.SKIP:
+                    skipped.append(target)
+            await self._skip(tx, plan.instance_id, iteration, skipped, effects)
+            frontier = [(node_id, None) for node_id in skipped]
+        return await self._dispatch(tx, plan, iteration, to_run, delay, claim_for, effects)
+
+    async def _skip(
+        self, tx: StateTransaction, instance_id: str, iteration: str, node_ids: Sequence[str], effects: _Effects
+    ) -> None:
+        if not node_ids:
+            return
+        await tx.log_event_bulk(
+            [
+                LogEvent(
+                    instance_id,
+                    EventType.NODE_SKIPPED,
+                    node_id=n,
+                    iteration=iteration,
+                    node_status=NodeStatus.SKIPPED.value,
+                )
+                for n in node_ids
+            ]
+        )
+        for node_id in node_ids:
+            effects.node((instance_id, node_id, iteration), NodeStatus.SKIPPED, 0)
+
+    async def _dispatch(
+        self,
+        tx: StateTransaction,
+        plan: RunPlan,
+        iteration: str,
+        dispatches: Sequence[_Dispatch],
+        delay: float | None,
+        claim_for: str | None,
+        effects: _Effects,
+    ) -> Job | None:
+        """Log NODE_DISPATCHED and queue a job for each node; pinned nodes complete at once instead."""
+        if not dispatches:
+            return None
+        instance_id = plan.instance_id
+        inserted = set(
+            await tx.log_event_bulk(
+                [
+                    LogEvent(
+                        instance_id,
+                        EventType.NODE_DISPATCHED,
+                        node_id=d.node_id,
+                        iteration=iteration,
+                        node_status=NodeStatus.DISPATCHED.value,
+                        node_attempt=d.attempt,
+                    )
+                    for d in dispatches
+                ]
+            )
+        )
+        fresh = [d for d in dispatches if d.node_id in inserted]  # the dispatch guard: never the same node twice
+        pinned = [d for d in fresh if d.node_id in plan.pinned]
+        queued = [d for d in fresh if d.node_id not in plan.pinned]
+        claim = claim_for if claim_for and not delay and queued else None
+        jobs = await tx.jobs.add(
+            [
+                NewJob(
+                    instance_id,
+                    d.node_id,
+                    iteration,
+                    d.attempt,
+                    d.attempt,
+                    delay or 0.0,
+                    lease_owner=claim if i == 0 else None,
+                    lease_seconds=self.lease_seconds,
+                )
+                for i, d in enumerate(queued)
+            ]
+        )
+        effects.jobs_added += len(jobs)
+        claimed: Job | None = None
+        for job in jobs:
+            effects.node(_key(job), NodeStatus.DISPATCHED, job.attempt)
+            if claim and job.node_id == queued[0].node_id:
+                claimed = job
+        if claimed is not None:
+            await tx.log_event(started_event(claimed))
+            effects.node(_key(claimed), NodeStatus.RUNNING, claimed.attempt)
+        if len(jobs) > (claimed is not None):
+            effects.wake_at.append(tx.now + (delay or 0.0))
+        for d in pinned:
+            follow = await self._complete_pinned(tx, plan, iteration, d, effects)
+            claimed = claimed or follow
+        return claimed
+
+    async def _complete_pinned(
+        self, tx: StateTransaction, plan: RunPlan, iteration: str, dispatch: _Dispatch, effects: _Effects
+    ) -> Job | None:
+        """A pinned node (test runs only) completes at once with its pinned output, logged as such."""
+        graph, node_id = plan.graph, dispatch.node_id
+        node = graph.node(node_id)
+        output = plan.pinned[node_id]
+        handle = _pinned_handle(graph, node_id, output)
+        payload: dict[str, Any] = {"output": output, "handle": handle, "pinned": True}
+        if node.type == "end":
+            payload["end"] = True
+        await tx.log_event(
+            LogEvent(
+                plan.instance_id,
+                EventType.NODE_COMPLETED,
+                node_id=node_id,
+                iteration=iteration,
+                node_status=NodeStatus.COMPLETED.value,
+                output_variable=node.variable,
+                payload=payload,
+                node_attempt=dispatch.attempt,
+            )
+        )
+        effects.node(
+            (plan.instance_id, node_id, iteration), NodeStatus.COMPLETED, dispatch.attempt, output=output, pinned=True
+        )
+        return await self._advance(tx, plan, iteration, [(node_id, handle)], None, None, effects)
+
+    async def _finish_if_done(self, tx: StateTransaction, plan: RunPlan, effects: _Effects) -> None:
+        """Nothing queued, leased or waiting any more: every node is terminal, so the run is COMPLETED."""
+        if effects.jobs_added or await tx.jobs.has_jobs(plan.instance_id):
+            return
+        output = await tx.end_outputs(plan.instance_id)
+        await tx.set_run_status(plan.instance_id, RunStatus.COMPLETED, output=output)
+        effects.run(plan.instance_id, RunStatus.COMPLETED, output=output)
+
+    async def _fail(self, tx: StateTransaction, instance_id: str, message: str, effects: _Effects) -> None:
+        """Fail fast: drop every queued job so nothing new starts; in-flight results are still recorded."""
+        await tx.jobs.delete_for_instance(instance_id)
+        await tx.set_run_status(instance_id, RunStatus.FAILED, error=message, reason=message)
+        effects.run(instance_id, RunStatus.FAILED, error=message)
+
+    def _announce(self, effects: _Effects) -> None:
+        self.publisher.publish(effects.updates)
+        if effects.wake_at:
+            due = min(effects.wake_at)
+            for listener in self.job_listeners:
+                listener(due)
+        for instance_id in effects.stopped_runs:
+            for stop in self.stop_listeners:
+                stop(instance_id)
+
+
+def _key(job: Job) -> tuple[str, str, str]:
+    return job.instance_id, job.node_id, job.iteration
+
+
+def _run_status_event(instance_id: str, status: RunStatus) -> LogEvent:
+    return LogEvent(instance_id, EventType.RUN_STATUS, node_status=status.value, payload={"status": status.value})
+
+
+def _has_error_edge(graph: Graph, node_id: str) -> bool:
+    return any(graph.handle_of(edge) == "error" for edge in graph.edges_from(node_id))
+
+
+def _pinned_handle(graph: Graph, node_id: str, output: Any) -> str | None:
+    """The handle a pinned node leaves from: a condition's pinned ``branch``, else the primary handle."""
+    node = graph.node(node_id)
+    if node.type == "condition" and isinstance(output, dict) and isinstance(output.get("branch"), str):
+        return str(output["branch"])
+    if node.type == "end":
+        return None
+    return graph.default_handles.get(node.type, "default")
+
+
+@dataclass(slots=True)
+class _NodeFold:
+    handles: dict[str, str | None] = field(default_factory=dict)
+    dispatched: set[str] = field(default_factory=set)
+    last_attempt: dict[str, int] = field(default_factory=dict)
+
+
+def _fold_node_rows(rows: Sequence[LogRow]) -> _NodeFold:
+    """Top-level node states from the log: terminal handles, who was dispatched, the last attempt."""
+    fold = _NodeFold()
+    for row in rows:
+        if row.iteration or row.node_id is None:
+            continue
+        node_id = row.node_id
+        fold.last_attempt[node_id] = max(fold.last_attempt.get(node_id, 0), row.node_attempt)
+        if row.event_type == EventType.NODE_COMPLETED:
+            fold.handles[node_id] = (row.payload or {}).get("handle")
+        elif row.event_type == EventType.NODE_SKIPPED:
+            fold.handles[node_id] = None
+        elif row.event_type == EventType.NODE_DISPATCHED:
+            fold.dispatched.add(node_id)
+    return fold

@@ -1,0 +1,104 @@
+"""The publisher: how the engine tells the outside world (Socket.IO, the CLI, tests) what changed.
+
+The engine publishes after its transaction commits, never before, and never waits for a
+subscriber: a slow or vanished consumer must not stall execution.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from flowdeck.domain.statuses import NodeStatus, RunStatus
+
+__all__ = ("LocalPublisher", "NodeUpdate", "Publisher", "RunUpdate", "Subscription")
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeUpdate:
+    instance_id: str
+    node_id: str
+    iteration: str
+    status: NodeStatus
+    attempt: int
+    at: float
+    output: Any = None
+    error: str | None = None
+    pinned: bool = False
+    next_attempt_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunUpdate:
+    instance_id: str
+    status: RunStatus
+    at: float
+    output: Any = None
+    error: str | None = None
+
+
+Update = NodeUpdate | RunUpdate
+
+
+class Publisher(Protocol):
+    def publish(self, updates: list[Update]) -> None:
+        """Hand over updates in order. Must not block or raise."""
+
+
+class Subscription:
+    """A bounded queue of updates for one consumer; when it overflows, the oldest are dropped."""
+
+    def __init__(self, publisher: LocalPublisher, instance_id: str | None, maxsize: int) -> None:
+        self._publisher = publisher
+        self.instance_id = instance_id
+        self.queue: asyncio.Queue[Update] = asyncio.Queue(maxsize=maxsize)
+        self.dropped = 0
+
+    def offer(self, update: Update) -> None:
+        if self.queue.full():
+            self.queue.get_nowait()
+            self.dropped += 1
+        self.queue.put_nowait(update)
+
+    async def get(self) -> Update:
+        return await self.queue.get()
+
+    def close(self) -> None:
+        self._publisher.unsubscribe(self)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class LocalPublisher:
+    """In-process fan-out: subscribers for one run, or for all runs (``instance_id=None``)."""
+
+    def __init__(self) -> None:
+        self._by_run: dict[str | None, set[Subscription]] = {}
+
+    def subscribe(self, instance_id: str | None = None, *, maxsize: int = 10_000) -> Subscription:
+        subscription = Subscription(self, instance_id, maxsize)
+        self._by_run.setdefault(instance_id, set()).add(subscription)
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        subscribers = self._by_run.get(subscription.instance_id)
+        if subscribers is not None:
+            subscribers.discard(subscription)
+            if not subscribers:
+                del self._by_run[subscription.instance_id]
+
+    def publish(self, updates: list[Update]) -> None:
+        if not self._by_run:
+            return
+        for update in updates:
+            for key in (update.instance_id, None):
+                for subscription in self._by_run.get(key, ()):
+                    subscription.offer(update)

@@ -1,0 +1,216 @@
+"""The worker: claims due jobs, runs them with bounded concurrency, renews their leases, sweeps.
+
+- Wake-ups: the orchestrator tells an in-process worker the moment it queues a job (or when a
+  delayed one falls due), so an idle worker reacts in milliseconds; polling every
+  ``poll_interval`` only covers jobs queued by other processes and leases that expired.
+- A chain runs without claim round trips: finishing a node leases its successor to this worker in
+  the same transaction, and the same task goes on with it.
+- Heartbeats renew every held lease in one statement. A job whose run was cancelled or deleted
+  disappears from the table; the heartbeat notices and stops the local task.
+- Sweeps fail runs past ``options.timeoutSeconds`` and recover runs that nothing can move on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+
+from flowdeck.domain.statuses import RunStatus
+from flowdeck.engine.executor import NodeExecutor
+from flowdeck.engine.orchestrator import Orchestrator
+from flowdeck.storage.records import Job
+from flowdeck.storage.state import StateManager
+
+__all__ = ("Worker",)
+
+log = logging.getLogger(__name__)
+
+STALE_RUN_SECONDS = 300.0
+
+
+class Worker:
+    def __init__(
+        self,
+        state: StateManager,
+        orchestrator: Orchestrator,
+        executor: NodeExecutor,
+        *,
+        concurrency: int = 16,
+        lease_seconds: float = 30.0,
+        poll_interval: float = 0.5,
+        sweep_interval: float = 1.0,
+        worker_id: str | None = None,
+    ) -> None:
+        self.state = state
+        self.orchestrator = orchestrator
+        self.executor = executor
+        self.concurrency = concurrency
+        self.lease_seconds = lease_seconds
+        self.poll_interval = poll_interval
+        self.sweep_interval = sweep_interval
+        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._current: dict[asyncio.Task[None], Job] = {}
+        self._loops: list[asyncio.Task[None]] = []
+        self._wake = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_due = float("inf")
+        self._saturated = False
+        self._stopping = False
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._stopping = False
+        self.orchestrator.job_listeners.append(self.notify)
+        self.orchestrator.stop_listeners.append(self.stop_run)
+        await self.sweep(recover_stale=True)
+        self._loops = [
+            asyncio.create_task(self._claim_loop(), name=f"flowdeck-claim-{self.id}"),
+            asyncio.create_task(self._heartbeat_loop(), name=f"flowdeck-heartbeat-{self.id}"),
+            asyncio.create_task(self._sweep_loop(), name=f"flowdeck-sweep-{self.id}"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop claiming, stop in-flight nodes and give their leases back so another worker resumes them."""
+        self._stopping = True
+        with contextlib.suppress(ValueError):
+            self.orchestrator.job_listeners.remove(self.notify)
+        with contextlib.suppress(ValueError):
+            self.orchestrator.stop_listeners.remove(self.stop_run)
+        tasks = [*self._loops, *self._current]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._loops.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+        await self.state.release_leases(self.id)
+
+    @property
+    def active_jobs(self) -> list[Job]:
+        return list(self._current.values())
+
+    # -- wake-ups ------------------------------------------------------------------------------------
+    def notify(self, due: float) -> None:
+        """Jobs were queued, due at ``due`` (epoch seconds)."""
+        delay = due - time.time()
+        if delay <= 0.001:
+            self._wake.set()
+        elif due < self._timer_due:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer_due = due
+            self._timer = asyncio.get_running_loop().call_later(delay, self._timer_fired)
+
+    def _timer_fired(self) -> None:
+        self._timer, self._timer_due = None, float("inf")
+        self._wake.set()
+
+    def stop_run(self, instance_id: str) -> None:
+        """Cancel the local tasks of a run that was cancelled or deleted."""
+        for task, job in list(self._current.items()):
+            if job.instance_id == instance_id:
+                task.cancel()
+
+    # -- claiming and running ------------------------------------------------------------------------
+    async def _claim_loop(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            free = self.concurrency - len(self._current)
+            if free > 0:
+                try:
+                    jobs = await self.state.claim_jobs(self.id, free, self.lease_seconds)
+                except Exception:
+                    log.exception("claiming jobs failed; retrying after the poll interval")
+                    jobs = []
+                for job in jobs:
+                    self._spawn(job)
+                self._saturated = len(jobs) == free
+                if self._saturated:
+                    continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.poll_interval)
+
+    def _spawn(self, job: Job) -> None:
+        task = asyncio.create_task(self._run(job), name=f"flowdeck-node-{job.node_id}")
+        self._current[task] = job
+
+    async def _run(self, job: Job) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        current: Job | None = job
+        try:
+            while current is not None:
+                self._current[task] = current
+                outcome = await self.executor.run(current)
+                claim_for = None if self._stopping else self.id
+                current = await self.orchestrator.handle_result(current, outcome, claim_for=claim_for)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # The job keeps its lease until it expires; then any worker runs it again.
+            log.exception("node %s of run %s could not be finished", job.node_id, job.instance_id)
+        finally:
+            self._current.pop(task, None)
+            if self._saturated:
+                self._wake.set()
+
+    # -- leases --------------------------------------------------------------------------------------
+    async def _heartbeat_loop(self) -> None:
+        interval = self.lease_seconds / 3
+        while not self._stopping:
+            await asyncio.sleep(interval)
+            try:
+                await self.heartbeat()
+            except Exception:
+                log.exception("renewing leases failed")
+
+    async def heartbeat(self) -> None:
+        held = {job.id: task for task, job in self._current.items()}
+        if not held:
+            return
+        alive = await self.state.extend_leases(self.id, list(held), self.lease_seconds)
+        for job_id in set(held) - alive:
+            task = held[job_id]
+            job = self._current.get(task)
+            if job is None or job.id != job_id:
+                continue  # the task finished that job (and maybe moved on) meanwhile
+            instance = await self.state.get_instance(job.instance_id)
+            if instance is None or instance.status is RunStatus.CANCELLED:
+                task.cancel()
+
+    # -- sweeps --------------------------------------------------------------------------------------
+    async def _sweep_loop(self) -> None:
+        last_stale_sweep = time.time()
+        while not self._stopping:
+            await asyncio.sleep(self.sweep_interval)
+            recover = time.time() - last_stale_sweep > STALE_RUN_SECONDS / 5
+            if recover:
+                last_stale_sweep = time.time()
+            try:
+                await self.sweep(recover_stale=recover)
+            except Exception:
+                log.exception("sweeping runs failed")
+
+    async def sweep(self, *, recover_stale: bool = False) -> None:
+        """Fail runs past their timeout; optionally recover RUNNING runs that nothing can move on."""
+        now = time.time()
+        for instance_id in await self.state.get_timed_out_instances(now):
+            instance = await self.state.get_instance(instance_id)
+            limit = (
+                ""
+                if instance is None or instance.started_at is None or instance.deadline_at is None
+                else (f" of {instance.deadline_at - instance.started_at:g} s")
+            )
+            await self.orchestrator.fail_run(
+                instance_id, f"run timed out: it passed its timeout{limit} (options.timeoutSeconds)"
+            )
+        if recover_stale:
+            for instance_id in await self.state.get_stale_running_instances(now - STALE_RUN_SECONDS):
+                await self.orchestrator.fail_run(
+                    instance_id, "recovered: the run was RUNNING with no queued or running node for 5 minutes"
+                )

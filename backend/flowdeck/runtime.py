@@ -1,0 +1,50 @@
+"""Builds a running Flowdeck from Settings: database, migrations, handlers, sandbox pool and engine.
+
+The one place that wires these together; ``serve``, ``worker``, ``run`` and ``bench`` all use it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from flowdeck.engine.engine import Engine
+from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
+from flowdeck.settings import Settings
+from flowdeck.storage.database import Database
+from flowdeck.storage.migrate import upgrade
+
+__all__ = ("Runtime", "open_runtime")
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    settings: Settings
+    db: Database
+    engine: Engine
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings, *, with_worker: bool = True, migrate: bool = True) -> AsyncIterator[Runtime]:
+    """Open the database (migrating it first when asked), start the engine, close everything after."""
+    if migrate:
+        await upgrade(settings.database_url)
+    db = Database(settings.database_url)
+    registry = HandlerRegistry(builtin_handlers())
+    engine = Engine(
+        db,
+        registry,
+        concurrency=settings.worker_concurrency,
+        lease_seconds=settings.lease_seconds,
+        poll_interval=settings.poll_interval_seconds,
+    )
+    try:
+        await engine.start(with_worker=with_worker)
+        yield Runtime(settings, db, engine)
+    finally:
+        await engine.stop()
+        await db.dispose()
