@@ -1,0 +1,92 @@
+"""Fixtures: a fresh database per test, on SQLite and on PostgreSQL.
+
+PostgreSQL tests run against ``FLOWDECK_TEST_POSTGRES_URL`` (default: the local server's ``test``
+database), in a database created for this test session and dropped after it. Locally they are
+skipped when no server answers; under ``CI=true`` an unreachable server is an error, never a skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from flowdeck.engine.engine import Engine
+from flowdeck.storage.database import Database
+from flowdeck.storage.tables import metadata
+from tests.support.handlers import make_test_registry
+
+POSTGRES_URL = os.environ.get("FLOWDECK_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
+
+
+async def _admin_execute(url: str, statement: str) -> None:
+    import asyncpg
+
+    u = make_url(url)
+    conn = await asyncpg.connect(
+        host=u.host, port=u.port or 5432, user=u.username, password=u.password, database=u.database
+    )
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    name = f"flowdeck_test_{uuid.uuid4().hex[:10]}"
+    try:
+        asyncio.run(_admin_execute(POSTGRES_URL, f'CREATE DATABASE "{name}"'))
+    except (OSError, Exception) as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL is required in CI but unreachable at {POSTGRES_URL}: {exc}")
+        pytest.skip(f"no PostgreSQL at {POSTGRES_URL}: {exc}")
+    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+
+    async def create_schema() -> None:
+        db = Database(url)
+        await db.create_all()
+        await db.dispose()
+
+    asyncio.run(create_schema())
+    yield url
+    asyncio.run(_admin_execute(POSTGRES_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'flowdeck.db'}"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = Database(database_url)
+    if database.is_sqlite:
+        await database.create_all()
+    else:
+        async with database.transaction() as conn:
+            names = ", ".join(f'"{t.name}"' for t in reversed(metadata.sorted_tables))
+            await conn.execute(sa.text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+    yield database
+    await database.dispose()
+
+
+@pytest.fixture
+async def engine(db: Database) -> AsyncIterator[Engine]:
+    eng = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05)
+    await eng.start()
+    yield eng
+    await eng.stop()
+
+
+@pytest.fixture
+async def tenant_id(engine: Engine) -> str:
+    return await engine.tenants.ensure("acme")

@@ -1,0 +1,217 @@
+"""Retries, fail-fast, cancel, partial retry, run timeout, durable delays, duplicates and dead workers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from itertools import pairwise
+
+import pytest
+
+from flowdeck.engine.engine import Engine
+from flowdeck.engine.orchestrator import Completed
+from flowdeck.storage.database import Database
+from tests.support.graphs import definition, edge, end, linear, node
+from tests.support.handlers import make_test_registry
+from tests.support.runs import read_outcome, run_to_end, start
+
+FAST_RETRY = {"maxAttempts": 3, "backoffSeconds": 0.1, "maxBackoffSeconds": 0.15}
+
+
+def _chain(*middle: dict, params: dict | None = None, **options: object) -> dict:
+    ids = ["start", *(m["id"] for m in middle), "end"]
+    return definition(
+        [node("start", "start"), *middle, end(params=params)],
+        [edge(a, b) for a, b in pairwise(ids)],
+        **options,
+    )
+
+
+async def test_retry_then_succeed_follows_the_backoff_schedule(engine: Engine, tenant_id: str) -> None:
+    outcome = await run_to_end(engine, tenant_id, _chain(node("flaky", config={"failTimes": 2}, retry=FAST_RETRY)))
+    assert outcome.run.status == "COMPLETED"
+    assert outcome.nodes["flaky"].attempt == 3
+    failures = [r for r in outcome.rows if r.event_type == "NODE_FAILED"]
+    assert [(r.node_attempt, r.payload["retry"]) for r in failures] == [(1, True), (2, True)]
+    waits = [r.payload["nextAttemptAt"] - r.created_at for r in failures]
+    assert 0.1 <= waits[0] <= 0.11  # backoffSeconds * 2^0, plus at most 10% jitter
+    assert 0.15 <= waits[1] <= 0.165  # 0.2 capped at maxBackoffSeconds
+    starts = {
+        r.node_attempt: r.created_at for r in outcome.rows if r.event_type == "NODE_STARTED" and r.node_id == "flaky"
+    }
+    assert starts[2] - failures[0].created_at >= 0.1
+    assert set(starts) == {1, 2, 3}
+
+
+async def test_retries_exhausted_without_error_edge_fail_the_run(engine: Engine, tenant_id: str) -> None:
+    outcome = await run_to_end(engine, tenant_id, _chain(node("bad", config={"failTimes": 9}, retry=FAST_RETRY)))
+    assert outcome.run.status == "FAILED"
+    assert outcome.run.error == "node 'bad' failed after 3 attempts: planned failure on attempt 3"
+    assert outcome.status_of("bad") == "FAILED"
+    assert "end" not in outcome.nodes
+
+
+async def test_non_retryable_errors_are_not_retried(engine: Engine, tenant_id: str) -> None:
+    outcome = await run_to_end(
+        engine, tenant_id, _chain(node("bad", config={"failTimes": 9, "retryable": False}, retry=FAST_RETRY))
+    )
+    assert outcome.run.status == "FAILED"
+    assert outcome.count("NODE_FAILED", "bad") == 1
+
+
+async def test_fail_fast_dispatches_nothing_new_and_records_late_results(engine: Engine, tenant_id: str) -> None:
+    d = definition(
+        [
+            node("start", "start"),
+            node(
+                "boom", config={"failTimes": 9, "sleep": 0.1}, errorHandling="fail_workflow", retry={"maxAttempts": 1}
+            ),
+            node("slow", config={"sleep": 0.4}),
+            node("after_slow"),
+            node("join"),
+            end(),
+        ],
+        [
+            edge("start", "boom"),
+            edge("start", "slow"),
+            edge("slow", "after_slow"),
+            edge("boom", "join"),
+            edge("after_slow", "join"),
+            edge("join", "end"),
+        ],
+    )
+    instance_id = await start(engine, tenant_id, d)
+    run = await engine.wait_for_run(instance_id, 10)
+    assert run.status == "FAILED"
+    assert run.completed_at is not None and run.started_at is not None
+    assert run.completed_at - run.started_at < 0.35  # failed at once, not after the slow branch
+    await asyncio.sleep(0.6)
+    outcome = await read_outcome(engine, instance_id)
+    assert outcome.status_of("slow") == "COMPLETED"  # the late result is recorded...
+    assert "after_slow" not in outcome.nodes and "join" not in outcome.nodes  # ...and starts nothing
+    assert outcome.run.status == "FAILED"
+
+
+async def test_cancel_stops_the_run_and_its_running_node(engine: Engine, tenant_id: str) -> None:
+    instance_id = await start(engine, tenant_id, _chain(node("long", config={"sleep": 5})))
+    await _wait_for_event(engine, instance_id, "NODE_STARTED", "long")
+    assert await engine.cancel_run(instance_id) is True
+    run = await engine.wait_for_run(instance_id, 5)
+    assert run.status == "CANCELLED"
+    await asyncio.sleep(0.1)
+    assert engine.worker.active_jobs == []
+    assert await engine.state.count_jobs(instance_id) == 0
+    outcome = await read_outcome(engine, instance_id)
+    assert outcome.status_of("long") == "CANCELLED"
+    assert await engine.cancel_run(instance_id) is False  # already finished
+
+
+async def test_partial_retry_runs_only_the_failed_nodes(engine: Engine, tenant_id: str) -> None:
+    d = _chain(
+        node("first"),
+        node("second", config={"failTimes": 1}, retry={"maxAttempts": 1}),
+        params={"first": "{{ ctx.first.node }}", "second": "{{ ctx.second.attempt }}"},
+    )
+    instance_id = await start(engine, tenant_id, d)
+    assert (await engine.wait_for_run(instance_id, 10)).status == "FAILED"
+    assert await engine.retry_run(instance_id) == ["second"]
+    run = await engine.wait_for_run(instance_id, 10)
+    assert run.status == "COMPLETED"
+    assert run.output == {"first": "first", "second": 2}
+    outcome = await read_outcome(engine, instance_id)
+    assert outcome.count("NODE_STARTED", "first") == 1  # completed outputs were kept, not recomputed
+    assert outcome.count("NODE_STARTED", "second") == 2
+    assert [r.payload["status"] for r in outcome.rows if r.event_type == "RUN_STATUS"] == [
+        "RUNNING",
+        "FAILED",
+        "RUNNING",
+        "COMPLETED",
+    ]
+
+
+async def test_retry_of_a_run_that_did_not_fail_is_refused(engine: Engine, tenant_id: str) -> None:
+    from flowdeck.engine.orchestrator import RunStateError
+
+    outcome = await run_to_end(engine, tenant_id, linear(1))
+    with pytest.raises(RunStateError, match="only a FAILED run can be retried"):
+        await engine.retry_run(outcome.run.id)
+
+
+async def test_run_timeout_fails_the_run_with_the_reason(engine: Engine, tenant_id: str) -> None:
+    instance_id = await start(engine, tenant_id, _chain(node("long", config={"sleep": 10}), timeoutSeconds=0.5))
+    run = await engine.wait_for_run(instance_id, 5)
+    assert run.status == "FAILED"
+    assert run.error is not None and "timed out" in run.error and "timeoutSeconds" in run.error
+    outcome = await read_outcome(engine, instance_id)
+    reasons = [r.payload.get("reason") for r in outcome.rows if r.event_type == "RUN_STATUS"]
+    assert reasons[-1] == run.error
+
+
+async def test_delay_is_durable_across_a_worker_restart(db: Database, tenant_id: str, engine: Engine) -> None:
+    d = _chain(node("wait", "delay", config={"seconds": 1.0}), node("after"))
+    instance_id = await start(engine, tenant_id, d)
+    await _wait_for_event(engine, instance_id, "NODE_COMPLETED", "wait")
+    await engine.stop()  # the process goes away while the timer is pending
+    stopped_at = time.time()
+    assert await engine.state.count_jobs(instance_id) == 1  # the timer is a row, not a sleeping coroutine
+    second = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05)
+    await second.start()
+    try:
+        run = await second.wait_for_run(instance_id, 10)
+    finally:
+        await second.stop()
+    assert run.status == "COMPLETED"
+    outcome = await read_outcome(second, instance_id)
+    delay_done = next(r.created_at for r in outcome.rows if r.event_type == "NODE_COMPLETED" and r.node_id == "wait")
+    after_started = next(r.created_at for r in outcome.rows if r.event_type == "NODE_STARTED" and r.node_id == "after")
+    assert after_started - delay_done >= 1.0
+    assert after_started >= stopped_at
+
+
+async def test_duplicate_result_delivery_changes_nothing(db: Database) -> None:
+    engine = Engine(db, make_test_registry(), lease_seconds=5)
+    await engine.start(with_worker=False)  # no worker: the test delivers results by hand
+    tenant_id = await engine.tenants.ensure("acme")
+    instance_id = await start(engine, tenant_id, linear(2))
+    [job] = await engine.state.claim_jobs("me", 10, 5)
+    outcome = await engine.executor.run(job)
+    assert isinstance(outcome, Completed)
+    await engine.orchestrator.handle_result(job, outcome)
+    rows_before = await engine.state.read_log(instance_id)
+    version_before = (await engine.state.get_instance(instance_id)).version  # type: ignore[union-attr]
+    assert await engine.orchestrator.handle_result(job, outcome) is None
+    assert await engine.state.read_log(instance_id) == rows_before
+    assert (await engine.state.get_instance(instance_id)).version == version_before  # type: ignore[union-attr]
+    assert await engine.state.count_jobs(instance_id) == 1  # s1 queued once
+
+
+async def test_a_node_whose_worker_died_is_run_again_after_its_lease(
+    db: Database, tenant_id: str, engine: Engine
+) -> None:
+    instance_id = await start(engine, tenant_id, _chain(node("slow", config={"sleep": 0.5}), node("after")))
+    await _wait_for_event(engine, instance_id, "NODE_STARTED", "slow")
+    # The worker "dies": its task is gone and it never gives the lease back.
+    engine.worker._stopping = True
+    for task in [*engine.worker._loops, *engine.worker._current]:
+        task.cancel()
+    await asyncio.sleep(0.05)
+    rescuer = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, worker_id="rescuer")
+    await rescuer.start()
+    try:
+        run = await rescuer.wait_for_run(instance_id, 10)
+    finally:
+        await rescuer.stop()
+    assert run.status == "COMPLETED"
+    outcome = await read_outcome(rescuer, instance_id)
+    assert outcome.per_node("NODE_COMPLETED") == dict.fromkeys(["start", "slow", "after", "end"], 1)
+    assert outcome.count("NODE_STARTED", "slow") == 1  # the same attempt, started again (the row is idempotent)
+
+
+async def _wait_for_event(engine: Engine, instance_id: str, event_type: str, node_id: str, timeout: float = 5) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = await engine.state.read_log(instance_id)
+        if any(r.event_type == event_type and r.node_id == node_id for r in rows):
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no {event_type} for {node_id} within {timeout} s")
