@@ -174,7 +174,7 @@ async def test_duplicate_result_delivery_changes_nothing(db: Database) -> None:
     tenant_id = await engine.tenants.ensure("acme")
     instance_id = await start(engine, tenant_id, linear(2))
     [job] = await engine.state.claim_jobs("me", 10, 5)
-    outcome = await engine.executor.run(job)
+    outcome, _ = await engine.executor.run(job)
     assert isinstance(outcome, Completed)
     await engine.orchestrator.handle_result(job, outcome)
     rows_before = await engine.state.read_log(instance_id)

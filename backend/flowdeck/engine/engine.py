@@ -161,7 +161,7 @@ class Engine:
     async def wait_for_run(self, instance_id: str, timeout: float) -> InstanceRecord:
         """Wait until the run is finished (or ``timeout`` passes); returns its latest record."""
         deadline = time.monotonic() + timeout
-        with self.publisher.subscribe(instance_id) as updates:
+        with self.publisher.subscribe(instance_id, runs_only=True) as updates:
             while True:
                 instance = await self.state.get_instance(instance_id)
                 if instance is None:

@@ -26,12 +26,16 @@ class NodeExecutor:
         self.plans = plans
         self.registry = registry
 
-    async def run(self, job: Job) -> NodeOutcome:
+    async def run(self, job: Job, context: dict[str, Any] | None = None) -> tuple[NodeOutcome, dict[str, Any] | None]:
+        """Run one attempt; returns its outcome and the context it ran with.
+
+        ``context`` may be passed when the caller already knows it (see ``context_for_successor``).
+        """
         plan = await self.plans.get(job.instance_id)
         node = plan.graph.node(job.node_id)
         handler = self.registry.get(node.type)
         if handler is None:
-            return Failed("UnknownNodeType", f"no handler for node type '{node.type}'", retryable=False)
+            return Failed("UnknownNodeType", f"no handler for node type '{node.type}'", retryable=False), None
         timeout = plan.graph.timeout_seconds(node.id)
         helpers = NodeHelpers(
             instance_id=job.instance_id,
@@ -43,24 +47,46 @@ class NodeExecutor:
             is_test=plan.is_test,
         )
         try:
-            context = await self.state.assemble_context(job.instance_id, plan.graph.ancestors(node.id), job.iteration)
+            if context is None:
+                context = await self.state.assemble_context(
+                    job.instance_id, plan.graph.ancestors(node.id), job.iteration
+                )
             config = _resolve_templates(handler, node.config, context)
             async with asyncio.timeout(timeout):
                 result = await handler.execute(config, context, helpers)
         except NodeError as exc:
-            return Failed(exc.error_type, exc.message, exc.retryable)
+            return Failed(exc.error_type, exc.message, exc.retryable), context
         except TemplateError as exc:
-            return Failed("TemplateError", exc.message, retryable=False)
+            return Failed("TemplateError", exc.message, retryable=False), context
         except TimeoutError:
-            return Failed("Timeout", f"node '{node.id}' timed out after {timeout:g} s (timeoutSeconds)")
+            return Failed("Timeout", f"node '{node.id}' timed out after {timeout:g} s (timeoutSeconds)"), context
         except Exception as exc:
             log.exception("node %s of run %s raised", node.id, job.instance_id)
-            return Failed(type(exc).__name__, str(exc) or repr(exc))
+            return Failed(type(exc).__name__, str(exc) or repr(exc)), context
         handles = handler.output_handles(node.config)
         if result.next_handle is not None and result.next_handle not in handles:
             message = f"node '{node.id}' chose handle '{result.next_handle}', which a {node.type} node does not have"
-            return Failed("InvalidHandle", message, retryable=False)
-        return Completed(result.output, result.next_handle, result.queue_delay, result.logs)
+            return Failed("InvalidHandle", message, retryable=False), context
+        return Completed(result.output, result.next_handle, result.queue_delay, result.logs), context
+
+    async def context_for_successor(
+        self, finished: Job, context: dict[str, Any] | None, outcome: NodeOutcome, successor: Job
+    ) -> dict[str, Any] | None:
+        """The successor's context built from the finished node's, when that is provably the same fold.
+
+        True when the successor's ancestors are exactly the finished node's ancestors plus the
+        finished node (a chain): then its context is the finished node's plus that node's output,
+        and reading it back from the log would return the same thing.
+        """
+        if context is None or not isinstance(outcome, Completed) or successor.iteration != finished.iteration:
+            return None
+        if successor.instance_id != finished.instance_id:
+            return None
+        graph = (await self.plans.get(finished.instance_id)).graph
+        if graph.ancestors(successor.node_id) != graph.ancestors(finished.node_id) | {finished.node_id}:
+            return None
+        node = graph.node(finished.node_id)
+        return {**context, node.variable: outcome.output, f"__node_{node.id}": True}
 
 
 def _resolve_templates(

@@ -52,13 +52,16 @@ class Publisher(Protocol):
 class Subscription:
     """A bounded queue of updates for one consumer; when it overflows, the oldest are dropped."""
 
-    def __init__(self, publisher: LocalPublisher, instance_id: str | None, maxsize: int) -> None:
+    def __init__(self, publisher: LocalPublisher, instance_id: str | None, maxsize: int, runs_only: bool) -> None:
         self._publisher = publisher
         self.instance_id = instance_id
+        self.runs_only = runs_only
         self.queue: asyncio.Queue[Update] = asyncio.Queue(maxsize=maxsize)
         self.dropped = 0
 
     def offer(self, update: Update) -> None:
+        if self.runs_only and isinstance(update, NodeUpdate):
+            return
         if self.queue.full():
             self.queue.get_nowait()
             self.dropped += 1
@@ -83,8 +86,11 @@ class LocalPublisher:
     def __init__(self) -> None:
         self._by_run: dict[str | None, set[Subscription]] = {}
 
-    def subscribe(self, instance_id: str | None = None, *, maxsize: int = 10_000) -> Subscription:
-        subscription = Subscription(self, instance_id, maxsize)
+    def subscribe(
+        self, instance_id: str | None = None, *, maxsize: int = 10_000, runs_only: bool = False
+    ) -> Subscription:
+        """Updates of one run (or of all runs); ``runs_only`` leaves out node updates."""
+        subscription = Subscription(self, instance_id, maxsize, runs_only)
         self._by_run.setdefault(instance_id, set()).add(subscription)
         return subscription
 

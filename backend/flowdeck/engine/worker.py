@@ -19,6 +19,7 @@ import os
 import socket
 import time
 import uuid
+from typing import Any
 
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.executor import NodeExecutor
@@ -143,12 +144,16 @@ class Worker:
         task = asyncio.current_task()
         assert task is not None
         current: Job | None = job
+        known_context: dict[str, Any] | None = None
         try:
             while current is not None:
                 self._current[task] = current
-                outcome = await self.executor.run(current)
+                outcome, context = await self.executor.run(current, known_context)
                 claim_for = None if self._stopping else self.id
-                current = await self.orchestrator.handle_result(current, outcome, claim_for=claim_for)
+                successor = await self.orchestrator.handle_result(current, outcome, claim_for=claim_for)
+                if successor is not None:
+                    known_context = await self.executor.context_for_successor(current, context, outcome, successor)
+                current = successor
         except asyncio.CancelledError:
             raise
         except Exception:
