@@ -19,7 +19,7 @@ from sqlalchemy.engine import make_url
 
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.database import Database
-from flowdeck.storage.tables import metadata
+from flowdeck.storage.schema import metadata
 from tests.support.handlers import make_test_registry
 
 POSTGRES_URL = os.environ.get("FLOWDECK_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")

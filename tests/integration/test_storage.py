@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import upgrade
-from flowdeck.storage.tables import metadata
+from flowdeck.storage.schema import metadata
 from flowdeck.storage.tenants import TenantStore
 from flowdeck.storage.workflows import StaleVersionError, WorkflowStore
 

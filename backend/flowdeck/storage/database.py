@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from flowdeck.storage.statements import statements_for
-from flowdeck.storage.tables import metadata
+from flowdeck.storage.schema import metadata
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from flowdeck.storage.tables import metadata
+from flowdeck.storage.schema import metadata
 
 config = context.config
 

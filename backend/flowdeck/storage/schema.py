@@ -1,0 +1,10 @@
+"""The whole schema: importing this registers every table module on the shared ``metadata``.
+
+Alembic and ``Database.create_all`` use ``schema.metadata``; a new table module adds its import here.
+"""
+
+from __future__ import annotations
+
+from flowdeck.storage.tables import metadata
+
+__all__ = ("metadata",)
