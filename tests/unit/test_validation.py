@@ -30,19 +30,6 @@ class PythonHandler(NodeHandler):
         return HandlerResult(output=None, next_handle="success")
 
 
-class LoopHandler(NodeHandler):
-    """Test-only stand-in for the ``loop`` type."""
-
-    type_name = "loop"
-    handles = ("loop", "done")
-    template_fields = ("items",)
-
-    async def execute(
-        self, config: Mapping[str, Any], context: Mapping[str, Any], helpers: NodeHelpers
-    ) -> HandlerResult:
-        return HandlerResult(output=None, next_handle="done")
-
-
 class BrokenHandler(NodeHandler):
     """A handler whose checks crash: validation must survive it."""
 
@@ -61,8 +48,8 @@ class BrokenHandler(NodeHandler):
         return HandlerResult(output=None, next_handle="default")
 
 
-REGISTRY = HandlerRegistry([*builtin_handlers(), PythonHandler(), LoopHandler()])
-NO_LOOP_REGISTRY = HandlerRegistry([*builtin_handlers(), PythonHandler()])
+REGISTRY = HandlerRegistry([*builtin_handlers(), PythonHandler()])
+NO_LOOP_REGISTRY = HandlerRegistry([*(h for h in builtin_handlers() if h.type_name != "loop"), PythonHandler()])
 
 SPEC_EXAMPLE: dict[str, Any] = {
     "title": "Order triage",

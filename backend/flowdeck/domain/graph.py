@@ -34,6 +34,10 @@ class Graph:
     sources: Mapping[str, frozenset[str]]
     topological_order: tuple[str, ...]
     default_handles: Mapping[str, str] = field(default_factory=dict)
+    bodies: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Loop node -> every node reachable from its ``loop`` handle (nested bodies included)."""
+    enclosing_loops: Mapping[str, str] = field(default_factory=dict)
+    """Body node -> the innermost loop it runs in. Top-level nodes are absent."""
     _ancestors: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -45,6 +49,7 @@ class Graph:
         for edge in definition.edges:
             outgoing[edge.source].append(edge)
             incoming[edge.target].append(edge)
+        handles = dict(default_handles or {})
         start_ids = [node.id for node in definition.nodes if node.type == "start"]
         if len(start_ids) != 1:
             raise ValueError(f"a runnable graph has exactly one start node, found {len(start_ids)}")
@@ -56,7 +61,8 @@ class Graph:
             start_id=start_ids[0],
             sources={node_id: frozenset(e.source for e in edges) for node_id, edges in incoming.items()},
             topological_order=_topological_order(nodes, outgoing, incoming),
-            default_handles=dict(default_handles or {}),
+            default_handles=handles,
+            **_loop_structure(nodes, outgoing, handles),
         )
 
     @classmethod
@@ -100,6 +106,28 @@ class Graph:
             known = self._ancestors[node_id] = frozenset(found)
         return known
 
+    def is_loop(self, node_id: str) -> bool:
+        return node_id in self.bodies
+
+    def loop_of(self, node_id: str) -> str | None:
+        """The innermost loop whose iterations run ``node_id`` (``None`` at top level)."""
+        return self.enclosing_loops.get(node_id)
+
+    def direct_body(self, loop_id: str) -> frozenset[str]:
+        return frozenset(n for n in self.bodies[loop_id] if self.enclosing_loops.get(n) == loop_id)
+
+    def body_sinks(self, loop_id: str) -> list[str]:
+        """The direct body nodes with no outgoing edge: their outputs are an iteration's result."""
+        direct = self.direct_body(loop_id)
+        return [n for n in self.topological_order if n in direct and not self._onward_edges(n)]
+
+    def _onward_edges(self, node_id: str) -> list[EdgeSpec]:
+        """Outgoing edges that continue the flow (a loop's ``loop`` edges lead into its own iterations)."""
+        edges = self.outgoing.get(node_id, ())
+        if self.is_loop(node_id):
+            return [e for e in edges if self.handle_of(e) != "loop"]
+        return list(edges)
+
     def has_single_source(self, node_id: str) -> bool:
         """Every incoming edge comes from one node: its result decides this node alone, no barrier needed."""
         return len(self.sources.get(node_id, ())) <= 1
@@ -125,3 +153,28 @@ def _topological_order(
     if len(order) != len(nodes):
         raise ValueError("the graph has a cycle")
     return tuple(order)
+
+
+def _loop_structure(
+    nodes: Mapping[str, NodeSpec], outgoing: Mapping[str, list[EdgeSpec]], handles: Mapping[str, str]
+) -> dict[str, Any]:
+    """Bodies of loop nodes and, for each body node, its innermost loop (nested bodies are subsets)."""
+    bodies: dict[str, frozenset[str]] = {}
+    for loop_id, node in nodes.items():
+        if node.type != "loop":
+            continue
+        found: set[str] = set()
+        stack = [
+            e.target for e in outgoing.get(loop_id, ()) if (e.source_handle or handles.get("loop", "loop")) == "loop"
+        ]
+        while stack:
+            current = stack.pop()
+            if current not in found:
+                found.add(current)
+                stack.extend(e.target for e in outgoing.get(current, ()))
+        bodies[loop_id] = frozenset(found)
+    enclosing: dict[str, str] = {}
+    for loop_id in sorted(bodies, key=lambda lid: len(bodies[lid]), reverse=True):
+        for member in bodies[loop_id]:
+            enclosing[member] = loop_id  # smaller (inner) bodies are visited later and win
+    return {"bodies": bodies, "enclosing_loops": enclosing}

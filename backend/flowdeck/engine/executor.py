@@ -39,6 +39,7 @@ class NodeExecutor:
         timeout = plan.graph.timeout_seconds(node.id)
         helpers = NodeHelpers(
             instance_id=job.instance_id,
+            tenant_id=plan.tenant_id,
             workflow_id=plan.workflow_id,
             node_id=node.id,
             iteration=job.iteration,
@@ -67,7 +68,7 @@ class NodeExecutor:
         if result.next_handle is not None and result.next_handle not in handles:
             message = f"node '{node.id}' chose handle '{result.next_handle}', which a {node.type} node does not have"
             return Failed("InvalidHandle", message, retryable=False), context
-        return Completed(result.output, result.next_handle, result.queue_delay, result.logs), context
+        return Completed(result.output, result.next_handle, result.queue_delay, result.logs, result.iterations), context
 
     async def context_for_successor(
         self, finished: Job, context: dict[str, Any] | None, outcome: NodeOutcome, successor: Job

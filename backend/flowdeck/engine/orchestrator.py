@@ -23,6 +23,7 @@ from flowdeck.engine.plans import PlanCache, RunNotFoundError, RunPlan
 from flowdeck.engine.publisher import NodeUpdate, Publisher, RunUpdate, Update
 from flowdeck.engine.retry import backoff_seconds
 from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict, settle_from_states
+from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.jobs import NewJob
 from flowdeck.storage.records import Job, LogEvent, LogRow
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager, StateTransaction, started_event
@@ -41,6 +42,7 @@ class Completed:
     handle: str | None
     queue_delay: float | None = None
     logs: str | None = None
+    iterations: list[Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +185,8 @@ class Orchestrator:
         effects: _Effects,
     ) -> Job | None:
         node = plan.graph.node(job.node_id)
+        if outcome.iterations is not None and plan.graph.is_loop(node.id):
+            return await self._start_loop(tx, plan, job, outcome.iterations, status, claim_for, effects)
         payload: dict[str, Any] = {"output": outcome.output, "handle": outcome.handle}
         if node.type == "end":
             payload["end"] = True
@@ -206,7 +210,7 @@ class Orchestrator:
         claimed = await self._advance(
             tx, plan, job.iteration, [(job.node_id, outcome.handle)], outcome.queue_delay, claim_for, effects
         )
-        await self._finish_if_done(tx, plan, effects)
+        await self._settle(tx, plan, job.iteration, plan.graph.loop_of(job.node_id), effects)
         return claimed
 
     async def _record_failure(
@@ -266,7 +270,7 @@ class Orchestrator:
             )
             effects.node(_key(job), NodeStatus.COMPLETED, job.attempt, output={"error": error})
             claimed = await self._advance(tx, plan, job.iteration, [(node_id, "error")], None, claim_for, effects)
-            await self._finish_if_done(tx, plan, effects)
+            await self._settle(tx, plan, job.iteration, graph.loop_of(node_id), effects)
             return claimed
         effects.node(_key(job), NodeStatus.FAILED, job.attempt, error=outcome.message)
         attempts = f"{used} attempt{'s' if used != 1 else ''}"
@@ -499,6 +503,117 @@ class Orchestrator:
         )
         return await self._advance(tx, plan, iteration, [(node_id, handle)], None, None, effects)
 
+    # -- loops -------------------------------------------------------------------------------------
+    async def _start_loop(
+        self,
+        tx: StateTransaction,
+        plan: RunPlan,
+        job: Job,
+        items: list[Any],
+        status: RunStatus,
+        claim_for: str | None,
+        effects: _Effects,
+    ) -> Job | None:
+        """Expand a loop: one scope per item with its ``ctx.loop`` row, the first iterations started."""
+        if not await tx.jobs.delete(job.id, job.attempt) or status is not RunStatus.RUNNING:
+            return None
+        graph, loop_id, scope = plan.graph, job.node_id, job.iteration
+        count = len(items)
+        started = min(loop_concurrency(graph.node(loop_id).config), count)
+        if not await tx.start_loop(plan.instance_id, loop_id, scope, count, started, job.attempt):
+            raise _DuplicateDeliveryError
+        await tx.log_event_bulk(
+            [
+                LogEvent(
+                    plan.instance_id,
+                    EventType.SYSTEM_SET,
+                    node_id=loop_id,
+                    iteration=child_scope(scope, index),
+                    output_variable="loop",
+                    payload={"loop": {"item": item, "index": index, "count": count}},
+                    node_attempt=job.attempt,
+                )
+                for index, item in enumerate(items)
+            ]
+        )
+        claimed: Job | None = None
+        for index in range(started):
+            got = await self._advance(
+                tx, plan, child_scope(scope, index), [(loop_id, "loop")], None, None if claimed else claim_for, effects
+            )
+            claimed = claimed or got
+        if count == 0 or not graph.bodies[loop_id]:
+            await self._settle(tx, plan, child_scope(scope, 0), loop_id, effects, loop_is_empty=count == 0)
+        else:
+            for index in range(started):  # a body made only of pinned nodes finishes without a job
+                if not effects.jobs_added:
+                    await self._settle(tx, plan, child_scope(scope, index), loop_id, effects)
+        return claimed
+
+    async def _settle(
+        self,
+        tx: StateTransaction,
+        plan: RunPlan,
+        scope: str,
+        loop_id: str | None,
+        effects: _Effects,
+        *,
+        loop_is_empty: bool = False,
+    ) -> None:
+        """After a decision in ``scope``: finish what no longer has work — iterations, loops, the run."""
+        graph, instance_id = plan.graph, plan.instance_id
+        while not effects.jobs_added:
+            if loop_id is None:
+                await self._finish_if_done(tx, plan, effects)
+                return
+            parent = parent_scope(scope)
+            if loop_is_empty:
+                count, attempt = 0, (await tx.loop_states(instance_id))[(loop_id, parent)][3]
+            else:
+                if await tx.has_scope_jobs(instance_id, graph.bodies[loop_id], scope):
+                    return
+                count, started, finished, attempt = await tx.finish_iteration(instance_id, loop_id, parent)
+                if started < count:
+                    await tx.mark_iteration_started(instance_id, loop_id, parent)
+                    scope = child_scope(parent, started)
+                    await self._advance(tx, plan, scope, [(loop_id, "loop")], None, None, effects)
+                    continue
+                if finished < count:
+                    return
+            await self._complete_loop(tx, plan, loop_id, parent, count, attempt, effects)
+            scope, loop_id, loop_is_empty = parent, graph.loop_of(loop_id), False
+
+    async def _complete_loop(
+        self, tx: StateTransaction, plan: RunPlan, loop_id: str, scope: str, count: int, attempt: int, effects: _Effects
+    ) -> None:
+        """Every iteration is done: the loop completes on ``done`` with the iterations' results in item order."""
+        graph = plan.graph
+        sinks = graph.body_sinks(loop_id)
+        by_index: dict[int, dict[str, Any]] = {}
+        for node_id, iteration, output in await tx.completed_outputs(plan.instance_id, sinks) if sinks else []:
+            if parent_scope(iteration) == scope:
+                by_index.setdefault(int(iteration.rsplit(".", 1)[-1]), {})[node_id] = output
+        results = [
+            (by_index.get(i, {}).get(sinks[0]) if len(sinks) == 1 else by_index.get(i, {})) if sinks else None
+            for i in range(count)
+        ]
+        output = {"items": results, "count": count}
+        node = graph.node(loop_id)
+        await tx.log_event(
+            LogEvent(
+                plan.instance_id,
+                EventType.NODE_COMPLETED,
+                node_id=loop_id,
+                iteration=scope,
+                node_status=NodeStatus.COMPLETED.value,
+                output_variable=node.variable,
+                payload={"output": output, "handle": "done"},
+                node_attempt=attempt,
+            )
+        )
+        effects.node((plan.instance_id, loop_id, scope), NodeStatus.COMPLETED, attempt, output=output)
+        await self._advance(tx, plan, scope, [(loop_id, "done")], None, None, effects)
+
     async def _finish_if_done(self, tx: StateTransaction, plan: RunPlan, effects: _Effects) -> None:
         """Nothing queued, leased or waiting any more: every node is terminal, so the run is COMPLETED."""
         if effects.jobs_added or await tx.jobs.has_jobs(plan.instance_id):
@@ -522,6 +637,15 @@ class Orchestrator:
         for instance_id in effects.stopped_runs:
             for stop in self.stop_listeners:
                 stop(instance_id)
+
+
+def child_scope(scope: str, index: int) -> str:
+    """The iteration path of item ``index`` of a loop running in ``scope``: "3", or "3.1" when nested."""
+    return f"{scope}.{index}" if scope else str(index)
+
+
+def parent_scope(scope: str) -> str:
+    return scope.rsplit(".", 1)[0] if "." in scope else ""
 
 
 def _key(job: Job) -> tuple[str, str, str]:

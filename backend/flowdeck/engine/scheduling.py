@@ -30,7 +30,12 @@ class Verdict(Enum):
 def edge_deltas(graph: Graph, node_id: str, handle: str | None) -> dict[str, EdgeCounts]:
     """The (resolved, taken) counts a node adds to each target; ``handle=None`` means it was skipped."""
     deltas: dict[str, EdgeCounts] = {}
-    for edge in graph.edges_from(node_id):
+    edges = graph.edges_from(node_id)
+    if graph.is_loop(node_id):
+        # A loop's ``loop`` edges lead into its iterations, its other edges out of it: never both at once.
+        into_body = handle == "loop"
+        edges = tuple(e for e in edges if (graph.handle_of(e) == "loop") is into_body)
+    for edge in edges:
         resolved, taken = deltas.get(edge.target, (0, 0))
         is_taken = handle is not None and graph.handle_of(edge) == handle
         deltas[edge.target] = (resolved + 1, taken + int(is_taken))

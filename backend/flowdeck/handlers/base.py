@@ -31,6 +31,8 @@ class HandlerResult:
     next_handle: str | None
     queue_delay: float | None = None
     logs: str | None = None
+    iterations: list[Any] | None = None
+    """Set by ``loop``: the engine runs the node's body once per item, then completes it on ``done``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,7 @@ class ConfigIssue:
 @dataclass(frozen=True, slots=True)
 class NodeHelpers:
     instance_id: str
+    tenant_id: str
     workflow_id: str | None
     node_id: str
     iteration: str

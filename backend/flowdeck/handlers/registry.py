@@ -8,6 +8,7 @@ from flowdeck.handlers.base import NodeHandler
 from flowdeck.handlers.condition import ConditionHandler
 from flowdeck.handlers.delay import DelayHandler
 from flowdeck.handlers.end import EndHandler
+from flowdeck.handlers.loop import LoopHandler
 from flowdeck.handlers.start import StartHandler
 
 __all__ = ("HandlerRegistry", "builtin_handlers")
@@ -30,4 +31,4 @@ class HandlerRegistry:
 
 def builtin_handlers() -> list[NodeHandler]:
     """The handlers that need nothing from outside (no sandbox pool, no query engine)."""
-    return [StartHandler(), EndHandler(), ConditionHandler(), DelayHandler()]
+    return [StartHandler(), EndHandler(), ConditionHandler(), DelayHandler(), LoopHandler()]

@@ -26,8 +26,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from flowdeck.storage.statements import statements_for
 from flowdeck.storage.schema import metadata
+from flowdeck.storage.statements import statements_for
 
 T = TypeVar("T")
 

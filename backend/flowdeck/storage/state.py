@@ -19,7 +19,7 @@ from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.jobs import JobTable
 from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
-from flowdeck.storage.tables import instance_logs, instances, join_barriers, node_jobs
+from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
 
 __all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "fold_context")
 
@@ -235,6 +235,91 @@ class StateTransaction:
             after[row[0]] = (row[1], row[2])
         return after
 
+    # -- loops -------------------------------------------------------------------------------------
+    async def start_loop(
+        self, instance_id: str, node_id: str, iteration: str, count: int, started: int, attempt: int
+    ) -> bool:
+        """Record a loop's expansion; ``False`` if this loop already started in this scope."""
+        stmt = (
+            self.db.insert(loop_states)
+            .values(
+                instance_id=instance_id,
+                node_id=node_id,
+                iteration=iteration,
+                item_count=count,
+                started=started,
+                finished=0,
+                attempt=attempt,
+            )
+            .on_conflict_do_nothing()
+            .returning(loop_states.c.node_id)
+        )
+        return (await self.conn.execute(stmt)).first() is not None
+
+    async def finish_iteration(self, instance_id: str, node_id: str, iteration: str) -> tuple[int, int, int, int]:
+        """Count one more finished iteration; returns (count, started, finished, attempt) after it."""
+        stmt = (
+            loop_states.update()
+            .where(
+                loop_states.c.instance_id == instance_id,
+                loop_states.c.node_id == node_id,
+                loop_states.c.iteration == iteration,
+            )
+            .values(finished=loop_states.c.finished + 1)
+            .returning(loop_states.c.item_count, loop_states.c.started, loop_states.c.finished, loop_states.c.attempt)
+        )
+        count, started, finished, attempt = (await self.conn.execute(stmt)).one()
+        return int(count), int(started), int(finished), int(attempt)
+
+    async def mark_iteration_started(self, instance_id: str, node_id: str, iteration: str) -> None:
+        await self.conn.execute(
+            loop_states.update()
+            .where(
+                loop_states.c.instance_id == instance_id,
+                loop_states.c.node_id == node_id,
+                loop_states.c.iteration == iteration,
+            )
+            .values(started=loop_states.c.started + 1)
+        )
+
+    async def loop_states(self, instance_id: str) -> dict[tuple[str, str], tuple[int, int, int, int]]:
+        """(loop node, scope) -> (count, started, finished, attempt) of every loop of the run."""
+        stmt = sa.select(
+            loop_states.c.node_id,
+            loop_states.c.iteration,
+            loop_states.c.item_count,
+            loop_states.c.started,
+            loop_states.c.finished,
+            loop_states.c.attempt,
+        ).where(loop_states.c.instance_id == instance_id)
+        return {(r[0], r[1]): (r[2], r[3], r[4], r[5]) for r in await self.conn.execute(stmt)}
+
+    async def has_scope_jobs(self, instance_id: str, node_ids: Iterable[str], scope: str) -> bool:
+        """Does any of ``node_ids`` have a job in ``scope`` or in a scope nested in it?"""
+        stmt = (
+            sa.select(node_jobs.c.id)
+            .where(
+                node_jobs.c.instance_id == instance_id,
+                node_jobs.c.node_id.in_(list(node_ids)),
+                sa.or_(node_jobs.c.iteration == scope, node_jobs.c.iteration.like(f"{scope}.%")),
+            )
+            .limit(1)
+        )
+        return (await self.conn.execute(stmt)).first() is not None
+
+    async def completed_outputs(self, instance_id: str, node_ids: Iterable[str]) -> list[tuple[str, str, Any]]:
+        """(node, scope, output) of every NODE_COMPLETED row of ``node_ids``, in log order."""
+        stmt = (
+            sa.select(instance_logs.c.node_id, instance_logs.c.iteration, instance_logs.c.payload)
+            .where(
+                instance_logs.c.instance_id == instance_id,
+                instance_logs.c.event_type == EventType.NODE_COMPLETED.value,
+                instance_logs.c.node_id.in_(list(node_ids)),
+            )
+            .order_by(instance_logs.c.log_id)
+        )
+        return [(r[0], r[1], (r[2] or {}).get("output")) for r in await self.conn.execute(stmt)]
+
     async def replace_barriers(self, instance_id: str, counts: Mapping[tuple[str, str], tuple[int, int]]) -> None:
         """Rewrite the barriers of a run from a fold of its log (partial retry)."""
         await self.conn.execute(join_barriers.delete().where(join_barriers.c.instance_id == instance_id))
@@ -395,6 +480,7 @@ class StateManager:
                 return False
             await conn.execute(node_jobs.delete().where(node_jobs.c.instance_id == instance_id))
             await conn.execute(join_barriers.delete().where(join_barriers.c.instance_id == instance_id))
+            await conn.execute(loop_states.delete().where(loop_states.c.instance_id == instance_id))
             await conn.execute(instance_logs.delete().where(instance_logs.c.instance_id == instance_id))
             await conn.execute(instances.delete().where(instances.c.id == instance_id))
             return True

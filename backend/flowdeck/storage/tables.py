@@ -13,6 +13,7 @@ __all__ = (
     "instance_logs",
     "instances",
     "join_barriers",
+    "loop_states",
     "metadata",
     "node_jobs",
     "tenants",
@@ -149,4 +150,18 @@ join_barriers = sa.Table(
     sa.Column("iteration", sa.String(200), primary_key=True),
     sa.Column("resolved_edges", sa.Integer, nullable=False),
     sa.Column("taken_edges", sa.Integer, nullable=False),
+)
+
+# Running loops: one row per loop node per scope it runs in. Iterations are started and counted
+# here, in the same transactions as the log rows that start and finish them.
+loop_states = sa.Table(
+    "loop_states",
+    metadata,
+    sa.Column("instance_id", Id, primary_key=True),
+    sa.Column("node_id", sa.String(64), primary_key=True),
+    sa.Column("iteration", sa.String(200), primary_key=True),
+    sa.Column("item_count", sa.Integer, nullable=False),
+    sa.Column("started", sa.Integer, nullable=False),
+    sa.Column("finished", sa.Integer, nullable=False),
+    sa.Column("attempt", sa.Integer, nullable=False),
 )

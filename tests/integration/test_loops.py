@@ -1,0 +1,163 @@
+"""The loop node (SPEC §2): one pass per item, concurrency, nesting, results in item order."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from flowdeck.engine.engine import Engine
+from flowdeck.storage.database import Database
+from tests.support.graphs import definition, edge, end, node
+from tests.support.handlers import make_test_registry
+from tests.support.runs import Outcome, read_outcome, run_to_end, start
+
+
+def loop_over(items: Any, body: list[dict[str, Any]], body_edges: list[dict[str, Any]], **loop_config: Any) -> dict:
+    """start -> each (loop) -> body... ; each -done-> end (output = the loop's output)."""
+    entry = body[0]["id"]
+    return definition(
+        [
+            node("start", "start"),
+            node("each", "loop", config={"items": items, **loop_config}),
+            *body,
+            end(params={"result": "{{ ctx.each }}"}),
+        ],
+        [edge("start", "each"), edge("each", entry, "loop"), *body_edges, edge("each", "end", "done")],
+    )
+
+
+def iterations_of(outcome: Outcome, node_id: str) -> list[str]:
+    return sorted(r.iteration for r in outcome.rows if r.event_type == "NODE_COMPLETED" and r.node_id == node_id)
+
+
+async def test_the_body_runs_once_per_item_and_results_keep_item_order(engine: Engine, tenant_id: str) -> None:
+    d = loop_over("{{ ctx.input.numbers }}", [node("times", config={"output": "{{ ctx.loop.item * 10 }}"})], [])
+    outcome = await run_to_end(engine, tenant_id, d, {"numbers": [1, 2, 3]})
+    assert outcome.run.status == "COMPLETED"
+    assert outcome.run.output == {"result": {"items": [10, 20, 30], "count": 3}}
+    assert iterations_of(outcome, "times") == ["0", "1", "2"]
+    assert outcome.nodes["times"].iterations["2"].output == 30
+    assert outcome.nodes["each"].status.value == "COMPLETED"
+
+
+async def test_the_loop_context_names_item_index_and_count(engine: Engine, tenant_id: str) -> None:
+    d = loop_over(["a", "b"], [node("echo", config={"output": "{{ ctx.loop }}"})], [])
+    outcome = await run_to_end(engine, tenant_id, d)
+    assert outcome.run.output["result"]["items"] == [
+        {"item": "a", "index": 0, "count": 2},
+        {"item": "b", "index": 1, "count": 2},
+    ]
+
+
+async def test_an_empty_list_goes_straight_to_done(engine: Engine, tenant_id: str) -> None:
+    d = loop_over([], [node("never")], [])
+    outcome = await run_to_end(engine, tenant_id, d)
+    assert outcome.run.status == "COMPLETED"
+    assert outcome.run.output == {"result": {"items": [], "count": 0}}
+    assert "never" not in outcome.nodes
+
+
+async def test_a_chain_body_passes_values_along_within_each_iteration(engine: Engine, tenant_id: str) -> None:
+    body = [
+        node("first", config={"output": "{{ ctx.loop.item + 1 }}"}),
+        node("second", config={"output": "{{ ctx.first * 2 }}"}),
+    ]
+    outcome = await run_to_end(engine, tenant_id, loop_over([1, 5], body, [edge("first", "second")]))
+    assert outcome.run.output == {"result": {"items": [4, 12], "count": 2}}
+
+
+async def test_several_sinks_give_an_object_per_iteration(engine: Engine, tenant_id: str) -> None:
+    body = [
+        node("split"),
+        node("left", config={"output": "L{{ ctx.loop.index }}"}),
+        node("right", config={"output": "R"}),
+    ]
+    d = loop_over([0, 1], body, [edge("split", "left"), edge("split", "right")])
+    outcome = await run_to_end(engine, tenant_id, d)
+    assert outcome.run.output["result"]["items"] == [{"left": "L0", "right": "R"}, {"left": "L1", "right": "R"}]
+
+
+async def test_concurrency_runs_iterations_side_by_side(engine: Engine, tenant_id: str) -> None:
+    parallel = await run_to_end(
+        engine, tenant_id, loop_over([1, 2, 3, 4], [node("slow", config={"sleep": 0.3})], [], concurrency=4)
+    )
+    serial = await run_to_end(
+        engine, tenant_id, loop_over([1, 2, 3], [node("slow", config={"sleep": 0.2})], [], concurrency=1)
+    )
+    for outcome in (parallel, serial):
+        assert outcome.run.status == "COMPLETED"
+    p = parallel.run
+    assert p.completed_at is not None and p.started_at is not None and p.completed_at - p.started_at < 1.0
+    spans = _spans(serial, "slow")
+    assert all(spans[i][1] <= spans[i + 1][0] for i in range(len(spans) - 1))  # one at a time, in order
+
+
+async def test_nested_loops_carry_nested_iteration_paths(engine: Engine, tenant_id: str) -> None:
+    d = definition(
+        [
+            node("start", "start"),
+            node("outer", "loop", config={"items": "{{ ctx.input.groups }}", "concurrency": 2}),
+            node("inner", "loop", config={"items": "{{ ctx.loop.item }}"}),
+            node("double", config={"output": "{{ ctx.loop.item * 2 }}"}),
+            end(params={"result": "{{ ctx.outer.items }}"}),
+        ],
+        [
+            edge("start", "outer"),
+            edge("outer", "inner", "loop"),
+            edge("inner", "double", "loop"),
+            edge("outer", "end", "done"),
+        ],
+    )
+    outcome = await run_to_end(engine, tenant_id, d, {"groups": [[1, 2], [3], []]})
+    assert outcome.run.status == "COMPLETED"
+    assert outcome.run.output == {
+        "result": [{"items": [2, 4], "count": 2}, {"items": [6], "count": 1}, {"items": [], "count": 0}]
+    }
+    assert iterations_of(outcome, "double") == ["0.0", "0.1", "1.0"]
+    assert iterations_of(outcome, "inner") == ["0", "1", "2"]
+
+
+async def test_more_items_than_max_items_fail_the_loop_clearly(engine: Engine, tenant_id: str) -> None:
+    outcome = await run_to_end(engine, tenant_id, loop_over([1, 2, 3], [node("body")], [], maxItems=2))
+    assert outcome.run.status == "FAILED"
+    assert outcome.run.error == "node 'each' failed after 1 attempt: items has 3 entries, more than maxItems (2)"
+    not_a_list = await run_to_end(engine, tenant_id, loop_over("{{ ctx.input }}", [node("body")], []), {"a": 1})
+    assert not_a_list.run.error == "node 'each' failed after 1 attempt: items resolved to dict, not a list"
+
+
+async def test_a_failing_body_node_fails_the_run(engine: Engine, tenant_id: str) -> None:
+    body = [node("fragile", config={"failTimes": 9, "retryable": False})]
+    outcome = await run_to_end(engine, tenant_id, loop_over([1, 2], body, []))
+    assert outcome.run.status == "FAILED"
+    assert "fragile" in (outcome.run.error or "")
+
+
+async def test_each_body_node_runs_once_per_iteration_with_competing_workers(
+    db: Database, engine: Engine, tenant_id: str
+) -> None:
+    second = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.01, worker_id="second")
+    await second.start()
+    try:
+        body = [node("a"), node("b"), node("c")]
+        d = loop_over(list(range(20)), body, [edge("a", "b"), edge("a", "c")], concurrency=10)
+        ids = [await start(engine, tenant_id, d) for _ in range(3)]
+        runs = await asyncio.gather(*(engine.wait_for_run(i, 60) for i in ids))
+        assert [r.status.value for r in runs] == ["COMPLETED"] * 3
+        for instance_id in ids:
+            outcome = await read_outcome(engine, instance_id)
+            started = [(r.node_id, r.iteration) for r in outcome.rows if r.event_type == "NODE_STARTED"]
+            assert len(started) == len(set(started))  # nothing ran twice in one iteration
+            assert sorted(iterations_of(outcome, "b")) == sorted(str(i) for i in range(20))
+            assert outcome.run.output["result"]["count"] == 20
+    finally:
+        await second.stop()
+
+
+def _spans(outcome: Outcome, node_id: str) -> list[tuple[float, float]]:
+    starts = {
+        r.iteration: r.created_at for r in outcome.rows if r.event_type == "NODE_STARTED" and r.node_id == node_id
+    }
+    ends = {
+        r.iteration: r.created_at for r in outcome.rows if r.event_type == "NODE_COMPLETED" and r.node_id == node_id
+    }
+    return [(starts[k], ends[k]) for k in sorted(starts, key=int)]
