@@ -11,7 +11,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from flowdeck.engine.engine import Engine
+from flowdeck.handlers.python_code import PythonCodeHandler
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
+from flowdeck.sandbox.pool import SandboxPool
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import upgrade
@@ -26,6 +28,7 @@ class Runtime:
     settings: Settings
     db: Database
     engine: Engine
+    sandbox: SandboxPool
 
 
 @asynccontextmanager
@@ -34,7 +37,8 @@ async def open_runtime(settings: Settings, *, with_worker: bool = True, migrate:
     if migrate:
         await upgrade(settings.database_url)
     db = Database(settings.database_url)
-    registry = HandlerRegistry(builtin_handlers())
+    sandbox = SandboxPool(settings.sandbox_workers)
+    registry = HandlerRegistry([*builtin_handlers(), PythonCodeHandler(sandbox)])
     engine = Engine(
         db,
         registry,
@@ -43,8 +47,11 @@ async def open_runtime(settings: Settings, *, with_worker: bool = True, migrate:
         poll_interval=settings.poll_interval_seconds,
     )
     try:
+        if with_worker:
+            await sandbox.start()
         await engine.start(with_worker=with_worker)
-        yield Runtime(settings, db, engine)
+        yield Runtime(settings, db, engine, sandbox)
     finally:
         await engine.stop()
+        await sandbox.close()
         await db.dispose()

@@ -1,0 +1,411 @@
+"""SandboxPool: pre-started worker processes, a wall-clock watchdog, and replacement of dead workers.
+
+Each worker is a fresh interpreter (``python -P -c``, empty environment, cwd ``/``) that imports only
+:mod:`flowdeck.sandbox.worker`. Not ``multiprocessing``: its ``forkserver`` and ``spawn`` contexts
+re-import the server's ``__main__`` in every child (measured: +450 ms per replacement under a
+Litestar entry point) and hand the child the server's environment; ``fork`` would copy the
+server's memory, sockets and secrets.
+
+The pool keeps one end of a socketpair per worker and lets the event loop read it (an asyncio
+protocol: the loop's own readiness callbacks, measured faster than a thread hop per call, see
+tests/bench/bench_sandbox.py), so the loop never blocks on a worker. A call that outlives its
+timeout gets its process killed; a process that dies (CPU limit, crash, kill from outside) fails
+its call if it had one. Either way a replacement starts in the background while the other workers
+keep serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import struct
+import sys
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Self, cast
+
+import msgspec
+
+import flowdeck
+from flowdeck.handlers.base import NodeError
+from flowdeck.sandbox.messages import (
+    Ready,
+    RunFailure,
+    RunRequest,
+    SandboxCrashError,
+    SandboxTimeoutError,
+    SandboxUnavailableError,
+    WorkerSettings,
+    decode_reply,
+    encode,
+    error_from_failure,
+)
+from flowdeck.sandbox.worker import COMMAND
+
+__all__ = ("SandboxPool", "SandboxResult")
+
+_log = logging.getLogger(__name__)
+
+_MIB: Final = 1024 * 1024
+_REAP_TIMEOUT: Final = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxResult:
+    output: Any
+    logs: str
+
+
+class _WorkerGoneError(Exception):
+    """The worker's pipe closed: the process died or was killed."""
+
+
+class _CallTimeoutError(Exception):
+    pass
+
+
+def _expire(future: asyncio.Future[bytes]) -> None:
+    if not future.done():
+        future.set_exception(_CallTimeoutError())
+
+
+# The framing of multiprocessing.connection.Connection, which the worker uses: a signed 4-byte
+# big-endian length, or -1 and an unsigned 8-byte length for messages over 2 GiB.
+_LENGTH = struct.Struct("!i")
+_LONG_LENGTH = struct.Struct("!Q")
+
+
+def _frame(payload: bytes) -> bytes:
+    if len(payload) > 0x7FFFFFFF:
+        return _LENGTH.pack(-1) + _LONG_LENGTH.pack(len(payload)) + payload
+    return _LENGTH.pack(len(payload)) + payload
+
+
+class _Worker(asyncio.Protocol):
+    """The pool's handle on one worker process: its pipe, read by the event loop, and its pending call.
+
+    A protocol rather than blocking reads on the socket: uvloop, which uvicorn uses, makes every fd
+    it watches non-blocking, so a blocking ``recv`` would break on large replies.
+    """
+
+    def __init__(self, process: asyncio.subprocess.Process, on_gone: Callable[[_Worker], None]) -> None:
+        self.process = process
+        self.pid = process.pid
+        self.alive = True
+        self.in_service = False
+        self.retired = False
+        self._loop = asyncio.get_running_loop()
+        self._on_gone = on_gone
+        self._transport: asyncio.Transport | None = None
+        self._buffer = bytearray()
+        # The first message is Ready; waiting for it starts before the transport exists.
+        self._pending: asyncio.Future[bytes] | None = self._loop.create_future()
+        self._ready = self._pending
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # A socket transport; uvloop's does not subclass asyncio.Transport, so no isinstance check.
+        self._transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        while (message := self._next_message()) is not None:
+            if self._pending is not None and not self._pending.done():
+                self._pending.set_result(message)
+
+    def _next_message(self) -> bytes | None:
+        buffer = self._buffer
+        if len(buffer) < _LENGTH.size:
+            return None
+        (size,) = _LENGTH.unpack_from(buffer)
+        start = _LENGTH.size
+        if size == -1:
+            if len(buffer) < start + _LONG_LENGTH.size:
+                return None
+            (size,) = _LONG_LENGTH.unpack_from(buffer, start)
+            start += _LONG_LENGTH.size
+        end = start + size
+        if len(buffer) < end:
+            return None
+        message = bytes(buffer[start:end])
+        del buffer[:end]
+        return message
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._detach()
+        self._on_gone(self)
+
+    def _detach(self) -> None:
+        if not self.alive:
+            return
+        self.alive = False
+        if self._pending is not None and not self._pending.done():
+            self._pending.set_exception(_WorkerGoneError())
+        if self._transport is not None:
+            self._transport.close()
+
+    async def wait_ready(self, timeout: float) -> bytes:
+        try:
+            return await asyncio.wait_for(self._ready, timeout)
+        finally:
+            self._pending = None
+
+    async def call(self, payload: bytes, timeout: float) -> bytes:
+        """Send one request and wait up to ``timeout`` seconds for its reply."""
+        if not self.alive or self._transport is None:
+            raise _WorkerGoneError
+        future: asyncio.Future[bytes] = self._loop.create_future()
+        self._pending = future
+        timer = self._loop.call_later(timeout, _expire, future)
+        try:
+            self._transport.write(_frame(payload))
+            return await future
+        finally:
+            timer.cancel()
+            self._pending = None
+
+    def kill(self) -> None:
+        self._detach()
+        if self.process.returncode is None:
+            # os.kill, not Process.kill: Popen.send_signal polls first, which can reap the child behind
+            # the child watcher's back. Until the watcher reaps it, the pid cannot have been reused.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+    async def exit_code(self, timeout: float) -> int | None:
+        """The exit code (negative: the signal), or None if the process has not ended in time."""
+        try:
+            return await asyncio.wait_for(self.process.wait(), timeout)
+        except TimeoutError:
+            return None
+
+
+def _death_message(code: int | None) -> str:
+    if code == -signal.SIGXCPU:
+        return "the code used up its CPU time budget and its sandbox worker was stopped"
+    if code == -signal.SIGKILL:
+        return "the sandbox worker was killed (out of memory, or stopped from outside)"
+    if code is not None and code < 0:
+        return f"the sandbox worker crashed ({signal.Signals(-code).name})"
+    return f"the sandbox worker exited unexpectedly (exit code {code})"
+
+
+def _worker_environment() -> dict[str, str]:
+    """Nothing of the server's environment but the path to this package: workers must not see secrets."""
+    package_root = str(Path(flowdeck.__file__).resolve().parent.parent)
+    inherited = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": package_root if not inherited else f"{package_root}{os.pathsep}{inherited}"}
+
+
+class SandboxPool:
+    """``size`` pre-started sandbox workers; ``run`` borrows one per call, callers beyond ``size`` wait."""
+
+    def __init__(
+        self,
+        size: int = 2,
+        *,
+        memory_mb: int = 256,
+        max_output_bytes: int = 16 * _MIB,
+        max_log_chars: int = 256 * 1024,
+        start_timeout: float = 10.0,
+    ) -> None:
+        if size < 1:
+            raise ValueError("a sandbox pool needs at least one worker")
+        self._size = size
+        self._memory_mb = memory_mb
+        self._settings = WorkerSettings(max_output_bytes=max_output_bytes, max_log_chars=max_log_chars)
+        self._start_timeout = start_timeout
+        self._environment = _worker_environment()
+        self._idle: asyncio.Queue[_Worker | None] = asyncio.Queue()
+        self._workers: set[_Worker] = set()
+        self._replacing: set[asyncio.Task[None]] = set()
+        self._reaping: set[asyncio.Task[None]] = set()
+        self._waiting = 0
+        self._started = False
+        self._closed = False
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        """Process ids of the live workers (for operators and tests)."""
+        return tuple(sorted(worker.pid for worker in self._workers if worker.alive))
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Start the workers and wait until every one is ready."""
+        if self._started:
+            return
+        self._started = True
+        results = await asyncio.gather(*(self._spawn() for _ in range(self._size)), return_exceptions=True)
+        for result in results:
+            if isinstance(result, _Worker):
+                result.in_service = True
+                self._idle.put_nowait(result)
+        errors = [result for result in results if isinstance(result, BaseException)]
+        if errors:
+            await self.close()
+            raise SandboxUnavailableError(f"the sandbox workers did not start: {errors[0]!r}") from errors[0]
+
+    async def close(self) -> None:
+        """Stop every worker; calls still running fail with SandboxUnavailableError."""
+        if self._closed:
+            return
+        self._closed = True
+        for _ in range(self._waiting):
+            self._idle.put_nowait(None)
+        for task in list(self._replacing):
+            task.cancel()
+        await asyncio.gather(*self._replacing, return_exceptions=True)
+        for worker in list(self._workers):
+            self._retire(worker)
+        await asyncio.gather(*self._reaping, return_exceptions=True)
+
+    async def run(
+        self, code: str, ctx: Mapping[str, Any], *, timeout_seconds: float, memory_mb: int | None = None
+    ) -> SandboxResult:
+        """Run ``code`` (a function body of ``ctx``) in a worker; raise a SandboxError subclass on failure."""
+        if timeout_seconds <= 0:
+            raise ValueError("timeout_seconds must be positive")
+        memory = memory_mb or self._memory_mb
+        try:
+            payload = encode(RunRequest(code, dict(ctx), float(timeout_seconds), memory))
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:
+            raise NodeError(f"the context cannot be passed to the sandbox: {exc}", retryable=False) from None
+        worker = await self._acquire()
+        reusable = False
+        try:
+            reply = decode_reply(await worker.call(payload, timeout_seconds))
+            reusable = not isinstance(reply, Ready) and not reply.recycle
+        except _CallTimeoutError:
+            raise SandboxTimeoutError(f"timed out after {timeout_seconds:g} s; the code was stopped") from None
+        except _WorkerGoneError:
+            raise await self._gone_error(worker) from None
+        except msgspec.DecodeError:
+            raise SandboxCrashError("the sandbox worker sent an unreadable reply") from None
+        finally:
+            if reusable:
+                self._release(worker)
+            else:
+                self._retire(worker)
+        if isinstance(reply, RunFailure):
+            raise error_from_failure(reply)
+        if isinstance(reply, Ready):
+            raise SandboxCrashError("the sandbox worker restarted during the call")
+        return SandboxResult(reply.output, reply.logs)
+
+    async def _gone_error(self, worker: _Worker) -> NodeError:
+        if self._closed:
+            return SandboxUnavailableError("the sandbox pool was closed during the call")
+        return SandboxCrashError(_death_message(await worker.exit_code(1.0)))
+
+    async def _acquire(self) -> _Worker:
+        while True:
+            if self._closed or not self._started:
+                raise SandboxUnavailableError("the sandbox pool is not running")
+            try:
+                worker = self._idle.get_nowait()
+            except asyncio.QueueEmpty:
+                self._waiting += 1
+                try:
+                    worker = await self._idle.get()
+                finally:
+                    self._waiting -= 1
+            if worker is None:
+                raise SandboxUnavailableError("the sandbox pool was closed")
+            if worker.alive:
+                return worker
+            # It died while idle; its replacement is already starting.
+
+    def _release(self, worker: _Worker) -> None:
+        if worker.alive and not self._closed:
+            self._idle.put_nowait(worker)
+        else:
+            self._retire(worker)
+
+    def _retire(self, worker: _Worker) -> None:
+        """Kill and reap ``worker``; if it was serving, start its replacement. Idempotent."""
+        if worker.retired:
+            return
+        worker.retired = True
+        worker.kill()
+        self._workers.discard(worker)
+        self._background(self._reaping, self._reap(worker))
+        if worker.in_service and not self._closed:
+            self._background(self._replacing, self._replace())
+
+    def _background(self, tasks: set[asyncio.Task[None]], coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def _spawn(self) -> _Worker:
+        parent_socket, child_socket = socket.socketpair()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-P",
+                "-c",
+                COMMAND,
+                str(child_socket.fileno()),
+                msgspec.json.encode(self._settings).decode(),
+                pass_fds=(child_socket.fileno(),),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                env=self._environment,
+                cwd="/",
+            )
+        except BaseException:
+            parent_socket.close()
+            raise
+        finally:
+            child_socket.close()
+        worker = _Worker(process, self._retire)
+        self._workers.add(worker)
+        try:
+            await asyncio.get_running_loop().create_unix_connection(lambda: worker, sock=parent_socket)
+            ready = decode_reply(await worker.wait_ready(self._start_timeout))
+            if not isinstance(ready, Ready):
+                raise SandboxUnavailableError(f"unexpected first message from a sandbox worker: {ready!r}")
+        except BaseException:
+            self._retire(worker)
+            parent_socket.close()
+            raise
+        return worker
+
+    async def _replace(self) -> None:
+        delay = 0.05
+        while not self._closed:
+            try:
+                worker = await self._spawn()
+            except Exception:  # noqa: BLE001 - whatever failed, keep trying: the pool must refill
+                _log.exception("sandbox worker failed to start; retrying in %.2f s", delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            if self.closed:  # closed while it started
+                self._retire(worker)
+                return
+            worker.in_service = True
+            self._idle.put_nowait(worker)
+            return
+
+    async def _reap(self, worker: _Worker) -> None:
+        if await worker.exit_code(_REAP_TIMEOUT) is None:
+            _log.warning("sandbox worker %s did not exit after SIGKILL", worker.pid)
