@@ -21,11 +21,13 @@ from flowdeck.domain.graph import Graph
 from flowdeck.domain.validation import MAX_NODES
 from flowdeck.engine.engine import Engine
 from flowdeck.runtime import open_runtime
+from flowdeck.sandbox.pool import SandboxPool
 from flowdeck.settings import Settings
 
 __all__ = ("run_bench",)
 
 NOOP = {"type": "delay", "config": {"seconds": 0}}
+PYTHON_NOOP = {"type": "python", "config": {"code": "return {'ok': True}"}}
 
 
 @dataclass
@@ -49,18 +51,34 @@ class Result:
             "runMsP50": round(statistics.median(ms), 2) if ms else None,
             "runMsP99": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 2) if ms else None,
             "msPerNode": round(statistics.median(ms) / self.nodes_per_run, 3) if ms else None,
-            "statementsPerNode": round(self.statements / node_count, 2),
-            "commitsPerNode": round(self.commits / node_count, 2),
+            "statementsPerNode": round(self.statements / node_count, 2) if self.statements else None,
+            "commitsPerNode": round(self.commits / node_count, 2) if self.statements else None,
         }
 
 
-def chain(length: int) -> dict[str, Any]:
+def chain(length: int, noop: dict[str, Any] = NOOP) -> dict[str, Any]:
     """start -> (length - 2) no-ops -> end: ``length`` nodes in all."""
-    middle = [{"id": f"n{i}", **NOOP} for i in range(1, length - 1)]
+    middle = [{"id": f"n{i}", **noop} for i in range(1, length - 1)]
     ids = ["start", *(n["id"] for n in middle), "end"]
     nodes = [{"id": "start", "type": "start", "config": {}}, *middle, {"id": "end", "type": "end", "config": {}}]
     edges = [{"id": f"e{i}", "source": a, "target": b} for i, (a, b) in enumerate(pairwise(ids))]
     return {"title": f"bench chain {length}", "nodes": nodes, "edges": edges}
+
+
+def loop(items: int) -> dict[str, Any]:
+    """start -> loop over ``items`` numbers with a one-node body -> end."""
+    nodes = [
+        {"id": "start", "type": "start", "config": {}},
+        {"id": "each", "type": "loop", "config": {"items": f"{{{{ range({items}) | list }}}}", "maxItems": items}},
+        {"id": "body", **NOOP},
+        {"id": "end", "type": "end", "config": {}},
+    ]
+    edges = [
+        {"id": "e1", "source": "start", "target": "each"},
+        {"id": "e2", "source": "each", "target": "body", "sourceHandle": "loop"},
+        {"id": "e3", "source": "each", "target": "end", "sourceHandle": "done"},
+    ]
+    return {"title": f"bench loop {items}", "nodes": nodes, "edges": edges}
 
 
 def fan(width: int) -> dict[str, Any]:
@@ -162,6 +180,11 @@ async def run_bench(settings: Settings, *, quick: bool = False, json_path: str |
         ]
         for width in (10, 100, 1000):
             results.append(await _sequential(engine, tenant_id, fan(width), 3, f"4 fan-out {width}"))
+        results.append(await _sandbox_calls(runtime.sandbox, 1000 // scale))
+        results.append(await _sequential(engine, tenant_id, chain(20, PYTHON_NOOP), 50 // scale, "chain of 20 python"))
+        looped = await _sequential(engine, tenant_id, loop(1000 // scale), 3, f"loop of {1000 // scale}")
+        looped.nodes_per_run = 1000 // scale  # per iteration
+        results.append(looped)
     rows = [r.row() for r in results]
     _print_table(rows, settings.database_url)
     if json_path:
@@ -169,6 +192,21 @@ async def run_bench(settings: Settings, *, quick: bool = False, json_path: str |
         await asyncio.to_thread(Path(json_path).write_text, report)
         print(f"wrote {json_path}")
     return 0
+
+
+async def _sandbox_calls(sandbox: SandboxPool, calls: int) -> Result:
+    """Workload 5: warm calls of a small python node straight through the sandbox pool."""
+    code, ctx = "return {'sum': ctx['a'] + ctx['b']}", {"a": 1, "b": 2}
+    for _ in range(20):
+        await sandbox.run(code, ctx, timeout_seconds=5)
+    progress, timings = _Progress("5 sandbox calls", calls), []
+    started = time.perf_counter()
+    for _ in range(calls):
+        t = time.perf_counter()
+        await sandbox.run(code, ctx, timeout_seconds=5)
+        timings.append((time.perf_counter() - t) * 1000)
+        progress.step()
+    return Result("5 sandbox calls", calls, 1, time.perf_counter() - started, timings)
 
 
 def _print_table(rows: list[dict[str, Any]], url: str) -> None:

@@ -210,8 +210,11 @@ class Orchestrator:
         claimed = await self._advance(
             tx, plan, job.iteration, [(job.node_id, outcome.handle)], outcome.queue_delay, claim_for, effects
         )
-        await self._settle(tx, plan, job.iteration, plan.graph.loop_of(job.node_id), effects)
-        return claimed
+        loop_id = plan.graph.loop_of(job.node_id)
+        settled = await self._settle(
+            tx, plan, job.iteration, loop_id, effects, claim_for=None if claimed else claim_for
+        )
+        return claimed or settled
 
     async def _record_failure(
         self,
@@ -520,7 +523,7 @@ class Orchestrator:
         graph, loop_id, scope = plan.graph, job.node_id, job.iteration
         count = len(items)
         started = min(loop_concurrency(graph.node(loop_id).config), count)
-        if not await tx.start_loop(plan.instance_id, loop_id, scope, count, started, job.attempt):
+        if not await tx.start_loop(plan.instance_id, loop_id, scope, count, job.attempt):
             raise _DuplicateDeliveryError
         await tx.log_event_bulk(
             [
@@ -558,30 +561,37 @@ class Orchestrator:
         loop_id: str | None,
         effects: _Effects,
         *,
+        claim_for: str | None = None,
         loop_is_empty: bool = False,
-    ) -> None:
-        """After a decision in ``scope``: finish what no longer has work — iterations, loops, the run."""
+    ) -> Job | None:
+        """After a decision in ``scope``: finish what has no work left — iterations, loops, the run.
+
+        Returns the job of a next iteration leased to ``claim_for``, if it started one.
+        """
         graph, instance_id = plan.graph, plan.instance_id
         while not effects.jobs_added:
             if loop_id is None:
                 await self._finish_if_done(tx, plan, effects)
-                return
+                return None
             parent = parent_scope(scope)
             if loop_is_empty:
-                count, attempt = 0, (await tx.loop_states(instance_id))[(loop_id, parent)][3]
+                count, attempt = 0, await tx.loop_attempt(instance_id, loop_id, parent)
             else:
                 if await tx.has_scope_jobs(instance_id, graph.bodies[loop_id], scope):
-                    return
-                count, started, finished, attempt = await tx.finish_iteration(instance_id, loop_id, parent)
-                if started < count:
-                    await tx.mark_iteration_started(instance_id, loop_id, parent)
-                    scope = child_scope(parent, started)
-                    await self._advance(tx, plan, scope, [(loop_id, "loop")], None, None, effects)
+                    return None
+                count, finished, attempt = await tx.finish_iteration(instance_id, loop_id, parent)
+                next_index = finished + loop_concurrency(graph.node(loop_id).config) - 1
+                if next_index < count:
+                    scope = child_scope(parent, next_index)
+                    claimed = await self._advance(tx, plan, scope, [(loop_id, "loop")], None, claim_for, effects)
+                    if claimed is not None:
+                        return claimed
                     continue
                 if finished < count:
-                    return
+                    return None
             await self._complete_loop(tx, plan, loop_id, parent, count, attempt, effects)
             scope, loop_id, loop_is_empty = parent, graph.loop_of(loop_id), False
+        return None
 
     async def _complete_loop(
         self, tx: StateTransaction, plan: RunPlan, loop_id: str, scope: str, count: int, attempt: int, effects: _Effects

@@ -236,9 +236,7 @@ class StateTransaction:
         return after
 
     # -- loops -------------------------------------------------------------------------------------
-    async def start_loop(
-        self, instance_id: str, node_id: str, iteration: str, count: int, started: int, attempt: int
-    ) -> bool:
+    async def start_loop(self, instance_id: str, node_id: str, iteration: str, count: int, attempt: int) -> bool:
         """Record a loop's expansion; ``False`` if this loop already started in this scope."""
         stmt = (
             self.db.insert(loop_states)
@@ -247,7 +245,6 @@ class StateTransaction:
                 node_id=node_id,
                 iteration=iteration,
                 item_count=count,
-                started=started,
                 finished=0,
                 attempt=attempt,
             )
@@ -256,56 +253,24 @@ class StateTransaction:
         )
         return (await self.conn.execute(stmt)).first() is not None
 
-    async def finish_iteration(self, instance_id: str, node_id: str, iteration: str) -> tuple[int, int, int, int]:
-        """Count one more finished iteration; returns (count, started, finished, attempt) after it."""
-        stmt = (
-            loop_states.update()
-            .where(
-                loop_states.c.instance_id == instance_id,
-                loop_states.c.node_id == node_id,
-                loop_states.c.iteration == iteration,
-            )
-            .values(finished=loop_states.c.finished + 1)
-            .returning(loop_states.c.item_count, loop_states.c.started, loop_states.c.finished, loop_states.c.attempt)
-        )
-        count, started, finished, attempt = (await self.conn.execute(stmt)).one()
-        return int(count), int(started), int(finished), int(attempt)
+    async def finish_iteration(self, instance_id: str, node_id: str, iteration: str) -> tuple[int, int, int]:
+        """Count one more finished iteration; returns (count, finished, attempt) after it."""
+        params = {"p_instance": instance_id, "p_node": node_id, "p_scope": iteration}
+        count, finished, attempt = (await self.conn.execute(self.db.sql.finish_iteration, params)).one()
+        return int(count), int(finished), int(attempt)
 
-    async def mark_iteration_started(self, instance_id: str, node_id: str, iteration: str) -> None:
-        await self.conn.execute(
-            loop_states.update()
-            .where(
-                loop_states.c.instance_id == instance_id,
-                loop_states.c.node_id == node_id,
-                loop_states.c.iteration == iteration,
-            )
-            .values(started=loop_states.c.started + 1)
+    async def loop_attempt(self, instance_id: str, node_id: str, iteration: str) -> int:
+        stmt = sa.select(loop_states.c.attempt).where(
+            loop_states.c.instance_id == instance_id,
+            loop_states.c.node_id == node_id,
+            loop_states.c.iteration == iteration,
         )
-
-    async def loop_states(self, instance_id: str) -> dict[tuple[str, str], tuple[int, int, int, int]]:
-        """(loop node, scope) -> (count, started, finished, attempt) of every loop of the run."""
-        stmt = sa.select(
-            loop_states.c.node_id,
-            loop_states.c.iteration,
-            loop_states.c.item_count,
-            loop_states.c.started,
-            loop_states.c.finished,
-            loop_states.c.attempt,
-        ).where(loop_states.c.instance_id == instance_id)
-        return {(r[0], r[1]): (r[2], r[3], r[4], r[5]) for r in await self.conn.execute(stmt)}
+        return int((await self.conn.execute(stmt)).scalar_one())
 
     async def has_scope_jobs(self, instance_id: str, node_ids: Iterable[str], scope: str) -> bool:
         """Does any of ``node_ids`` have a job in ``scope`` or in a scope nested in it?"""
-        stmt = (
-            sa.select(node_jobs.c.id)
-            .where(
-                node_jobs.c.instance_id == instance_id,
-                node_jobs.c.node_id.in_(list(node_ids)),
-                sa.or_(node_jobs.c.iteration == scope, node_jobs.c.iteration.like(f"{scope}.%")),
-            )
-            .limit(1)
-        )
-        return (await self.conn.execute(stmt)).first() is not None
+        params = {"p_instance": instance_id, "p_nodes": list(node_ids), "p_scope": scope, "p_nested": f"{scope}.%"}
+        return (await self.conn.execute(self.db.sql.scope_job, params)).first() is not None
 
     async def completed_outputs(self, instance_id: str, node_ids: Iterable[str]) -> list[tuple[str, str, Any]]:
         """(node, scope, output) of every NODE_COMPLETED row of ``node_ids``, in log order."""

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from flowdeck.domain.statuses import EventType
-from flowdeck.storage.tables import instance_logs, instances, join_barriers, node_jobs
+from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
 
 __all__ = ("JOB_COLUMNS", "LOG_COLUMNS", "Statements", "statements_for")
 
@@ -60,6 +60,8 @@ class Statements:
     claim_jobs: Any
     extend_leases: Any
     bump_barrier: Any
+    scope_job: Any
+    finish_iteration: Any
 
 
 @functools.cache
@@ -118,4 +120,19 @@ def statements_for(is_sqlite: bool) -> Statements:
                 "taken_edges": join_barriers.c.taken_edges + barrier_insert.excluded.taken_edges,
             },
         ).returning(join_barriers.c.node_id, join_barriers.c.resolved_edges, join_barriers.c.taken_edges),
+        scope_job=sa.select(node_jobs.c.id)
+        .where(
+            node_jobs.c.instance_id == _p("p_instance"),
+            node_jobs.c.node_id.in_(_p("p_nodes", expanding=True)),
+            sa.or_(node_jobs.c.iteration == _p("p_scope"), node_jobs.c.iteration.like(_p("p_nested"))),
+        )
+        .limit(1),
+        finish_iteration=loop_states.update()
+        .where(
+            loop_states.c.instance_id == _p("p_instance"),
+            loop_states.c.node_id == _p("p_node"),
+            loop_states.c.iteration == _p("p_scope"),
+        )
+        .values(finished=loop_states.c.finished + 1)
+        .returning(loop_states.c.item_count, loop_states.c.finished, loop_states.c.attempt),
     )

@@ -152,8 +152,9 @@ join_barriers = sa.Table(
     sa.Column("taken_edges", sa.Integer, nullable=False),
 )
 
-# Running loops: one row per loop node per scope it runs in. Iterations are started and counted
-# here, in the same transactions as the log rows that start and finish them.
+# Running loops: one row per loop node per scope it runs in, counting finished iterations in the
+# same transactions as the log rows that finish them. Iterations start in item order, ``concurrency``
+# at a time, so iteration ``finished + concurrency - 1`` is the one a finishing iteration starts.
 loop_states = sa.Table(
     "loop_states",
     metadata,
@@ -161,7 +162,6 @@ loop_states = sa.Table(
     sa.Column("node_id", sa.String(64), primary_key=True),
     sa.Column("iteration", sa.String(200), primary_key=True),
     sa.Column("item_count", sa.Integer, nullable=False),
-    sa.Column("started", sa.Integer, nullable=False),
     sa.Column("finished", sa.Integer, nullable=False),
     sa.Column("attempt", sa.Integer, nullable=False),
 )

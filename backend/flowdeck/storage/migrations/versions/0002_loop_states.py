@@ -25,7 +25,6 @@ def upgrade() -> None:
         sa.Column("node_id", sa.String(length=64), nullable=False),
         sa.Column("iteration", sa.String(length=200), nullable=False),
         sa.Column("item_count", sa.Integer(), nullable=False),
-        sa.Column("started", sa.Integer(), nullable=False),
         sa.Column("finished", sa.Integer(), nullable=False),
         sa.Column("attempt", sa.Integer(), nullable=False),
         sa.PrimaryKeyConstraint("instance_id", "node_id", "iteration", name=op.f("pk_loop_states")),
