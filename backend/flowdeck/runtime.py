@@ -10,11 +10,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from sqlalchemy.engine import make_url
+
 from flowdeck.engine.engine import Engine
+from flowdeck.handlers.data_query import DataQueryHandler
 from flowdeck.handlers.python_code import PythonCodeHandler
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
+from flowdeck.queries.engine import QueryEngine
+from flowdeck.queries.secrets import SecretBox
+from flowdeck.queries.service import DataService
 from flowdeck.sandbox.pool import SandboxPool
 from flowdeck.settings import Settings
+from flowdeck.storage.data_sources import DataSourceStore
 from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import upgrade
 
@@ -29,6 +36,7 @@ class Runtime:
     db: Database
     engine: Engine
     sandbox: SandboxPool
+    data: DataService
 
 
 @asynccontextmanager
@@ -38,7 +46,11 @@ async def open_runtime(settings: Settings, *, with_worker: bool = True, migrate:
         await upgrade(settings.database_url)
     db = Database(settings.database_url)
     sandbox = SandboxPool(settings.sandbox_workers)
-    registry = HandlerRegistry([*builtin_handlers(), PythonCodeHandler(sandbox)])
+    # Secrets are keyed by the configured FLOWDECK_SECRET_KEY only: a generated key would make
+    # stored secrets unreadable after a restart.
+    sources = DataSourceStore(db, SecretBox(settings.secret_key or None))
+    queries = QueryEngine(protected_paths=_own_database_files(settings.database_url))
+    registry = HandlerRegistry([*builtin_handlers(), PythonCodeHandler(sandbox), DataQueryHandler(sources, queries)])
     engine = Engine(
         db,
         registry,
@@ -50,8 +62,15 @@ async def open_runtime(settings: Settings, *, with_worker: bool = True, migrate:
         if with_worker:
             await sandbox.start()
         await engine.start(with_worker=with_worker)
-        yield Runtime(settings, db, engine, sandbox)
+        yield Runtime(settings, db, engine, sandbox, DataService(sources, queries))
     finally:
         await engine.stop()
         await sandbox.close()
+        await queries.close()
         await db.dispose()
+
+
+def _own_database_files(database_url: str) -> tuple[str, ...]:
+    """Flowdeck's own SQLite file: a data source must never read or write it."""
+    url = make_url(database_url)
+    return (url.database,) if url.get_backend_name() == "sqlite" and url.database else ()

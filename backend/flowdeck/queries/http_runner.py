@@ -1,0 +1,164 @@
+"""The HTTP runner: a saved request against a data source's base URL, with httpx.
+
+The request is ``method baseUrl + path`` with the query's ``query`` parameters, ``headers`` and
+``body`` (placeholders resolved from the arguments). Headers merge in this order, later winning: the
+data source's ``config.headers``, the query's ``headers``, the data source's secret headers. Path
+values are percent-encoded as one segment, so an argument cannot leave the base URL; redirects are not
+followed and proxy settings from the environment are ignored. The response is read up to
+``max_response_bytes`` (decompressed); a JSON content type gives a parsed body, text gives a string,
+anything else base64 (then ``bodyEncoding: "base64"``).
+
+Failures: connection errors, timeouts, 5xx, 408 and 429 are retryable; other 4xx, a response over the
+size cap and an invalid JSON body are not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import quote
+
+import httpx
+
+from flowdeck.handlers.base import NodeError
+from flowdeck.queries.models import DataSource, SavedQuery
+from flowdeck.queries.placeholders import as_text, render
+from flowdeck.queries.values import json_safe
+
+__all__ = ("HttpRunner",)
+
+_RETRYABLE_STATUS: Final = frozenset({408, 429})
+_TEXT_TYPES: Final = ("application/xml", "application/javascript", "application/x-www-form-urlencoded")
+
+
+def _segment(text: str) -> str:
+    encoded = quote(text, safe="")
+    return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
+
+
+def _is_json(content_type: str) -> bool:
+    return content_type == "application/json" or content_type.endswith("+json")
+
+
+def _body(response: httpx.Response, data: bytes, where: str) -> tuple[Any, str | None]:
+    if not data:
+        return None, None
+    content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    charset = response.charset_encoding
+    if _is_json(content_type):
+        try:
+            return json_safe(json.loads(data.decode(charset or "utf-8"))), None
+        except (ValueError, LookupError):
+            raise NodeError(f"{where}: the response says JSON but is not valid JSON", retryable=False) from None
+    if content_type.startswith("text/") or content_type in _TEXT_TYPES or charset:
+        try:
+            return data.decode(charset or "utf-8", errors="replace"), None
+        except LookupError:
+            return data.decode("utf-8", errors="replace"), None
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode("ascii"), "base64"
+
+
+class HttpRunner:
+    def __init__(self, *, max_response_bytes: int = 10 * 1024 * 1024, connect_timeout: float = 10.0) -> None:
+        self.max_response_bytes = max_response_bytes
+        self.connect_timeout = connect_timeout
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+        return self._client
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    def _request(
+        self, source: DataSource, secrets: Mapping[str, str], query: SavedQuery, args: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        spec = query.definition
+        path = str(render(spec.get("path") or "", args, _segment))
+        url = str(source.config["baseUrl"]).rstrip("/") + ("/" + path.lstrip("/") if path else "")
+        params = {
+            key: [as_text(v) for v in value] if isinstance(value, list) else as_text(value)
+            for key, value in render(spec.get("query") or {}, args).items()
+            if value is not None
+        }
+        headers = dict(source.config.get("headers") or {})
+        headers.update({key: as_text(value) for key, value in render(spec.get("headers") or {}, args).items()})
+        headers.update(secrets)
+        request: dict[str, Any] = {"method": spec.get("method", "GET"), "url": url, "params": params}
+        body = render(spec.get("body"), args)
+        if isinstance(body, str):
+            request["content"] = body.encode()
+        elif body is not None:
+            request["json"] = body
+        return {**request, "headers": headers}
+
+    async def run(
+        self,
+        source: DataSource,
+        secrets: Mapping[str, str],
+        query: SavedQuery,
+        args: Mapping[str, Any],
+        *,
+        timeout: float,
+    ) -> dict[str, Any]:
+        request = self._request(source, secrets, query, args)
+        configured = source.config.get("timeoutSeconds")
+        if isinstance(configured, int | float) and not isinstance(configured, bool):
+            timeout = min(timeout, float(configured))
+        where = f"saved query {query.name!r} ({request['method']} {query.definition.get('path') or '/'})"
+        limits = httpx.Timeout(timeout, connect=min(timeout, self.connect_timeout))
+        try:
+            async with asyncio.timeout(timeout), self._http().stream(**request, timeout=limits) as response:
+                data = await self._read(response, where)
+        except (httpx.TimeoutException, TimeoutError):
+            raise NodeError(f"{where}: timed out after {timeout:g} s", error_type="QueryTimeout") from None
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise NodeError(f"{where}: bad URL: {exc}", retryable=False, error_type="ConfigError") from None
+        except httpx.LocalProtocolError as exc:
+            raise NodeError(f"{where}: invalid request: {exc}", retryable=False, error_type="ArgumentError") from None
+        except httpx.TransportError as exc:
+            message = f"cannot reach data source {source.name!r}: {str(exc) or type(exc).__name__}"
+            raise NodeError(message, error_type="ConnectionError") from None
+        return self._result(response, data, where)
+
+    async def _read(self, response: httpx.Response, where: str) -> bytes:
+        declared = response.headers.get("content-length", "")
+        too_large = NodeError(
+            f"{where}: the response is larger than {self.max_response_bytes} bytes",
+            retryable=False,
+            error_type="ResponseTooLarge",
+        )
+        if declared.isdigit() and int(declared) > self.max_response_bytes:
+            raise too_large
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > self.max_response_bytes:
+                raise too_large
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    @staticmethod
+    def _result(response: httpx.Response, data: bytes, where: str) -> dict[str, Any]:
+        status = response.status_code
+        if status >= 400:
+            snippet = data[:300].decode("utf-8", errors="replace").strip()
+            message = f"{where}: HTTP {status} {response.reason_phrase}" + (f": {snippet}" if snippet else "")
+            retryable = status >= 500 or status in _RETRYABLE_STATUS
+            raise NodeError(message, retryable=retryable, error_type="HTTPError")
+        body, encoding = _body(response, data, where)
+        headers = {key: ", ".join(response.headers.get_list(key)) for key in response.headers}
+        result: dict[str, Any] = {"status": status, "headers": headers, "body": body}
+        if encoding is not None:
+            result["bodyEncoding"] = encoding
+        return result
