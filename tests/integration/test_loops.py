@@ -161,3 +161,31 @@ def _spans(outcome: Outcome, node_id: str) -> list[tuple[float, float]]:
         r.iteration: r.created_at for r in outcome.rows if r.event_type == "NODE_COMPLETED" and r.node_id == node_id
     }
     return [(starts[k], ends[k]) for k in sorted(starts, key=int)]
+
+
+async def test_partial_retry_resumes_a_loop_at_the_failed_iteration(engine: Engine, tenant_id: str) -> None:
+    body = [
+        node(
+            "fragile",
+            config={"failTimes": "{{ 1 if ctx.loop.item == 3 else 0 }}", "output": "{{ ctx.loop.item * 10 }}"},
+            retry={"maxAttempts": 1},
+        )
+    ]
+    instance_id = await start(engine, tenant_id, loop_over([1, 2, 3, 4, 5], body, [], concurrency=2))
+    failed = await engine.wait_for_run(instance_id, 20)
+    assert failed.status.value == "FAILED"
+    before = await read_outcome(engine, instance_id)
+    done_before = {r.iteration for r in before.rows if r.event_type == "NODE_COMPLETED" and r.node_id == "fragile"}
+    assert "2" not in done_before
+    assert await engine.retry_run(instance_id)
+    run = await engine.wait_for_run(instance_id, 20)
+    assert run.status.value == "COMPLETED"
+    assert run.output == {"result": {"items": [10, 20, 30, 40, 50], "count": 5}}
+    outcome = await read_outcome(engine, instance_id)
+    starts = [
+        (r.iteration, r.node_attempt) for r in outcome.rows if r.event_type == "NODE_STARTED" and r.node_id == "fragile"
+    ]
+    assert ("2", 1) in starts and ("2", 2) in starts  # the failed iteration ran again
+    assert all(attempt == 1 for iteration, attempt in starts if iteration in done_before)  # finished ones did not
+    assert sorted(iterations_of(outcome, "fragile")) == ["0", "1", "2", "3", "4"]  # each completed exactly once
+    assert outcome.count("NODE_STARTED", "each") == 1  # the loop itself was not run again

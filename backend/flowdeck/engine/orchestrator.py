@@ -22,10 +22,11 @@ from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, NodeStatu
 from flowdeck.engine.plans import PlanCache, RunNotFoundError, RunPlan
 from flowdeck.engine.publisher import NodeUpdate, Publisher, RunUpdate, Update
 from flowdeck.engine.retry import backoff_seconds
-from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict, settle_from_states
+from flowdeck.engine.retry_plan import child_scope, parent_scope, plan_retry
+from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.jobs import NewJob
-from flowdeck.storage.records import Job, LogEvent, LogRow
+from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager, StateTransaction, started_event
 
 __all__ = ("Completed", "Failed", "NodeOutcome", "Orchestrator", "RunStateError")
@@ -316,21 +317,26 @@ class Orchestrator:
         async def decide(tx: StateTransaction, status: RunStatus, effects: _Effects) -> list[str]:
             if status is not RunStatus.FAILED:
                 raise RunStateError(f"only a FAILED run can be retried; run {instance_id} is {status.value}")
-            fold = _fold_node_rows(await tx.node_rows(instance_id))
             graph = plan.graph
-            redo = [n for n in graph.topological_order if n in fold.dispatched and n not in fold.handles]
-            undecided = {n for n in graph.nodes if n not in fold.handles and n not in fold.dispatched}
-            settlement = settle_from_states(graph, fold.handles, undecided)
-            await tx.replace_barriers(instance_id, {(n, ""): c for n, c in settlement.barriers.items()})
-            await self._skip(tx, instance_id, "", settlement.skip, effects)
+            retry = plan_retry(graph, await tx.node_rows(instance_id), await tx.loop_states(instance_id))
+            await tx.replace_barriers(instance_id, retry.barriers)
+            for (loop_id, scope), finished in retry.loop_finished.items():
+                await tx.set_loop_finished(instance_id, loop_id, scope, finished)
+            for scope, node_id in retry.skip:
+                await self._skip(tx, instance_id, scope, [node_id], effects)
             deadline = tx.now + graph.definition.options.timeout_seconds
             await tx.set_run_status(instance_id, RunStatus.RUNNING, reason="partial retry", deadline_at=deadline)
             effects.run(instance_id, RunStatus.RUNNING)
-            dispatches = [_Dispatch(n, fold.last_attempt[n] + 1) for n in redo]
-            dispatches += [_Dispatch(n) for n in settlement.run]
-            await self._dispatch(tx, plan, "", dispatches, None, None, effects)
-            await self._finish_if_done(tx, plan, effects)
-            return [d.node_id for d in dispatches]
+            for scope, node_id, attempt in retry.dispatch:
+                await self._dispatch(tx, plan, scope, [_Dispatch(node_id, attempt)], None, None, effects)
+            for loop_id, scope, index in retry.start_iterations:
+                await self._advance(tx, plan, child_scope(scope, index), [(loop_id, "loop")], None, None, effects)
+            for loop_id, scope in retry.complete_loops:
+                count, _, attempt = (await tx.loop_states(instance_id))[(loop_id, scope)]
+                await self._complete_loop(tx, plan, loop_id, scope, count, attempt, effects)
+                await self._settle(tx, plan, scope, graph.loop_of(loop_id), effects)
+            await self._settle(tx, plan, "", None, effects)
+            return [node_id for _, node_id, _ in retry.dispatch]
 
         result = await self._decide(instance_id, decide)
         return result or []
@@ -649,15 +655,6 @@ class Orchestrator:
                 stop(instance_id)
 
 
-def child_scope(scope: str, index: int) -> str:
-    """The iteration path of item ``index`` of a loop running in ``scope``: "3", or "3.1" when nested."""
-    return f"{scope}.{index}" if scope else str(index)
-
-
-def parent_scope(scope: str) -> str:
-    return scope.rsplit(".", 1)[0] if "." in scope else ""
-
-
 def _key(job: Job) -> tuple[str, str, str]:
     return job.instance_id, job.node_id, job.iteration
 
@@ -678,27 +675,3 @@ def _pinned_handle(graph: Graph, node_id: str, output: Any) -> str | None:
     if node.type == "end":
         return None
     return graph.default_handles.get(node.type, "default")
-
-
-@dataclass(slots=True)
-class _NodeFold:
-    handles: dict[str, str | None] = field(default_factory=dict)
-    dispatched: set[str] = field(default_factory=set)
-    last_attempt: dict[str, int] = field(default_factory=dict)
-
-
-def _fold_node_rows(rows: Sequence[LogRow]) -> _NodeFold:
-    """Top-level node states from the log: terminal handles, who was dispatched, the last attempt."""
-    fold = _NodeFold()
-    for row in rows:
-        if row.iteration or row.node_id is None:
-            continue
-        node_id = row.node_id
-        fold.last_attempt[node_id] = max(fold.last_attempt.get(node_id, 0), row.node_attempt)
-        if row.event_type == EventType.NODE_COMPLETED:
-            fold.handles[node_id] = (row.payload or {}).get("handle")
-        elif row.event_type == EventType.NODE_SKIPPED:
-            fold.handles[node_id] = None
-        elif row.event_type == EventType.NODE_DISPATCHED:
-            fold.dispatched.add(node_id)
-    return fold

@@ -267,6 +267,28 @@ class StateTransaction:
         )
         return int((await self.conn.execute(stmt)).scalar_one())
 
+    async def loop_states(self, instance_id: str) -> dict[tuple[str, str], tuple[int, int, int]]:
+        """(loop node, scope) -> (item count, finished iterations, attempt) of every loop of the run."""
+        stmt = sa.select(
+            loop_states.c.node_id,
+            loop_states.c.iteration,
+            loop_states.c.item_count,
+            loop_states.c.finished,
+            loop_states.c.attempt,
+        ).where(loop_states.c.instance_id == instance_id)
+        return {(r[0], r[1]): (int(r[2]), int(r[3]), int(r[4])) for r in await self.conn.execute(stmt)}
+
+    async def set_loop_finished(self, instance_id: str, node_id: str, iteration: str, finished: int) -> None:
+        await self.conn.execute(
+            loop_states.update()
+            .where(
+                loop_states.c.instance_id == instance_id,
+                loop_states.c.node_id == node_id,
+                loop_states.c.iteration == iteration,
+            )
+            .values(finished=finished)
+        )
+
     async def has_scope_jobs(self, instance_id: str, node_ids: Iterable[str], scope: str) -> bool:
         """Does any of ``node_ids`` have a job in ``scope`` or in a scope nested in it?"""
         params = {"p_instance": instance_id, "p_nodes": list(node_ids), "p_scope": scope, "p_nested": f"{scope}.%"}
@@ -286,7 +308,7 @@ class StateTransaction:
         return [(r[0], r[1], (r[2] or {}).get("output")) for r in await self.conn.execute(stmt)]
 
     async def replace_barriers(self, instance_id: str, counts: Mapping[tuple[str, str], tuple[int, int]]) -> None:
-        """Rewrite the barriers of a run from a fold of its log (partial retry)."""
+        """Rewrite the barriers of a run, keyed (node, scope), from a fold of its log (partial retry)."""
         await self.conn.execute(join_barriers.delete().where(join_barriers.c.instance_id == instance_id))
         if counts:
             await self.conn.execute(
