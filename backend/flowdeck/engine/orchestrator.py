@@ -86,6 +86,12 @@ class _Effects:
         self.updates.append(RunUpdate(instance_id, status, self.now, output, error))
 
 
+@dataclass(slots=True)
+class _RunLock:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class _Dispatch:
     node_id: str
@@ -109,6 +115,7 @@ class Orchestrator:
         """Called with the due time of newly queued jobs (in-process wake-ups)."""
         self.stop_listeners: list[Callable[[str], None]] = []
         """Called with the id of a cancelled or deleted run (stop its in-flight nodes)."""
+        self._run_locks: dict[str, _RunLock] = {}
 
     # -- starting ----------------------------------------------------------------------------------
     async def start_run(
@@ -343,6 +350,24 @@ class Orchestrator:
 
     # -- the decision machinery --------------------------------------------------------------------
     async def _decide(
+        self, instance_id: str, decision: Callable[[StateTransaction, RunStatus, _Effects], Awaitable[T]]
+    ) -> T | None:
+        # Decisions of one run are serialised by the CAS anyway. Queueing this process's own ones on
+        # a lock first means they don't lose the CAS to each other (on PostgreSQL a loser has already
+        # waited for the winner's commit); the CAS still decides between processes.
+        lock = self._run_locks.get(instance_id)
+        if lock is None:
+            lock = self._run_locks[instance_id] = _RunLock()
+        lock.users += 1
+        try:
+            async with lock.lock:
+                return await self._decide_with_cas(instance_id, decision)
+        finally:
+            lock.users -= 1
+            if not lock.users:
+                del self._run_locks[instance_id]
+
+    async def _decide_with_cas(
         self, instance_id: str, decision: Callable[[StateTransaction, RunStatus, _Effects], Awaitable[T]]
     ) -> T | None:
         for attempt in range(_MAX_CAS_ATTEMPTS):
