@@ -18,16 +18,6 @@ from flowdeck.storage.tables import node_jobs
 
 __all__ = ("JobTable", "NewJob")
 
-_JOB_COLUMNS = (
-    node_jobs.c.id,
-    node_jobs.c.instance_id,
-    node_jobs.c.node_id,
-    node_jobs.c.iteration,
-    node_jobs.c.attempt,
-    node_jobs.c.retry_base,
-    node_jobs.c.available_at,
-)
-
 
 @dataclass(frozen=True, slots=True)
 class NewJob:

@@ -19,27 +19,13 @@ from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.jobs import JobTable
 from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
+from flowdeck.storage.statements import LOG_COLUMNS
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
 
 __all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "fold_context")
 
 DEFINITION_KEY = "__workflowDefinition"
 PINNED_KEY = "__pinned"
-
-_CONTEXT_EVENTS = (EventType.INPUT_SET, EventType.SYSTEM_SET, EventType.NODE_COMPLETED)
-_LOG_COLUMNS = (
-    instance_logs.c.log_id,
-    instance_logs.c.instance_id,
-    instance_logs.c.node_id,
-    instance_logs.c.iteration,
-    instance_logs.c.event_type,
-    instance_logs.c.node_status,
-    instance_logs.c.output_variable,
-    instance_logs.c.payload,
-    instance_logs.c.error_message,
-    instance_logs.c.node_attempt,
-    instance_logs.c.created_at,
-)
 
 
 def _scopes(iteration: str) -> list[str]:
@@ -208,7 +194,7 @@ class StateTransaction:
     async def node_rows(self, instance_id: str) -> list[LogRow]:
         """Every node-level row of the run, in log order (partial retry folds them)."""
         rows = await self.conn.execute(
-            sa.select(*_LOG_COLUMNS)
+            sa.select(*LOG_COLUMNS)
             .where(instance_logs.c.instance_id == instance_id, instance_logs.c.node_id.is_not(None))
             .order_by(instance_logs.c.log_id)
         )
@@ -418,7 +404,7 @@ class StateManager:
 
     async def read_log(self, instance_id: str, *, after_log_id: int = 0, limit: int | None = None) -> list[LogRow]:
         stmt = (
-            sa.select(*_LOG_COLUMNS)
+            sa.select(*LOG_COLUMNS)
             .where(instance_logs.c.instance_id == instance_id, instance_logs.c.log_id > after_log_id)
             .order_by(instance_logs.c.log_id)
         )
