@@ -189,3 +189,28 @@ async def test_partial_retry_resumes_a_loop_at_the_failed_iteration(engine: Engi
     assert all(attempt == 1 for iteration, attempt in starts if iteration in done_before)  # finished ones did not
     assert sorted(iterations_of(outcome, "fragile")) == ["0", "1", "2", "3", "4"]  # each completed exactly once
     assert outcome.count("NODE_STARTED", "each") == 1  # the loop itself was not run again
+
+
+async def test_an_iteration_whose_worker_died_completes_once_after_the_lease(
+    db: Database, engine: Engine, tenant_id: str
+) -> None:
+    body = [node("slow", config={"sleep": "{{ 0.5 if ctx.loop.index == 1 else 0 }}", "output": "{{ ctx.loop.item }}"})]
+    instance_id = await start(engine, tenant_id, loop_over(["a", "b", "c"], body, [], concurrency=1))
+    for _ in range(250):  # wait until iteration 1 is running
+        rows = await engine.state.read_log(instance_id)
+        if any(r.event_type == "NODE_STARTED" and r.iteration == "1" for r in rows):
+            break
+        await asyncio.sleep(0.02)
+    engine.worker._stopping = True  # the worker dies: no result, no lease given back
+    for task in [*engine.worker._loops, *engine.worker._current]:
+        task.cancel()
+    rescuer = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, worker_id="rescuer")
+    await rescuer.start()
+    try:
+        run = await rescuer.wait_for_run(instance_id, 20)
+    finally:
+        await rescuer.stop()
+    assert run.status.value == "COMPLETED"
+    assert run.output == {"result": {"items": ["a", "b", "c"], "count": 3}}
+    outcome = await read_outcome(rescuer, instance_id)
+    assert iterations_of(outcome, "slow") == ["0", "1", "2"]  # each iteration completed exactly once

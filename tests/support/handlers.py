@@ -18,7 +18,7 @@ class StepHandler(NodeHandler):
 
     type_name = "step"
     handles = ("success", "error")
-    template_fields = ("output", "failTimes")
+    template_fields = ("output", "failTimes", "sleep")
 
     async def execute(
         self, config: Mapping[str, Any], context: Mapping[str, Any], helpers: NodeHelpers
