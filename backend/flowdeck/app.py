@@ -1,37 +1,68 @@
-"""The ASGI application: Litestar with the engine (and its embedded worker) in its lifespan."""
+"""The ASGI application: Litestar (REST, editor) with the Socket.IO server beside it, and the engine in the lifespan.
+
+``socketio.ASGIApp`` sends ``/socket.io/`` to Socket.IO and everything else, lifespan included, to
+Litestar (it passes the lifespan through only because no on_startup/on_shutdown is given to it).
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 
-import sqlalchemy as sa
-from litestar import Litestar, get
-from litestar.datastructures import State
+import socketio  # type: ignore[import-untyped]
+from litestar import Litestar
 
-from flowdeck.runtime import Runtime, open_runtime
+from flowdeck.api.application import announce_ready, create_api
+from flowdeck.api.config import ApiConfig, RuntimeFactory, RuntimeLike
+from flowdeck.api.context import AppContext, Services
+from flowdeck.realtime.server import RealtimeServer
+from flowdeck.runtime import open_runtime
 from flowdeck.settings import Settings
 
-__all__ = ("create_app",)
+__all__ = ("Flowdeck", "build_app", "create_app")
 
 
-@get("/api/health", sync_to_thread=False, opt={"public": True})
-async def health(state: State) -> dict[str, str]:
-    runtime: Runtime = state.runtime
-    try:
-        async with runtime.db.read() as conn:
-            await conn.execute(sa.text("SELECT 1"))
-        database = "ok"
-    except Exception as exc:  # noqa: BLE001 -- the health answer reports it
-        database = f"error: {type(exc).__name__}"
-    return {"status": "ok" if database == "ok" else "degraded", "database": database}
+@dataclass(frozen=True, slots=True)
+class Flowdeck:
+    asgi: socketio.ASGIApp
+    """What uvicorn serves."""
+    api: Litestar
+    realtime: RealtimeServer
+    context: AppContext
+    """The running services (tests reach the engine and accounts through it)."""
 
 
-def create_app(settings: Settings, *, with_worker: bool = True) -> Litestar:
+def _default_runtime(config: ApiConfig) -> RuntimeFactory:
+    def factory(settings: Settings) -> AbstractAsyncContextManager[RuntimeLike]:
+        return open_runtime(settings, with_worker=config.with_worker, migrate=settings.is_sqlite)
+
+    return factory
+
+
+def build_app(settings: Settings, config: ApiConfig | None = None) -> Flowdeck:
+    config = config or ApiConfig()
+    open_services = config.runtime_factory or _default_runtime(config)
+    context = AppContext()
+    realtime = RealtimeServer(context)
+
     @asynccontextmanager
-    async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        async with open_runtime(settings, with_worker=with_worker, migrate=settings.is_sqlite) as runtime:
-            app.state.runtime = runtime
-            yield
+    async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        async with open_services(settings) as runtime:
+            services = Services.build(runtime, config)
+            context.open(services)
+            await realtime.start(runtime.engine.publisher)
+            try:
+                await announce_ready(services, config)
+                yield
+            finally:
+                await realtime.stop()
+                context.close()
 
-    return Litestar(route_handlers=[health], lifespan=[lifespan])
+    api = create_api(config, context, lifespan)
+    asgi = socketio.ASGIApp(realtime.sio, other_asgi_app=api, socketio_path="socket.io")
+    return Flowdeck(asgi, api, realtime, context)
+
+
+def create_app(settings: Settings, *, with_worker: bool = True) -> socketio.ASGIApp:
+    return build_app(settings, ApiConfig(with_worker=with_worker)).asgi

@@ -8,10 +8,14 @@ import json
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowdeck.settings import Settings
+
+if TYPE_CHECKING:
+    from flowdeck.api.config import ReadyInfo
 
 __all__ = ("main",)
 
@@ -23,16 +27,34 @@ def _configure_logging(verbose: bool = False) -> None:
     )
 
 
+def _public_url(host: str, port: int) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host  # noqa: S104 -- a bind-all address, shown as local
+    return f"http://{shown}:{port}"
+
+
+def _announce(url: str) -> Callable[[ReadyInfo], None]:
+    def announce(info: ReadyInfo) -> None:
+        print(f"Flowdeck is ready: open {url}/", flush=True)
+        if info.login_path is not None:
+            print("First start, no users yet: sign in with this one-time link (valid 24 hours):", flush=True)
+            print(f"    {url}{info.login_path}", flush=True)
+            print(f"or as {info.email} with the password {info.password}", flush=True)
+
+    return announce
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from flowdeck.app import create_app
+    from flowdeck.api.config import ApiConfig
+    from flowdeck.app import build_app
 
     settings = Settings.from_env()
     host = args.host or settings.host
     port = args.port or settings.port
     print(f"Flowdeck is starting on http://{host}:{port}/ (database: {settings.database_url})")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    config = ApiConfig(bootstrap_admin=True, on_ready=_announce(_public_url(host, port)))
+    uvicorn.run(build_app(settings, config).asgi, host=host, port=port, log_level="info")
     return 0
 
 
@@ -85,6 +107,70 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return asyncio.run(run_bench(Settings.from_env(), quick=args.quick, json_path=args.json))
 
 
+def _password_from_stdin() -> str | None:
+    """The password piped in on stdin (first line), or ``None`` when there is none (a terminal, or empty)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return None
+    line = sys.stdin.readline().rstrip("\r\n")
+    return line or None
+
+
+def cmd_users_create(args: argparse.Namespace) -> int:
+    from flowdeck.accounts.commands import create_user
+    from flowdeck.accounts.passwords import generate_password
+    from flowdeck.accounts.store import UserExistsError
+
+    piped = _password_from_stdin()
+    password = piped or generate_password()
+    try:
+        user = asyncio.run(create_user(Settings.from_env(), args.email, args.tenant, password))
+    except UserExistsError as exc:
+        print(f"flowdeck: {exc}", file=sys.stderr)
+        return 1
+    print(f"created user {user.email} in tenant {user.tenant_name}")
+    if piped is None:
+        print(f"password: {password}")
+    return 0
+
+
+def cmd_users_set_password(args: argparse.Namespace) -> int:
+    from flowdeck.accounts.commands import set_password
+    from flowdeck.accounts.passwords import generate_password
+
+    piped = _password_from_stdin()
+    password = piped or generate_password()
+    asyncio.run(set_password(Settings.from_env(), args.email, password))
+    print(f"password of {args.email} changed")
+    if piped is None:
+        print(f"password: {password}")
+    return 0
+
+
+def cmd_tokens_create(args: argparse.Namespace) -> int:
+    from flowdeck.accounts.commands import create_token
+
+    token = asyncio.run(create_token(Settings.from_env(), args.email, args.name))
+    print(token)
+    return 0
+
+
+def _add_account_commands(sub: Any) -> None:
+    users = sub.add_parser("users", help="user accounts").add_subparsers(dest="users_command", required=True)
+    create = users.add_parser("create", help="create a user (password from stdin, or generated and printed)")
+    create.add_argument("--email", required=True)
+    create.add_argument("--tenant", required=True, help="the tenant's name (created if new)")
+    create.set_defaults(func=cmd_users_create)
+    password = users.add_parser("set-password", help="set a user's password (from stdin, or generated and printed)")
+    password.add_argument("--email", required=True)
+    password.set_defaults(func=cmd_users_set_password)
+
+    tokens = sub.add_parser("tokens", help="API tokens").add_subparsers(dest="tokens_command", required=True)
+    token = tokens.add_parser("create", help="print a new API token for a user")
+    token.add_argument("--email", required=True)
+    token.add_argument("--name", default="cli", help="what the token is for (shown in lists)")
+    token.set_defaults(func=cmd_tokens_create)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flowdeck", description="Flowdeck workflow engine")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -112,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="a small version that finishes in seconds")
     bench.add_argument("--json", help="also write the results as JSON to this path")
     bench.set_defaults(func=cmd_bench)
+
+    _add_account_commands(sub)
     return parser
 
 

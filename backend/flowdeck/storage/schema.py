@@ -5,6 +5,7 @@ Alembic and ``Database.create_all`` use ``schema.metadata``; a new table module 
 
 from __future__ import annotations
 
+import flowdeck.storage.account_tables  # (users, sessions, API tokens, login links)
 import flowdeck.storage.data_tables  # noqa: F401  (data sources, saved queries)
 from flowdeck.storage.tables import metadata
 

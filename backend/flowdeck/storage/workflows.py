@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from flowdeck.storage.database import Database
 from flowdeck.storage.tables import workflow_versions, workflows
 
-__all__ = ("StaleVersionError", "WorkflowRecord", "WorkflowStore")
+__all__ = ("StaleVersionError", "VersionSummary", "WorkflowKey", "WorkflowRecord", "WorkflowStore", "WorkflowSummary")
 
 
 class StaleVersionError(Exception):
@@ -33,6 +33,27 @@ class WorkflowRecord:
     definition: Any
     created_at: float
     updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowSummary:
+    id: str
+    title: str
+    description: str | None
+    version: int
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class VersionSummary:
+    version: int
+    title: str
+    created_at: float
+
+
+WorkflowKey = tuple[float, str]
+"""Position in the most-recently-updated-first workflow list: (updated_at, id) of a page's last item."""
 
 
 class WorkflowStore:
@@ -151,3 +172,53 @@ class WorkflowStore:
                 .values(deleted_at=time.time())
             )
         return bool(result.rowcount == 1)
+
+    async def list_summaries(
+        self, tenant_id: str, after: WorkflowKey | None, limit: int
+    ) -> tuple[list[WorkflowSummary], WorkflowKey | None]:
+        """A page of the tenant's workflows, most recently updated first, and the key of the next page."""
+        stmt = sa.select(
+            workflows.c.id,
+            workflows.c.title,
+            workflows.c.description,
+            workflows.c.latest_version,
+            workflows.c.created_at,
+            workflows.c.updated_at,
+        ).where(workflows.c.tenant_id == tenant_id, workflows.c.deleted_at.is_(None))
+        if after is not None:
+            updated, last_id = after
+            stmt = stmt.where(
+                sa.or_(
+                    workflows.c.updated_at < updated,
+                    sa.and_(workflows.c.updated_at == updated, workflows.c.id < last_id),
+                )
+            )
+        stmt = stmt.order_by(workflows.c.updated_at.desc(), workflows.c.id.desc()).limit(limit + 1)
+        async with self.db.read() as conn:
+            rows = (await conn.execute(stmt)).all()
+        items = [WorkflowSummary(*row) for row in rows[:limit]]
+        return items, ((items[-1].updated_at, items[-1].id) if len(rows) > limit else None)
+
+    async def list_versions(
+        self, tenant_id: str, workflow_id: str, before: int | None, limit: int
+    ) -> tuple[list[VersionSummary], int | None] | None:
+        """A page of versions, newest first, and the version to continue before; ``None``: no such workflow."""
+        owner = sa.select(workflows.c.id).where(
+            workflows.c.id == workflow_id, workflows.c.tenant_id == tenant_id, workflows.c.deleted_at.is_(None)
+        )
+        stmt = sa.select(workflow_versions.c.version, workflow_versions.c.definition, workflow_versions.c.created_at)
+        stmt = stmt.where(workflow_versions.c.workflow_id == workflow_id)
+        if before is not None:
+            stmt = stmt.where(workflow_versions.c.version < before)
+        stmt = stmt.order_by(workflow_versions.c.version.desc()).limit(limit + 1)
+        async with self.db.read() as conn:
+            if (await conn.execute(owner)).first() is None:
+                return None
+            rows = (await conn.execute(stmt)).all()
+        items = [VersionSummary(row[0], _title(row[1]), row[2]) for row in rows[:limit]]
+        return items, (items[-1].version if len(rows) > limit else None)
+
+
+def _title(definition: Any) -> str:
+    title = definition.get("title") if isinstance(definition, dict) else None
+    return str(title or "Untitled workflow")

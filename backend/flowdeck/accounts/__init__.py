@@ -1,0 +1,1 @@
+"""Accounts: tenants' users, argon2id passwords, browser sessions, API tokens, login links, rate limits."""

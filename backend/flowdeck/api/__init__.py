@@ -1,0 +1,1 @@
+"""The REST API: Litestar controllers by resource, msgspec DTOs, authentication and error mapping."""

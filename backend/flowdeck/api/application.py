@@ -1,0 +1,68 @@
+"""The Litestar application: routes, authentication, error mapping and OpenAPI (``/schema``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+
+from litestar import Litestar
+from litestar.datastructures import ResponseHeader, State
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+
+from flowdeck.api.auth import SESSION_COOKIE, auth_middleware
+from flowdeck.api.config import ApiConfig, ReadyInfo
+from flowdeck.api.context import AppContext, Services
+from flowdeck.api.dependencies import DEPENDENCIES
+from flowdeck.api.errors import EXCEPTION_HANDLERS
+from flowdeck.api.routes import API_ROUTES
+from flowdeck.api.routes.spa import spa_routes
+
+__all__ = ("Lifespan", "announce_ready", "create_api")
+
+Lifespan = Callable[[Litestar], AbstractAsyncContextManager[None]]
+
+
+def _openapi() -> OpenAPIConfig:
+    return OpenAPIConfig(
+        title="Flowdeck API",
+        version="1",
+        description="Workflows, runs and accounts. Live run updates are on Socket.IO at /socket.io (SPEC §9).",
+        path="/schema",
+        render_plugins=[ScalarRenderPlugin(path="/"), SwaggerRenderPlugin(path="/swagger")],
+        components=Components(
+            security_schemes={
+                "token": SecurityScheme(type="http", scheme="bearer", description="an API token (POST /api/tokens)"),
+                "session": SecurityScheme(
+                    type="apiKey", name=SESSION_COOKIE, security_scheme_in="cookie", description="browser session"
+                ),
+            }
+        ),
+    )
+
+
+def create_api(config: ApiConfig, context: AppContext, lifespan: Lifespan) -> Litestar:
+    return Litestar(
+        route_handlers=[*API_ROUTES, *spa_routes(config.static_dir)],  # the SPA catch-all last
+        dependencies=DEPENDENCIES,
+        middleware=[auth_middleware()],
+        exception_handlers=EXCEPTION_HANDLERS,
+        openapi_config=_openapi(),
+        lifespan=[lifespan],
+        state=State({"context": context}),
+        request_max_body_size=config.max_body_bytes,
+        response_headers=[ResponseHeader(name="X-Content-Type-Options", value="nosniff")],
+    )
+
+
+async def announce_ready(services: Services, config: ApiConfig) -> None:
+    """Make the first user and its login link on an empty database (when asked), then call ``on_ready``."""
+    info = ReadyInfo()
+    if config.bootstrap_admin:
+        created = await services.accounts.bootstrap()
+        if created is not None:
+            user, password, secret = created
+            info = ReadyInfo(login_path=f"/api/auth/link/{secret}", email=user.email, password=password)
+    if config.on_ready is not None:
+        config.on_ready(info)

@@ -1,0 +1,56 @@
+"""The services the API and the Socket.IO server share, built once the runtime is open."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flowdeck.accounts.passwords import PasswordService
+from flowdeck.accounts.rate_limit import LoginRateLimiter
+from flowdeck.accounts.service import AccountsService
+from flowdeck.api.config import ApiConfig, RuntimeLike
+from flowdeck.api.services.runs import RunService
+from flowdeck.api.services.workflows import WorkflowService
+from flowdeck.engine.engine import Engine
+from flowdeck.storage.run_queries import RunQueries
+
+__all__ = ("AppContext", "Services")
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    engine: Engine
+    accounts: AccountsService
+    workflows: WorkflowService
+    runs: RunService
+
+    @classmethod
+    def build(cls, runtime: RuntimeLike, config: ApiConfig) -> Services:
+        engine = runtime.engine
+        accounts = AccountsService(
+            runtime.db, PasswordService(config.password_hasher), LoginRateLimiter(config.login_limits)
+        )
+        queries = RunQueries(runtime.db, engine.state)
+        return cls(engine, accounts, WorkflowService(engine), RunService(engine, queries))
+
+
+class AppContext:
+    """Holds the services while the app runs (the Socket.IO server exists before the lifespan starts)."""
+
+    def __init__(self) -> None:
+        self._services: Services | None = None
+
+    @property
+    def services(self) -> Services:
+        if self._services is None:
+            raise RuntimeError("the application is not running")
+        return self._services
+
+    @property
+    def running(self) -> bool:
+        return self._services is not None
+
+    def open(self, services: Services) -> None:
+        self._services = services
+
+    def close(self) -> None:
+        self._services = None

@@ -1,0 +1,89 @@
+"""Domain errors -> HTTP answers, all in Litestar's JSON shape ``{status_code, detail, extra?}``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from litestar import MediaType, Request, Response
+from litestar.status_codes import (
+    HTTP_400_BAD_REQUEST,
+    HTTP_401_UNAUTHORIZED,
+    HTTP_404_NOT_FOUND,
+    HTTP_409_CONFLICT,
+    HTTP_429_TOO_MANY_REQUESTS,
+)
+from litestar.types import ExceptionHandlersMap
+
+from flowdeck.accounts.rate_limit import RateLimitedError
+from flowdeck.accounts.service import AccountError, InvalidCredentialsError
+from flowdeck.api.inputs import InputInvalidError
+from flowdeck.engine.engine import DefinitionInvalidError
+from flowdeck.engine.orchestrator import RunStateError
+from flowdeck.engine.plans import RunNotFoundError
+from flowdeck.storage.workflows import StaleVersionError
+
+__all__ = ("EXCEPTION_HANDLERS", "error_response")
+
+log = logging.getLogger(__name__)
+
+
+def error_response(
+    status_code: int, detail: str, extra: Any = None, headers: Mapping[str, str] | None = None
+) -> Response[dict[str, Any]]:
+    content: dict[str, Any] = {"status_code": status_code, "detail": detail}
+    if extra is not None:
+        content["extra"] = extra
+    return Response(content, status_code=status_code, media_type=MediaType.JSON, headers=headers)
+
+
+def _invalid_definition(_: Request[Any, Any, Any], exc: DefinitionInvalidError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_400_BAD_REQUEST, str(exc), [p.to_json() for p in exc.problems])
+
+
+def _invalid_input(_: Request[Any, Any, Any], exc: InputInvalidError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_400_BAD_REQUEST, str(exc), [p.to_json() for p in exc.problems])
+
+
+def _stale(_: Request[Any, Any, Any], exc: StaleVersionError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_409_CONFLICT, str(exc), {"latestVersion": exc.latest})
+
+
+def _run_state(_: Request[Any, Any, Any], exc: RunStateError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_409_CONFLICT, str(exc))
+
+
+def _not_found(_: Request[Any, Any, Any], exc: RunNotFoundError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_404_NOT_FOUND, str(exc))
+
+
+def _rate_limited(_: Request[Any, Any, Any], exc: RateLimitedError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": str(exc.retry_after)})
+
+
+def _bad_credentials(_: Request[Any, Any, Any], exc: InvalidCredentialsError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_401_UNAUTHORIZED, str(exc))
+
+
+def _account(_: Request[Any, Any, Any], exc: AccountError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_400_BAD_REQUEST, str(exc))
+
+
+def _too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[dict[str, Any]]:
+    # msgspec raises RecursionError on JSON nested about a thousand levels deep, while decoding the body.
+    log.info("refused a request nested too deeply: %s %s", request.method, request.url.path)
+    return error_response(HTTP_400_BAD_REQUEST, "the request body is nested too deeply")
+
+
+EXCEPTION_HANDLERS: ExceptionHandlersMap = {
+    DefinitionInvalidError: _invalid_definition,
+    InputInvalidError: _invalid_input,
+    StaleVersionError: _stale,
+    RunStateError: _run_state,
+    RunNotFoundError: _not_found,
+    RateLimitedError: _rate_limited,
+    InvalidCredentialsError: _bad_credentials,
+    AccountError: _account,
+    RecursionError: _too_deep,
+}

@@ -1,0 +1,23 @@
+"""The route handlers, one module per resource."""
+
+from __future__ import annotations
+
+from litestar.types import ControllerRouterHandler
+
+from flowdeck.api.routes.auth import AuthController
+from flowdeck.api.routes.health import health
+from flowdeck.api.routes.runs import RunController
+from flowdeck.api.routes.testruns import TestRunController
+from flowdeck.api.routes.tokens import TokenController
+from flowdeck.api.routes.workflows import WorkflowController
+
+__all__ = ("API_ROUTES",)
+
+API_ROUTES: list[ControllerRouterHandler] = [
+    health,
+    AuthController,
+    TokenController,
+    WorkflowController,
+    RunController,
+    TestRunController,
+]

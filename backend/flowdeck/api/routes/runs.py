@@ -1,0 +1,75 @@
+"""``/api/runs``: production and test runs of the tenant: list, detail, log, timeline, cancel, partial retry."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, get, post
+from litestar.params import QueryParameter
+from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
+
+from flowdeck.api.dependencies import ID_PATTERN, AppServices, Caller, Cursor, Limit, ObjectId
+from flowdeck.api.openapi import SIGNED_IN, errors
+from flowdeck.api.pagination import DEFAULT_LIMIT
+from flowdeck.api.schemas import EventPage, RunActionOut, RunDetail, RunPage, TimelinePage
+from flowdeck.domain.statuses import RunStatus
+from flowdeck.storage.run_queries import RunFilter
+
+__all__ = ("RunController",)
+
+WorkflowFilter = Annotated[str | None, QueryParameter(name="workflowId", pattern=ID_PATTERN)]
+StatusFilter = Annotated[RunStatus | None, QueryParameter(name="status")]
+TestFilter = Annotated[bool | None, QueryParameter(name="isTest")]
+
+
+class RunController(Controller):
+    path = "/api/runs"
+    tags = ["runs"]
+    security = SIGNED_IN
+
+    @get(raises=errors(400))
+    async def list_runs(
+        self,
+        principal: Caller,
+        services: AppServices,
+        workflow_id: WorkflowFilter = None,
+        status: StatusFilter = None,
+        is_test: TestFilter = None,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> RunPage:
+        """Runs, newest first, optionally filtered."""
+        filters = RunFilter(workflow_id=workflow_id, status=status, is_test=is_test)
+        return await services.runs.list(principal.tenant_id, filters, cursor, limit)
+
+    @get("/{instance_id:str}", raises=errors(400, 404))
+    async def get_run(self, instance_id: ObjectId, principal: Caller, services: AppServices) -> RunDetail:
+        """The run and the state of each of its nodes (folded from the log)."""
+        return await services.runs.detail(principal.tenant_id, instance_id)
+
+    @get("/{instance_id:str}/events", raises=errors(400, 404))
+    async def run_events(
+        self,
+        instance_id: ObjectId,
+        principal: Caller,
+        services: AppServices,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> EventPage:
+        """The run's log rows, oldest first."""
+        return await services.runs.events(principal.tenant_id, instance_id, cursor, limit)
+
+    @get("/{instance_id:str}/timeline", raises=errors(400, 404))
+    async def run_timeline(self, instance_id: ObjectId, principal: Caller, services: AppServices) -> TimelinePage:
+        """One row per node attempt (and loop iteration), for a Gantt chart."""
+        return await services.runs.timeline(principal.tenant_id, instance_id)
+
+    @post("/{instance_id:str}/cancel", status_code=HTTP_200_OK, raises=errors(400, 404, 409))
+    async def cancel_run(self, instance_id: ObjectId, principal: Caller, services: AppServices) -> RunActionOut:
+        """Cancel a run that has not finished (a finished one is a 409)."""
+        return await services.runs.cancel(principal.tenant_id, instance_id)
+
+    @post("/{instance_id:str}/retry", status_code=HTTP_202_ACCEPTED, raises=errors(400, 404, 409))
+    async def retry_run(self, instance_id: ObjectId, principal: Caller, services: AppServices) -> RunActionOut:
+        """Partial retry of a FAILED run: only failed nodes run again; completed outputs are kept."""
+        return await services.runs.retry(principal.tenant_id, instance_id)

@@ -1,0 +1,95 @@
+"""``/api/workflows``: saved workflows, their immutable versions, validation, and production runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, delete, get, post, put
+from litestar.params import JSONBody
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
+
+from flowdeck.api.dependencies import AppServices, Caller, Cursor, Limit, ObjectId, VersionNumber
+from flowdeck.api.openapi import SIGNED_IN, errors
+from flowdeck.api.pagination import DEFAULT_LIMIT
+from flowdeck.api.schemas import (
+    RunAccepted,
+    StartRun,
+    ValidationOut,
+    VersionPage,
+    WorkflowCreate,
+    WorkflowOut,
+    WorkflowPage,
+    WorkflowSave,
+)
+
+__all__ = ("WorkflowController",)
+
+
+class WorkflowController(Controller):
+    path = "/api/workflows"
+    tags = ["workflows"]
+    security = SIGNED_IN
+
+    @get(raises=errors(400))
+    async def list_workflows(
+        self, principal: Caller, services: AppServices, cursor: Cursor = None, limit: Limit = DEFAULT_LIMIT
+    ) -> WorkflowPage:
+        """The tenant's workflows, most recently saved first."""
+        return await services.workflows.list(principal.tenant_id, cursor, limit)
+
+    @post(status_code=HTTP_201_CREATED, raises=errors(400, 413))
+    async def create_workflow(
+        self, data: JSONBody[WorkflowCreate], principal: Caller, services: AppServices
+    ) -> WorkflowOut:
+        """Validate and save a new workflow as version 1 (a 400 lists every problem in ``extra``)."""
+        return await services.workflows.create(principal.tenant_id, data)
+
+    @post("/validate", status_code=HTTP_200_OK, raises=errors(400, 413))
+    async def validate_workflow(
+        self, request: Request[Any, Any, Any], data: JSONBody[dict[str, Any]], services: AppServices
+    ) -> ValidationOut:
+        """Every problem of a definition (errors and warnings) without saving it."""
+        return services.workflows.validate(data, len(await request.body()))
+
+    @get("/{workflow_id:str}", raises=errors(400, 404))
+    async def get_workflow(self, workflow_id: ObjectId, principal: Caller, services: AppServices) -> WorkflowOut:
+        """The latest version."""
+        return await services.workflows.get(principal.tenant_id, workflow_id)
+
+    @put("/{workflow_id:str}", raises=errors(400, 404, 409, 413))
+    async def save_workflow(
+        self, workflow_id: ObjectId, data: JSONBody[WorkflowSave], principal: Caller, services: AppServices
+    ) -> WorkflowOut:
+        """Save a new version; ``version`` is the one the edit started from (a stale one is a 409)."""
+        return await services.workflows.save(principal.tenant_id, workflow_id, data)
+
+    @delete("/{workflow_id:str}", status_code=HTTP_204_NO_CONTENT, raises=errors(400, 404))
+    async def delete_workflow(self, workflow_id: ObjectId, principal: Caller, services: AppServices) -> None:
+        """Delete the workflow (its runs and their versions stay readable)."""
+        await services.workflows.delete(principal.tenant_id, workflow_id)
+
+    @get("/{workflow_id:str}/versions", raises=errors(400, 404))
+    async def list_versions(
+        self,
+        workflow_id: ObjectId,
+        principal: Caller,
+        services: AppServices,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> VersionPage:
+        """The version history, newest first."""
+        return await services.workflows.versions(principal.tenant_id, workflow_id, cursor, limit)
+
+    @get("/{workflow_id:str}/versions/{version:int}", raises=errors(400, 404))
+    async def get_version(
+        self, workflow_id: ObjectId, version: VersionNumber, principal: Caller, services: AppServices
+    ) -> WorkflowOut:
+        return await services.workflows.get(principal.tenant_id, workflow_id, version)
+
+    @post("/{workflow_id:str}/runs", status_code=HTTP_202_ACCEPTED, raises=errors(400, 404, 413))
+    async def start_run(
+        self, workflow_id: ObjectId, principal: Caller, services: AppServices, data: JSONBody[StartRun | None] = None
+    ) -> RunAccepted:
+        """Start a production run of the latest version with ``input``; follow it with GET /api/runs/{instanceId}."""
+        run_input = None if data is None else data.input
+        return RunAccepted(instance_id=await services.runs.start(principal.tenant_id, workflow_id, run_input))

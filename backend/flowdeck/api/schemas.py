@@ -1,0 +1,263 @@
+"""Request and response bodies (msgspec Structs, camelCase on the wire). Nothing else crosses the API boundary.
+
+Times are Unix epoch seconds (fractional), as everywhere in Flowdeck (the log, Socket.IO ``at``).
+Workflow definitions keep ``nodes``, ``edges`` and ``options`` as loose JSON here: the engine's
+validator checks them and reports every problem at once, naming the node or edge at fault.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from flowdeck.domain.problems import Problem
+from flowdeck.domain.statuses import NodeStatus, RunStatus
+
+__all__ = (
+    "DefinitionFields",
+    "EventOut",
+    "EventPage",
+    "HealthOut",
+    "LoginRequest",
+    "NodeStateOut",
+    "Problem",
+    "RunAccepted",
+    "RunActionOut",
+    "RunDetail",
+    "RunPage",
+    "RunSummary",
+    "SessionOut",
+    "StartRun",
+    "StartTestRun",
+    "TimelinePage",
+    "TimelineRowOut",
+    "TokenCreate",
+    "TokenCreated",
+    "TokenOut",
+    "TokenPage",
+    "UserOut",
+    "ValidationOut",
+    "VersionOut",
+    "VersionPage",
+    "WorkflowCreate",
+    "WorkflowOut",
+    "WorkflowPage",
+    "WorkflowSave",
+    "WorkflowSummaryOut",
+)
+
+_NO_NUL = r"^[^\x00]*$"
+Email = Annotated[str, Meta(min_length=1, max_length=320, pattern=_NO_NUL)]
+Password = Annotated[str, Meta(min_length=1, max_length=1024, pattern=_NO_NUL)]
+TokenName = Annotated[str, Meta(min_length=1, max_length=100, pattern=_NO_NUL, description="what the token is for")]
+Title = Annotated[str, Meta(max_length=200, pattern=_NO_NUL)]
+Description = Annotated[str, Meta(max_length=10_000, pattern=_NO_NUL)]
+JsonObject = dict[str, Any]
+Nodes = Annotated[list[JsonObject], Meta(description="SPEC §1 nodes: {id, type, label?, position?, config, ...}")]
+Edges = Annotated[list[JsonObject], Meta(description="SPEC §1 edges: {id, source, target, sourceHandle?}")]
+
+
+class Camel(msgspec.Struct, rename="camel", kw_only=True):
+    pass
+
+
+# -- accounts -----------------------------------------------------------------------------------------
+class LoginRequest(Camel):
+    email: Email
+    password: Password
+
+
+class UserOut(Camel):
+    id: str
+    email: str
+    tenant_id: str
+    tenant_name: str
+
+
+class SessionOut(Camel):
+    user: UserOut
+    auth_method: Literal["session", "token"]
+    csrf_token: str | None = None
+    """Send it back in the ``X-CSRF-Token`` header of every unsafe request made with the session cookie."""
+
+
+class TokenCreate(Camel):
+    name: TokenName
+    expires_in_days: Annotated[int, Meta(ge=1, le=3650)] | None = None
+
+
+class TokenOut(Camel):
+    id: str
+    name: str
+    prefix: str
+    created_at: float
+    last_used_at: float | None
+    expires_at: float | None
+
+
+class TokenCreated(TokenOut):
+    token: str
+    """The secret: shown this once, stored only as a hash."""
+
+
+class TokenPage(Camel):
+    items: list[TokenOut]
+    next_cursor: str | None = None
+
+
+# -- workflows ----------------------------------------------------------------------------------------
+class DefinitionFields(Camel):
+    title: Title | None = None
+    description: Description | None = None
+    options: JsonObject | None = None
+    nodes: Nodes = []
+    edges: Edges = []
+
+
+class WorkflowCreate(DefinitionFields):
+    pass
+
+
+class WorkflowSave(DefinitionFields, kw_only=True):
+    version: Annotated[
+        int, Meta(ge=1, le=2**31 - 1, description="the version this edit started from; a stale one is a 409")
+    ]
+
+
+class WorkflowOut(Camel):
+    id: str
+    version: int
+    title: str
+    description: str | None
+    options: JsonObject | None
+    nodes: list[JsonObject]
+    edges: list[JsonObject]
+    created_at: float
+    updated_at: float
+
+
+class WorkflowSummaryOut(Camel):
+    id: str
+    title: str
+    description: str | None
+    version: int
+    created_at: float
+    updated_at: float
+
+
+class WorkflowPage(Camel):
+    items: list[WorkflowSummaryOut]
+    next_cursor: str | None
+
+
+class VersionOut(Camel):
+    version: int
+    title: str
+    created_at: float
+
+
+class VersionPage(Camel):
+    items: list[VersionOut]
+    next_cursor: str | None
+
+
+class ValidationOut(Camel):
+    valid: bool
+    problems: list[Problem]
+
+
+# -- runs -----------------------------------------------------------------------------------------------
+class StartRun(Camel):
+    input: Any = None
+
+
+class StartTestRun(DefinitionFields):
+    input: Any = None
+    pinned: Annotated[JsonObject, Meta(description="nodeId -> output: those nodes complete at once")] | None = None
+
+
+class RunAccepted(Camel):
+    instance_id: str
+
+
+class RunSummary(Camel):
+    instance_id: str
+    workflow_id: str | None
+    version: int | None
+    is_test: bool
+    status: RunStatus
+    trigger: str
+    error: str | None
+    created_at: float
+    started_at: float | None
+    completed_at: float | None
+
+
+class RunPage(Camel):
+    items: list[RunSummary]
+    next_cursor: str | None
+
+
+class NodeStateOut(Camel, omit_defaults=True):
+    status: NodeStatus
+    attempt: int
+    started_at: float | None
+    completed_at: float | None
+    output: Any
+    error: str | None
+    pinned: bool = False
+    logs: str | None = None
+    iterations: dict[str, NodeStateOut] | None = None
+
+
+class RunDetail(RunSummary):
+    input: Any
+    output: Any
+    nodes: dict[str, NodeStateOut]
+
+
+class RunActionOut(Camel):
+    instance_id: str
+    status: RunStatus
+    node_ids: list[str] = []
+    """For a retry: the nodes started again."""
+
+
+class EventOut(Camel):
+    log_id: int
+    instance_id: str
+    node_id: str | None
+    iteration: str
+    event_type: str
+    node_status: str | None
+    output_variable: str | None
+    payload: Any
+    error_message: str | None
+    node_attempt: int
+    created_at: float
+
+
+class EventPage(Camel):
+    items: list[EventOut]
+    next_cursor: str | None
+
+
+class TimelineRowOut(Camel):
+    node_id: str
+    iteration: str
+    attempt: int
+    status: NodeStatus
+    started_at: float | None
+    completed_at: float | None
+
+
+class TimelinePage(Camel):
+    items: list[TimelineRowOut]
+    next_cursor: str | None = None
+
+
+class HealthOut(Camel):
+    status: str
+    database: str

@@ -1,0 +1,161 @@
+"""Runs: start production and test runs, delete test runs, read lists, detail, log and timeline, cancel, retry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar.exceptions import NotFoundException
+
+from flowdeck.api.inputs import check_json
+from flowdeck.api.pagination import NumberKey, TimeKey, decode_cursor, encode_cursor
+from flowdeck.api.schemas import (
+    EventOut,
+    EventPage,
+    NodeStateOut,
+    RunActionOut,
+    RunDetail,
+    RunPage,
+    RunSummary,
+    StartTestRun,
+    TimelinePage,
+    TimelineRowOut,
+)
+from flowdeck.api.services.workflows import definition_of
+from flowdeck.domain.statuses import RunStatus
+from flowdeck.engine.engine import Engine
+from flowdeck.engine.orchestrator import RunStateError
+from flowdeck.engine.projection import NodeView
+from flowdeck.storage.records import InstanceRecord
+from flowdeck.storage.run_queries import RunFilter, RunQueries
+
+__all__ = ("RunService",)
+
+
+def _summary_fields(run: InstanceRecord) -> dict[str, Any]:
+    return {
+        "instance_id": run.id,
+        "workflow_id": run.workflow_id,
+        "version": run.workflow_version,
+        "is_test": run.is_test,
+        "status": run.status,
+        "trigger": run.trigger,
+        "error": run.error,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "completed_at": run.completed_at,
+    }
+
+
+def _node_out(view: NodeView) -> NodeStateOut:
+    return NodeStateOut(
+        status=view.status,
+        attempt=view.attempt,
+        started_at=view.started_at,
+        completed_at=view.completed_at,
+        output=view.output,
+        error=view.error,
+        pinned=view.pinned,
+        logs=view.logs,
+        iterations={k: _node_out(v) for k, v in view.iterations.items()} if view.iterations else None,
+    )
+
+
+def _missing(instance_id: str, what: str = "run") -> NotFoundException:
+    return NotFoundException(detail=f"{what} {instance_id} not found")
+
+
+class RunService:
+    def __init__(self, engine: Engine, queries: RunQueries) -> None:
+        self.engine = engine
+        self.queries = queries
+
+    # -- starting and stopping -----------------------------------------------------------------------
+    async def start(self, tenant_id: str, workflow_id: str, run_input: Any) -> str:
+        check_json(input=run_input)
+        try:
+            return await self.engine.start_workflow_run(tenant_id, workflow_id, run_input)
+        except LookupError as exc:  # unknown, deleted, or another tenant's
+            raise NotFoundException(detail=f"workflow {workflow_id} not found") from exc
+
+    async def start_test(self, tenant_id: str, body: StartTestRun) -> str:
+        definition = definition_of(body)
+        check_json(input=body.input, pinned=body.pinned)
+        return await self.engine.start_test_run(tenant_id, definition, body.input, pinned=body.pinned)
+
+    async def delete_test(self, tenant_id: str, instance_id: str) -> None:
+        run = await self.queries.get_run(tenant_id, instance_id)
+        if run is None or not run.is_test:
+            raise _missing(instance_id, "test run")
+        await self.engine.delete_test_run(instance_id)
+
+    async def cancel(self, tenant_id: str, instance_id: str) -> RunActionOut:
+        await self._require(tenant_id, instance_id)
+        if not await self.engine.cancel_run(instance_id):
+            run = await self._require(tenant_id, instance_id)
+            raise RunStateError(f"run {instance_id} has already finished ({run.status.value})")
+        return RunActionOut(instance_id=instance_id, status=RunStatus.CANCELLED)
+
+    async def retry(self, tenant_id: str, instance_id: str) -> RunActionOut:
+        await self._require(tenant_id, instance_id)
+        node_ids = await self.engine.retry_run(instance_id)
+        run = await self._require(tenant_id, instance_id)
+        return RunActionOut(instance_id=instance_id, status=run.status, node_ids=node_ids)
+
+    async def _require(self, tenant_id: str, instance_id: str) -> InstanceRecord:
+        run = await self.queries.get_run(tenant_id, instance_id)
+        if run is None:
+            raise _missing(instance_id)
+        return run
+
+    # -- reading -------------------------------------------------------------------------------------
+    async def list(self, tenant_id: str, filters: RunFilter, cursor: str | None, limit: int) -> RunPage:
+        runs, after = await self.queries.list_runs(tenant_id, filters, decode_cursor(cursor, TimeKey), limit)
+        return RunPage(items=[RunSummary(**_summary_fields(r)) for r in runs], next_cursor=encode_cursor(after))
+
+    async def detail(self, tenant_id: str, instance_id: str) -> RunDetail:
+        view = await self.queries.run_view(tenant_id, instance_id)
+        if view is None:
+            raise _missing(instance_id)
+        run = view.run
+        nodes = {node_id: _node_out(v) for node_id, v in view.nodes.items()}
+        return RunDetail(**_summary_fields(run), input=run.input, output=run.output, nodes=nodes)
+
+    async def events(self, tenant_id: str, instance_id: str, cursor: str | None, limit: int) -> EventPage:
+        page = await self.queries.events(tenant_id, instance_id, decode_cursor(cursor, NumberKey) or 0, limit)
+        if page is None:
+            raise _missing(instance_id)
+        rows, after = page
+        items = [
+            EventOut(
+                log_id=r.log_id,
+                instance_id=r.instance_id,
+                node_id=r.node_id,
+                iteration=r.iteration,
+                event_type=r.event_type,
+                node_status=r.node_status,
+                output_variable=r.output_variable,
+                payload=r.payload,
+                error_message=r.error_message,
+                node_attempt=r.node_attempt,
+                created_at=r.created_at,
+            )
+            for r in rows
+        ]
+        return EventPage(items=items, next_cursor=encode_cursor(after))
+
+    async def timeline(self, tenant_id: str, instance_id: str) -> TimelinePage:
+        rows = await self.queries.timeline(tenant_id, instance_id)
+        if rows is None:
+            raise _missing(instance_id)
+        items = [
+            TimelineRowOut(
+                node_id=r.node_id,
+                iteration=r.iteration,
+                attempt=r.attempt,
+                status=r.status,
+                started_at=r.started_at,
+                completed_at=r.completed_at,
+            )
+            for r in rows
+        ]
+        return TimelinePage(items=items)

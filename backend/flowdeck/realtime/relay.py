@@ -1,0 +1,154 @@
+"""The relay: forwards the engine's updates to the Socket.IO room of each run, in order. It never writes.
+
+One task reads every update from the publisher (a bounded queue that drops the oldest on overflow,
+so a slow relay can never stall the engine) and sends each to its run's room. Sending encodes the
+packet once and puts it on each member's engine.io queue, in order and without waiting for the
+event loop (``AsyncServer.emit`` would wait a whole loop turn per update, which under load lets the
+relay fall seconds behind); a slow or vanished client's queue just grows until its ping times out,
+so it cannot stall the relay either.
+
+Joining a run must not lose or reorder anything: between reading the snapshot and entering the
+room, updates of that run are buffered for the joiner; after the snapshot it gets those the
+snapshot does not already show, then it enters the room with no await in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import socketio  # type: ignore[import-untyped]
+from socketio import packet as socketio_packet
+
+from flowdeck.domain.statuses import NodeStatus
+from flowdeck.engine.projection import NodeView
+from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, Subscription
+from flowdeck.realtime.messages import update_message
+from flowdeck.storage.run_queries import RunView
+
+__all__ = ("RunRelay", "is_news")
+
+log = logging.getLogger(__name__)
+
+Update = NodeUpdate | RunUpdate
+_NAMESPACE = "/"
+_RANK = {
+    NodeStatus.PENDING: 0,
+    NodeStatus.DISPATCHED: 1,
+    NodeStatus.RUNNING: 2,
+    NodeStatus.RETRYING: 3,
+}  # every other status is terminal: rank 4
+
+
+def _node_view(view: RunView, update: NodeUpdate) -> NodeView | None:
+    node = view.nodes.get(update.node_id)
+    if node is not None and update.iteration:
+        node = node.iterations.get(update.iteration)
+    return node
+
+
+def is_news(update: Update, view: RunView) -> bool:
+    """Whether a snapshot (``view``) does not already show ``update``.
+
+    A node's updates only ever move it forward, by attempt and then by status, so a node update is
+    news when it is further along than the node in the snapshot. Every run-level decision stamps the
+    instance's ``updated_at`` with its own time, which its update carries as ``at``: a run update
+    later than the snapshot's ``updated_at`` is not in it.
+    """
+    if isinstance(update, RunUpdate):
+        return update.at > view.run.updated_at
+    node = _node_view(view, update)
+    if node is None:
+        return True
+    return (update.attempt, _RANK.get(update.status, 4)) > (node.attempt, _RANK.get(node.status, 4))
+
+
+class RunRelay:
+    def __init__(self, sio: socketio.AsyncServer, publisher: LocalPublisher, *, queue_size: int = 100_000) -> None:
+        self._sio = sio
+        self._publisher = publisher
+        self._queue_size = queue_size
+        self._joining: dict[str, dict[str, list[Update]]] = {}
+        self._subscription: Subscription | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._dropped = 0
+
+    def start(self) -> None:
+        self._subscription = self._publisher.subscribe(maxsize=self._queue_size)
+        self._task = asyncio.create_task(self._run(self._subscription), name="flowdeck-socketio-relay")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None
+
+    async def _run(self, subscription: Subscription) -> None:
+        while True:
+            update = await subscription.get()
+            if subscription.dropped != self._dropped:
+                log.warning("socket.io relay fell behind: %d updates dropped", subscription.dropped - self._dropped)
+                self._dropped = subscription.dropped
+            try:
+                await self._deliver(update)
+            except Exception:
+                log.exception("socket.io relay: could not deliver an update of run %s", update.instance_id)
+
+    async def _deliver(self, update: Update) -> None:
+        run_id = update.instance_id
+        for buffer in self._joining.get(run_id, {}).values():
+            buffer.append(update)
+        members = [eio_sid for _, eio_sid in self._sio.manager.get_participants(_NAMESPACE, run_id)]
+        if members:
+            await self._send(*update_message(update), members)
+
+    async def _send(self, event: str, payload: dict[str, Any], eio_sids: list[str]) -> None:
+        encoded = self._sio.packet_class(socketio_packet.EVENT, namespace=_NAMESPACE, data=[event, payload]).encode()
+        for eio_sid in eio_sids:
+            await self._sio.eio.send(eio_sid, encoded)  # a put on the connection's queue: no wait
+
+    async def send_to(self, sid: str, event: str, payload: dict[str, Any]) -> None:
+        """Send one event to one connection, in order with everything the relay sends it."""
+        eio_sid = self._sio.manager.eio_sid_from_sid(sid, _NAMESPACE)
+        if eio_sid is not None:
+            await self._send(event, payload, [eio_sid])
+
+    # -- joining ---------------------------------------------------------------------------------------
+    def begin_join(self, sid: str, run_id: str) -> None:
+        """From now on, updates of ``run_id`` are kept for ``sid`` until ``finish_join``."""
+        self._joining.setdefault(run_id, {})[sid] = []
+
+    async def finish_join(self, sid: str, run_id: str, view: RunView) -> None:
+        """After the snapshot was sent: send the buffered news, then enter the room."""
+        try:
+            while True:
+                buffers = self._joining.get(run_id, {})
+                pending = buffers.get(sid)
+                if pending is None:
+                    return  # the client left or disconnected meanwhile
+                if not pending:
+                    break
+                buffers[sid] = []
+                for update in pending:
+                    if is_news(update, view):
+                        await self.send_to(sid, *update_message(update))
+            # No await between the empty check and entering the room (the manager's enter_room does
+            # not suspend): every update is either buffered above or emitted to the room after this.
+            self.cancel_join(sid, run_id)
+            await self._sio.enter_room(sid, run_id)
+        finally:
+            self.cancel_join(sid, run_id)
+
+    def cancel_join(self, sid: str, run_id: str | None = None) -> None:
+        for key in [run_id] if run_id is not None else list(self._joining):
+            buffers = self._joining.get(key)
+            if buffers is not None:
+                buffers.pop(sid, None)
+                if not buffers:
+                    del self._joining[key]

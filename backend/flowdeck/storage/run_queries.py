@@ -1,0 +1,177 @@
+"""Read-only queries the API needs about runs: lists, detail, log pages and timelines. Always per tenant.
+
+Every query takes the caller's tenant id: a run of another tenant is simply not found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from flowdeck.domain.statuses import EventType, NodeStatus, RunStatus
+from flowdeck.engine.projection import NodeView, fold_nodes
+from flowdeck.storage.database import Database
+from flowdeck.storage.records import InstanceRecord, LogRow
+from flowdeck.storage.state import StateManager
+from flowdeck.storage.tables import instances
+
+__all__ = ("RunFilter", "RunQueries", "RunView", "TimelineRow", "timeline_rows")
+
+RunKey = tuple[float, str]
+"""Position in the newest-first run list: (created_at, id) of the last run of a page."""
+
+_COLUMNS = (
+    instances.c.id,
+    instances.c.tenant_id,
+    instances.c.workflow_id,
+    instances.c.workflow_version,
+    instances.c.is_test,
+    instances.c.status,
+    instances.c.version,
+    instances.c.trigger,
+    instances.c.input,
+    instances.c.output,
+    instances.c.error,
+    instances.c.created_at,
+    instances.c.started_at,
+    instances.c.completed_at,
+    instances.c.updated_at,
+    instances.c.deadline_at,
+)
+_LIST_COLUMNS = tuple(c for c in _COLUMNS if c.name not in ("input", "output"))
+_TERMINAL_NODE = frozenset({NodeStatus.COMPLETED, NodeStatus.FAILED, NodeStatus.SKIPPED, NodeStatus.CANCELLED})
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    workflow_id: str | None = None
+    status: RunStatus | None = None
+    is_test: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    run: InstanceRecord
+    nodes: dict[str, NodeView]
+
+
+@dataclass(slots=True)
+class TimelineRow:
+    """One attempt of one node (per loop iteration): a bar of the run's Gantt chart."""
+
+    node_id: str
+    iteration: str
+    attempt: int
+    status: NodeStatus
+    started_at: float | None
+    completed_at: float | None
+
+
+def _record(row: sa.Row[tuple[object, ...]], with_payloads: bool = True) -> InstanceRecord:
+    m = dict(row._mapping)
+    if not with_payloads:
+        m.update(input=None, output=None)
+    m["status"] = RunStatus(m["status"])
+    return InstanceRecord(**m)
+
+
+class RunQueries:
+    def __init__(self, db: Database, state: StateManager) -> None:
+        self.db = db
+        self.state = state
+
+    async def get_run(self, tenant_id: str, instance_id: str) -> InstanceRecord | None:
+        stmt = sa.select(*_COLUMNS).where(instances.c.id == instance_id, instances.c.tenant_id == tenant_id)
+        async with self.db.read() as conn:
+            row = (await conn.execute(stmt)).first()
+        return None if row is None else _record(row)
+
+    async def list_runs(
+        self, tenant_id: str, filters: RunFilter, after: RunKey | None, limit: int
+    ) -> tuple[list[InstanceRecord], RunKey | None]:
+        """Newest first; the second value is the key to pass as ``after`` for the next page (``None``: last page)."""
+        stmt = sa.select(*_LIST_COLUMNS).where(instances.c.tenant_id == tenant_id)
+        if filters.workflow_id is not None:
+            stmt = stmt.where(instances.c.workflow_id == filters.workflow_id)
+        if filters.status is not None:
+            stmt = stmt.where(instances.c.status == filters.status.value)
+        if filters.is_test is not None:
+            stmt = stmt.where(instances.c.is_test == filters.is_test)
+        if after is not None:
+            created, last_id = after
+            stmt = stmt.where(
+                sa.or_(
+                    instances.c.created_at < created,
+                    sa.and_(instances.c.created_at == created, instances.c.id < last_id),
+                )
+            )
+        stmt = stmt.order_by(instances.c.created_at.desc(), instances.c.id.desc()).limit(limit + 1)
+        async with self.db.read() as conn:
+            rows = (await conn.execute(stmt)).all()
+        records = [_record(row, with_payloads=False) for row in rows[:limit]]
+        more = len(rows) > limit
+        return records, ((records[-1].created_at, records[-1].id) if more else None)
+
+    async def run_view(self, tenant_id: str, instance_id: str) -> RunView | None:
+        run = await self.get_run(tenant_id, instance_id)
+        if run is None:
+            return None
+        rows = await self.state.read_log(instance_id)
+        return RunView(run, fold_nodes(rows, run.status))
+
+    async def events(
+        self, tenant_id: str, instance_id: str, after_log_id: int, limit: int
+    ) -> tuple[list[LogRow], int | None] | None:
+        """A page of the run's log in log order, and the log id to continue after (``None``: last page)."""
+        if await self.get_run(tenant_id, instance_id) is None:
+            return None
+        rows = await self.state.read_log(instance_id, after_log_id=after_log_id, limit=limit + 1)
+        page = rows[:limit]
+        return page, (page[-1].log_id if len(rows) > limit else None)
+
+    async def timeline(self, tenant_id: str, instance_id: str) -> list[TimelineRow] | None:
+        run = await self.get_run(tenant_id, instance_id)
+        if run is None:
+            return None
+        return timeline_rows(await self.state.read_log(instance_id), run)
+
+
+def timeline_rows(rows: Iterable[LogRow], run: InstanceRecord) -> list[TimelineRow]:
+    """Fold log rows into one row per (node, iteration, attempt), in the order the attempts began."""
+    bars: dict[tuple[str, str, int], TimelineRow] = {}
+    for row in rows:
+        if row.node_id is None:
+            continue
+        key = (row.node_id, row.iteration, row.node_attempt)
+        bar = bars.get(key)
+        if bar is None:
+            bar = bars[key] = TimelineRow(row.node_id, row.iteration, row.node_attempt, NodeStatus.PENDING, None, None)
+        _apply(bar, row)
+    result = list(bars.values())
+    if run.status is RunStatus.CANCELLED:
+        for bar in result:
+            if bar.status not in _TERMINAL_NODE:
+                bar.status = NodeStatus.CANCELLED
+                bar.completed_at = run.completed_at
+    return result
+
+
+def _apply(bar: TimelineRow, row: LogRow) -> None:
+    event = row.event_type
+    if event == EventType.NODE_DISPATCHED:
+        if bar.status is NodeStatus.PENDING:
+            bar.status = NodeStatus.DISPATCHED
+    elif event == EventType.NODE_STARTED:
+        if bar.status in (NodeStatus.PENDING, NodeStatus.DISPATCHED):
+            bar.status = NodeStatus.RUNNING
+        bar.started_at = bar.started_at or row.created_at
+    elif event in (EventType.NODE_COMPLETED, EventType.NODE_FAILED, EventType.NODE_SKIPPED):
+        bar.status = {
+            EventType.NODE_COMPLETED: NodeStatus.COMPLETED,
+            EventType.NODE_FAILED: NodeStatus.FAILED,
+            EventType.NODE_SKIPPED: NodeStatus.SKIPPED,
+        }[EventType(event)]
+        bar.completed_at = row.created_at
+        bar.started_at = bar.started_at or row.created_at

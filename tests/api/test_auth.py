@@ -1,0 +1,130 @@
+"""Accounts over HTTP: password login with a session cookie and CSRF, logout, rate limits, API tokens, login links."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from flowdeck.storage.account_tables import api_tokens, users
+from tests.api.conftest import PASSWORD, Account, Server
+from tests.support.graphs import linear
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def login(client: httpx.AsyncClient, email: str, password: str = PASSWORD) -> httpx.Response:
+    return await client.post("/api/auth/login", json={"email": email, "password": password})
+
+
+async def test_login_sets_an_httponly_samesite_session_cookie_and_answers_the_csrf_token(
+    server: Server, alice: Account, anonymous: httpx.AsyncClient
+) -> None:
+    response = await login(anonymous, f"  {alice.email.upper()} ")  # emails are matched case-insensitively
+    assert response.status_code == 200
+    body = response.json()
+    assert body["user"]["email"] == alice.email and body["user"]["tenantName"] == alice.tenant
+    assert body["authMethod"] == "session" and len(body["csrfToken"]) > 20
+    set_cookies = response.headers.get_list("set-cookie")
+    session = next(c for c in set_cookies if c.startswith("flowdeck_session="))
+    assert "HttpOnly" in session and "SameSite=lax" in session and "Path=/" in session
+    csrf = next(c for c in set_cookies if c.startswith("flowdeck_csrf="))
+    assert "HttpOnly" not in csrf and body["csrfToken"] in csrf
+    assert response.cookies["flowdeck_session"] not in response.text  # the secret is only in the cookie
+
+    me = await anonymous.get("/api/auth/me")
+    assert me.status_code == 200 and me.json() == body
+
+
+async def test_a_cookie_session_needs_the_csrf_header_for_changes(alice: Account, anonymous: httpx.AsyncClient) -> None:
+    csrf = (await login(anonymous, alice.email)).json()["csrfToken"]
+    assert (await anonymous.get("/api/workflows")).status_code == 200
+
+    refused = await anonymous.post("/api/workflows", json=linear(1))
+    assert refused.status_code == 403 and "X-CSRF-Token" in refused.json()["detail"]
+    wrong = await anonymous.post("/api/workflows", json=linear(1), headers={"X-CSRF-Token": "guess"})
+    assert wrong.status_code == 403
+    cross_site = await anonymous.post(
+        "/api/workflows", json=linear(1), headers={"X-CSRF-Token": csrf, "Origin": "https://evil.example"}
+    )
+    assert cross_site.status_code == 403
+    ok = await anonymous.post("/api/workflows", json=linear(1), headers={"X-CSRF-Token": csrf})
+    assert ok.status_code == 201
+
+
+async def test_logout_ends_the_session(alice: Account, anonymous: httpx.AsyncClient) -> None:
+    csrf = (await login(anonymous, alice.email)).json()["csrfToken"]
+    session = anonymous.cookies["flowdeck_session"]
+    response = await anonymous.post("/api/auth/logout", headers={"X-CSRF-Token": csrf})
+    assert response.status_code == 204
+    assert (await anonymous.get("/api/auth/me")).status_code == 401
+    anonymous.cookies.set("flowdeck_session", session)  # a stolen copy of the old cookie is worthless too
+    assert (await anonymous.get("/api/auth/me")).status_code == 401
+
+
+async def test_wrong_credentials_are_a_401_that_does_not_say_which_part_was_wrong(
+    alice: Account, anonymous: httpx.AsyncClient
+) -> None:
+    wrong_password = await login(anonymous, alice.email, "not the password")
+    unknown_user = await login(anonymous, "nobody@acme.test")
+    assert wrong_password.status_code == unknown_user.status_code == 401
+    assert wrong_password.json()["detail"] == unknown_user.json()["detail"] == "wrong email or password"
+    assert (await anonymous.get("/api/workflows")).status_code == 401
+
+
+async def test_repeated_failed_logins_are_rate_limited(alice: Account, anonymous: httpx.AsyncClient) -> None:
+    for _ in range(5):
+        assert (await login(anonymous, alice.email, "guess-guess")).status_code == 401
+    limited = await login(anonymous, alice.email)  # even the right password, until the window passes
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
+
+
+async def test_passwords_are_stored_as_argon2id_hashes(server: Server, alice: Account) -> None:
+    async with server.engine.db.read() as conn:
+        stored = (await conn.execute(sa.select(users.c.password_hash).where(users.c.email == alice.email))).scalar()
+    assert stored.startswith("$argon2id$") and PASSWORD not in stored
+
+
+async def test_api_tokens_are_shown_once_hashed_at_rest_revocable_and_track_their_last_use(
+    server: Server, alice: Account
+) -> None:
+    created = await alice.client.post("/api/tokens", json={"name": "ci", "expiresInDays": 30})
+    assert created.status_code == 201
+    token = created.json()
+    assert token["token"].startswith("fdk_") and token["prefix"] == token["token"][:12]
+    assert token["lastUsedAt"] is None and token["expiresAt"] > token["createdAt"]
+
+    async with server.client(headers={"Authorization": f"Bearer {token['token']}"}) as ci:
+        me = await ci.get("/api/auth/me")
+        assert me.json()["authMethod"] == "token" and me.json()["csrfToken"] is None
+        listed = (await alice.client.get("/api/tokens")).json()
+        assert listed["nextCursor"] is None
+        [row] = [t for t in listed["items"] if t["id"] == token["id"]]
+        assert "token" not in row and row["lastUsedAt"] is not None
+        async with server.engine.db.read() as conn:
+            stored = (await conn.execute(sa.select(api_tokens).where(api_tokens.c.id == token["id"]))).one()
+        assert token["token"] not in str(tuple(stored))
+
+        assert (await alice.client.delete(f"/api/tokens/{token['id']}")).status_code == 204
+        assert (await ci.get("/api/auth/me")).status_code == 401
+        assert (await alice.client.delete(f"/api/tokens/{token['id']}")).status_code == 404
+        assert token["id"] not in [t["id"] for t in (await alice.client.get("/api/tokens")).json()["items"]]
+
+
+async def test_a_malformed_authorization_header_is_a_401(server: Server, alice: Account) -> None:
+    for header in ("Basic abc", "Bearer", f"Token {alice.token}", "Bearer fdk_" + "x" * 40):
+        async with server.client(headers={"Authorization": header}) as client:
+            assert (await client.get("/api/workflows")).status_code == 401, header
+
+
+async def test_a_login_link_signs_in_once(server: Server, alice: Account, anonymous: httpx.AsyncClient) -> None:
+    accounts = server.app.context.services.accounts
+    user = await accounts.store.user_by_email(alice.email)
+    assert user is not None
+    secret = await accounts.create_login_link(user.id)
+
+    opened = await anonymous.get(f"/api/auth/link/{secret}")
+    assert opened.status_code in (302, 303) and opened.headers["location"] == "/"
+    assert (await anonymous.get("/api/auth/me")).json()["user"]["email"] == alice.email
+    async with server.client() as other:
+        assert (await other.get(f"/api/auth/link/{secret}")).status_code == 404

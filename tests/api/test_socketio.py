@@ -1,0 +1,199 @@
+"""Socket.IO (SPEC §9): a real python-socketio client against uvicorn on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import socketio
+import websockets
+
+from tests.api.conftest import Account, Server
+from tests.support.graphs import definition, edge, end, node
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+RANK = {"PENDING": 0, "DISPATCHED": 1, "RUNNING": 2, "RETRYING": 3}
+
+
+class Watcher:
+    """A connected client that records every event it receives, in order."""
+
+    def __init__(self) -> None:
+        self.sio = socketio.AsyncClient(reconnection=False)
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.finished = asyncio.Event()
+        for name in ("workflow_run_snapshot", "workflow_node_update", "workflow_status_update"):
+            self.sio.on(name, self._recorder(name))
+
+    def _recorder(self, name: str) -> Any:
+        async def record(data: dict[str, Any]) -> None:
+            self.events.append((name, data))
+            if name == "workflow_status_update" and data["status"] in ("COMPLETED", "FAILED", "CANCELLED"):
+                self.finished.set()
+
+        return record
+
+    async def join(self, run_id: str) -> dict[str, Any]:
+        ack: dict[str, Any] = await self.sio.call("workflow_run_join", {"runId": run_id}, timeout=5)
+        return ack
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def watcher(server: Server, alice: Account) -> AsyncIterator[Watcher]:
+    client = Watcher()
+    await client.sio.connect(server.url, auth={"token": alice.token}, transports=["websocket"])
+    yield client
+    await client.sio.disconnect()
+
+
+def slow_chain() -> dict[str, Any]:
+    nodes = [node("start", "start"), node("s1", config={"sleep": 0.3}), node("s2"), node("s3"), end()]
+    ids = ["start", "s1", "s2", "s3", "end"]
+    return definition(nodes, [edge(a, b) for a, b in itertools.pairwise(ids)])
+
+
+async def test_a_joined_client_sees_the_snapshot_then_every_update_in_order(
+    server: Server, alice: Account, watcher: Watcher
+) -> None:
+    started = await alice.client.post("/api/test-runs", json={**slow_chain(), "input": {"n": 1}})
+    run_id = started.json()["instanceId"]
+
+    assert await watcher.join(run_id) == {"ok": True}
+    await asyncio.wait_for(watcher.finished.wait(), 10)
+
+    names = [name for name, _ in watcher.events]
+    assert names[0] == "workflow_run_snapshot"
+    snapshot = watcher.events[0][1]
+    assert snapshot["instanceID"] == run_id and snapshot["status"] == "RUNNING"
+    assert names[-1] == "workflow_status_update"
+    assert watcher.events[-1][1] == {"instanceID": run_id, "status": "COMPLETED", "output": {}, "error": None}
+
+    state = {node_id: (view["attempt"], RANK.get(view["status"], 4)) for node_id, view in snapshot["nodes"].items()}
+    completed_order = []
+    for name, data in watcher.events[1:]:
+        if name != "workflow_node_update":
+            continue
+        assert set(data) == {"instanceID", "nodeID", "iteration", "status", "attempt", "output", "error", "at"}
+        assert data["instanceID"] == run_id and data["status"].isupper()
+        step = (data["attempt"], RANK.get(data["status"], 4))
+        assert step > state.get(data["nodeID"], (0, -1)), f"{data['nodeID']} went back to {data['status']}"
+        state[data["nodeID"]] = step
+        if data["status"] == "COMPLETED":
+            completed_order.append(data["nodeID"])
+    chain = ["start", "s1", "s2", "s3", "end"]
+    done_before = [n for n in chain if snapshot["nodes"].get(n, {}).get("status") == "COMPLETED"]
+    assert done_before + completed_order == chain  # each completion seen once, in order
+    assert "s1" in completed_order  # it was still sleeping when we joined
+    ats = [data["at"] for name, data in watcher.events if name == "workflow_node_update"]
+    assert ats == sorted(ats)
+
+
+async def test_a_late_joiner_gets_the_finished_run_in_its_snapshot(
+    server: Server, alice: Account, watcher: Watcher
+) -> None:
+    started = await alice.client.post("/api/test-runs", json={**slow_chain(), "pinned": {"s1": {"fast": True}}})
+    run_id = started.json()["instanceId"]
+    await server.engine.wait_for_run(run_id, 10)
+
+    assert await watcher.join(run_id) == {"ok": True}
+    await asyncio.sleep(0.1)
+    [(name, snapshot)] = watcher.events
+    assert name == "workflow_run_snapshot" and snapshot["status"] == "COMPLETED"
+    assert {n: v["status"] for n, v in snapshot["nodes"].items()} == dict.fromkeys(
+        ["start", "s1", "s2", "s3", "end"], "COMPLETED"
+    )
+    assert snapshot["nodes"]["s1"]["output"] == {"fast": True}
+
+
+async def test_another_tenants_run_is_unknown_to_the_connection(
+    server: Server, mallory: Account, watcher: Watcher
+) -> None:
+    started = await mallory.client.post("/api/test-runs", json=slow_chain())
+    run_id = started.json()["instanceId"]
+
+    assert await watcher.join(run_id) == {"ok": False, "error": "run not found"}
+    assert await watcher.join("no-such-run") == {"ok": False, "error": "run not found"}
+    assert (await watcher.sio.call("workflow_run_join", {"nothing": 1}, timeout=5))["ok"] is False
+    await server.engine.wait_for_run(run_id, 10)
+    assert watcher.events == []
+
+
+async def test_leaving_a_run_stops_its_updates(server: Server, alice: Account, watcher: Watcher) -> None:
+    started = await alice.client.post("/api/test-runs", json=slow_chain())
+    run_id = started.json()["instanceId"]
+    assert await watcher.join(run_id) == {"ok": True}
+    assert await watcher.sio.call("workflow_run_leave", {"runId": run_id}, timeout=5) == {"ok": True}
+    seen = len(watcher.events)
+    await server.engine.wait_for_run(run_id, 10)
+    await asyncio.sleep(0.1)
+    assert watcher.events[0][0] == "workflow_run_snapshot"
+    assert len(watcher.events) == seen  # nothing after the leave was acknowledged
+
+
+@pytest.mark.parametrize("auth", [None, {"token": "fdk_not-a-real-token-at-all"}, {"token": 42}])
+async def test_a_connection_without_valid_credentials_is_refused(server: Server, auth: Any) -> None:
+    client = socketio.AsyncClient(reconnection=False)
+    with pytest.raises(socketio.exceptions.ConnectionError):
+        await client.connect(server.url, auth=auth, transports=["websocket"])
+
+
+async def test_the_session_cookie_authenticates_a_browser_connection(server: Server, alice: Account) -> None:
+    async with server.client() as browser:
+        login = await browser.post(
+            "/api/auth/login", json={"email": alice.email, "password": "correct horse battery staple"}
+        )
+        cookie = login.cookies["flowdeck_session"]
+    client = socketio.AsyncClient(reconnection=False)
+    await client.connect(server.url, headers={"Cookie": f"flowdeck_session={cookie}"}, transports=["websocket"])
+    try:
+        started = await alice.client.post("/api/test-runs", json=slow_chain())
+        ack = await client.call("workflow_run_join", {"runId": started.json()["instanceId"]}, timeout=5)
+        assert ack == {"ok": True}
+    finally:
+        await client.disconnect()
+
+
+async def _silent_client(server: Server, token: str, run_id: str) -> Any:
+    """A client that joins a run over a raw websocket, then never reads again (its buffers fill up)."""
+    ws = await websockets.connect(
+        server.url.replace("http", "ws") + "/socket.io/?EIO=4&transport=websocket", max_queue=1, max_size=None
+    )
+    assert (await ws.recv()).startswith("0")  # engine.io open
+    await ws.send("40" + json.dumps({"token": token}))
+    assert (await ws.recv()).startswith("40")  # socket.io connected
+    await ws.send("420" + json.dumps(["workflow_run_join", {"runId": run_id}]))
+    return ws
+
+
+async def test_a_client_that_stops_reading_does_not_stall_the_engine_or_other_clients(
+    server: Server, alice: Account, watcher: Watcher
+) -> None:
+    branches = [f"b{i}" for i in range(8)]
+    nodes = [node("start", "start"), node("gate", config={"sleep": 0.3})]
+    nodes += [node(b, config={"output": "{{ ctx.input.blob }}"}) for b in branches]
+    edges = [edge("start", "gate"), *(edge("gate", b) for b in branches), *(edge(b, "end") for b in branches)]
+    graph = definition([*nodes, end()], edges)
+    blob = "x" * 400_000  # each branch's output, sent to every watcher: 3.2 MB in all
+    started = await alice.client.post("/api/test-runs", json={**graph, "input": {"blob": blob}})
+    run_id = started.json()["instanceId"]
+    silent = await _silent_client(server, alice.token, run_id)
+    try:
+        assert await watcher.join(run_id) == {"ok": True}
+        run = await server.engine.wait_for_run(run_id, 10)
+        assert run.status.value == "COMPLETED"
+        await asyncio.wait_for(watcher.finished.wait(), 10)
+    finally:
+        silent.transport.abort()
+    completed = [d["nodeID"] for n, d in watcher.events if n == "workflow_node_update" and d["status"] == "COMPLETED"]
+    assert sorted(b for b in completed if b.startswith("b")) == branches
+    assert all(
+        d["output"] == blob
+        for n, d in watcher.events
+        if n == "workflow_node_update" and d["nodeID"] in branches and d["status"] == "COMPLETED"
+    )
