@@ -4,7 +4,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck unit bench clean
+.PHONY: run test lint typecheck unit frontend frontend-test e2e bench clean
+
+# The editor (frontend/) is built by Vite into static/, which `flowdeck serve` serves at /.
+# It is rebuilt only when a source is newer than static/index.html; node_modules is reinstalled
+# (npm ci, from package-lock.json) only when the lock file is newer than the last install.
+NPM ?= npm
+NODE_STAMP := frontend/node_modules/.installed-stamp
+FRONTEND_SOURCES := $(shell find frontend/src -type f 2>/dev/null) frontend/index.html frontend/package.json \
+	frontend/tsconfig.json frontend/vite.config.ts
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,14 +20,31 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-run: $(STAMP)
+$(NODE_STAMP): frontend/package-lock.json
+	cd frontend && $(NPM) ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+static/index.html: $(NODE_STAMP) $(FRONTEND_SOURCES)
+	cd frontend && $(NPM) run build
+
+frontend: static/index.html
+
+run: $(STAMP) frontend
 	$(BIN)/flowdeck serve
 
-test: lint typecheck unit
+test: lint typecheck unit frontend-test e2e
+
+# Vitest: the editor's pure graph logic (handles, cycle check, undo stack, conversion, run reducer).
+frontend-test: $(NODE_STAMP)
+	cd frontend && $(NPM) test
+
+# Playwright (Python) against a real `flowdeck serve`, driving Debian's /usr/bin/chromium.
+e2e: $(STAMP) frontend
+	$(BIN)/pytest e2e
 
 lint: $(STAMP)
-	$(BIN)/ruff check backend tests
-	$(BIN)/ruff format --check backend tests
+	$(BIN)/ruff check backend tests e2e
+	$(BIN)/ruff format --check backend tests e2e
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -31,4 +56,4 @@ bench: $(STAMP)
 	$(BIN)/flowdeck bench
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache frontend/node_modules static e2e/screenshots

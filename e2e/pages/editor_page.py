@@ -1,0 +1,98 @@
+"""Page object for the editor: finds things by data-testid and React Flow's data-id."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Locator, Page, expect
+
+
+class EditorPage:
+    def __init__(self, page: Page) -> None:
+        self.page = page
+
+    def open(self, workflow_id: str) -> EditorPage:
+        self.page.goto(f"/workflows/{workflow_id}")
+        expect(self.page.get_by_test_id("editor")).to_have_attribute("data-loaded", "true")
+        expect(self.page.get_by_test_id("canvas")).to_have_attribute("data-ready", "true")
+        return self
+
+    # -- canvas --------------------------------------------------------------------------------
+    def node(self, node_id: str) -> Locator:
+        return self.page.locator(f'.react-flow__node[data-id="{node_id}"]')
+
+    def node_card(self, node_id: str) -> Locator:
+        return self.node(node_id).get_by_test_id("flow-node")
+
+    def nodes(self) -> Locator:
+        return self.page.locator(".react-flow__node")
+
+    def edges(self) -> Locator:
+        return self.page.locator(".react-flow__edge")
+
+    def handle(self, node_id: str, handle_id: str) -> Locator:
+        return self.node(node_id).locator(f'.react-flow__handle[data-handleid="{handle_id}"]')
+
+    def connect(self, source: str, handle: str, target: str) -> None:
+        """Drag from a source handle to the target's input handle, with real mouse moves."""
+        start = self.handle(source, handle).bounding_box()
+        end = self.handle(target, "in").bounding_box()
+        assert start is not None and end is not None
+        mouse = self.page.mouse
+        mouse.move(start["x"] + start["width"] / 2, start["y"] + start["height"] / 2)
+        mouse.down()
+        mouse.move(end["x"] + 20, end["y"] + 20, steps=6)
+        mouse.move(end["x"] + end["width"] / 2, end["y"] + end["height"] / 2, steps=6)
+        mouse.up()
+
+    def drag_from_palette(self, node_type: str, x: float, y: float) -> None:
+        self.page.get_by_test_id(f"palette-{node_type}").drag_to(
+            self.page.get_by_test_id("canvas"), target_position={"x": x, "y": y}
+        )
+
+    def new_node_id(self, node_type: str, before: set[str]) -> str:
+        ids = set(self.nodes().evaluate_all("els => els.map(e => e.dataset.id)"))
+        (new,) = [i for i in ids - before if i.startswith(node_type)]
+        return new
+
+    def node_ids(self) -> set[str]:
+        return set(self.nodes().evaluate_all("els => els.map(e => e.dataset.id)"))
+
+    def select(self, node_id: str) -> None:
+        self.node(node_id).click()
+        expect(self.page.get_by_test_id("inspector")).to_have_attribute("data-node-id", node_id)
+
+    def expect_status(self, node_id: str, status: str, timeout: float = 15_000) -> None:
+        expect(self.node_card(node_id)).to_have_attribute("data-status", status, timeout=timeout)
+
+    # -- side panel ----------------------------------------------------------------------------
+    def set_code(self, code: str) -> None:
+        editor = self.page.get_by_test_id("python-code").locator(".cm-content")
+        editor.click()
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.press("Delete")
+        # CodeMirror auto-indents and closes brackets as one types; insert the text as a paste instead.
+        self.page.keyboard.insert_text(code)
+
+    def set_test_input(self, text: str) -> None:
+        self.page.get_by_test_id("bottom-tab-input").click()
+        editor = self.page.get_by_test_id("test-input").locator(".cm-content")
+        editor.click()
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.insert_text(text)
+
+    # -- toolbar -------------------------------------------------------------------------------
+    def test_run(self) -> None:
+        self.page.get_by_test_id("test-run-button").click()
+
+    def expect_run_status(self, status: str, timeout: float = 20_000) -> None:
+        expect(self.page.get_by_test_id("run-panel")).to_have_attribute("data-status", status, timeout=timeout)
+
+    def save(self) -> None:
+        self.page.get_by_test_id("save-button").click()
+
+    def expect_version(self, version: int) -> None:
+        expect(self.page.get_by_test_id("workflow-version")).to_have_text(f"v{version}")
+
+    def toast(self, pattern: str) -> Locator:
+        return self.page.get_by_test_id("toast").filter(has_text=re.compile(pattern))

@@ -1,0 +1,74 @@
+/** One typed function per REST endpoint the editor uses (SPEC §5). */
+import type { DefinitionJson } from '../graph/convert';
+import { query, request, setCsrfToken } from './client';
+import type {
+  Page,
+  RunAccepted,
+  RunAction,
+  RunDetail,
+  RunEvent,
+  RunStatus,
+  RunSummary,
+  SavedQuery,
+  SaveBody,
+  Session,
+  TimelineRow,
+  ValidationResult,
+  VersionSummary,
+  Workflow,
+  WorkflowSummary,
+} from './types';
+
+export const auth = {
+  async login(email: string, password: string): Promise<Session> {
+    const session = await request<Session>('POST', '/api/auth/login', { email, password });
+    setCsrfToken(session.csrfToken);
+    return session;
+  },
+  async me(): Promise<Session> {
+    const session = await request<Session>('GET', '/api/auth/me');
+    setCsrfToken(session.csrfToken);
+    return session;
+  },
+  async logout(): Promise<void> {
+    await request<void>('POST', '/api/auth/logout');
+    setCsrfToken(null);
+  },
+};
+
+export const workflows = {
+  list: (cursor?: string | null) => request<Page<WorkflowSummary>>('GET', `/api/workflows${query({ cursor, limit: 100 })}`),
+  get: (id: string) => request<Workflow>('GET', `/api/workflows/${encodeURIComponent(id)}`),
+  create: (definition: DefinitionJson) => request<Workflow>('POST', '/api/workflows', definition),
+  save: (id: string, body: SaveBody) => request<Workflow>('PUT', `/api/workflows/${encodeURIComponent(id)}`, body),
+  remove: (id: string) => request<void>('DELETE', `/api/workflows/${encodeURIComponent(id)}`),
+  versions: (id: string) => request<Page<VersionSummary>>('GET', `/api/workflows/${encodeURIComponent(id)}/versions${query({ limit: 100 })}`),
+  version: (id: string, version: number) => request<Workflow>('GET', `/api/workflows/${encodeURIComponent(id)}/versions/${version}`),
+  validate: (definition: DefinitionJson, signal?: AbortSignal) =>
+    request<ValidationResult>('POST', '/api/workflows/validate', definition, signal),
+  execute: (id: string, input: unknown) => request<RunAccepted>('POST', `/api/workflows/${encodeURIComponent(id)}/runs`, { input }),
+};
+
+export type TestRunBody = DefinitionJson & { input: unknown; pinned?: Record<string, unknown> };
+
+export type RunFilters = { workflowId?: string; status?: RunStatus | ''; isTest?: boolean | null; cursor?: string | null };
+
+export const runs = {
+  startTest: (body: TestRunBody) => request<RunAccepted>('POST', '/api/test-runs', body),
+  deleteTest: (id: string) => request<void>('DELETE', `/api/test-runs/${encodeURIComponent(id)}`),
+  list: (filters: RunFilters) =>
+    request<Page<RunSummary>>(
+      'GET',
+      `/api/runs${query({ workflowId: filters.workflowId, status: filters.status, isTest: filters.isTest, cursor: filters.cursor, limit: 50 })}`,
+    ),
+  get: (id: string) => request<RunDetail>('GET', `/api/runs/${encodeURIComponent(id)}`),
+  events: (id: string, cursor?: string | null) =>
+    request<Page<RunEvent>>('GET', `/api/runs/${encodeURIComponent(id)}/events${query({ cursor, limit: 200 })}`),
+  timeline: (id: string) => request<Page<TimelineRow>>('GET', `/api/runs/${encodeURIComponent(id)}/timeline`),
+  cancel: (id: string) => request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/cancel`),
+  retry: (id: string) => request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/retry`),
+};
+
+export const queries = {
+  list: () => request<Page<SavedQuery>>('GET', '/api/queries'),
+};

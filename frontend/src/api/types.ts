@@ -1,0 +1,106 @@
+/**
+ * The REST shapes of SPEC §5 as the backend answers them (api/schemas.py: camelCase, epoch seconds).
+ * Hand-written to mirror the msgspec Structs; keep them in step when the backend changes.
+ */
+import type { DefinitionJson, EdgeJson, NodeJson, WorkflowOptions } from '../graph/convert';
+import type { NodeStatus } from '../graph/runPath';
+
+export type { NodeStatus };
+export const RUN_STATUSES = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
+
+export type Page<T> = { items: T[]; nextCursor: string | null };
+
+export type User = { id: string; email: string; tenantId: string; tenantName: string };
+export type Session = { user: User; authMethod: 'session' | 'token'; csrfToken?: string | null };
+
+export type Severity = 'error' | 'warning';
+export type Problem = {
+  code: string;
+  message: string;
+  severity?: Severity;
+  nodeId?: string;
+  edgeId?: string;
+  path?: string;
+};
+export type ValidationResult = { valid: boolean; problems: Problem[] };
+
+export type Workflow = {
+  id: string;
+  version: number;
+  title: string;
+  description: string | null;
+  options: WorkflowOptions | null;
+  nodes: NodeJson[];
+  edges: EdgeJson[];
+  createdAt: number;
+  updatedAt: number;
+};
+export type WorkflowSummary = Pick<Workflow, 'id' | 'title' | 'description' | 'version' | 'createdAt' | 'updatedAt'>;
+export type VersionSummary = { version: number; title: string; createdAt: number };
+
+export type SaveBody = DefinitionJson & { version: number };
+
+export type RunAccepted = { instanceId: string };
+
+export type RunSummary = {
+  instanceId: string;
+  workflowId: string | null;
+  version: number | null;
+  isTest: boolean;
+  status: RunStatus;
+  trigger: string;
+  error: string | null;
+  createdAt: number;
+  startedAt: number | null;
+  completedAt: number | null;
+};
+
+export type NodeState = {
+  status: NodeStatus;
+  attempt: number;
+  startedAt: number | null;
+  completedAt: number | null;
+  output: unknown;
+  error: string | null;
+  pinned?: boolean;
+  logs?: string | null;
+  iterations?: Record<string, NodeState> | null;
+};
+
+export type RunDetail = RunSummary & { input: unknown; output: unknown; nodes: Record<string, NodeState> };
+
+export type RunEvent = {
+  logId: number;
+  instanceId: string;
+  nodeId: string | null;
+  iteration: string;
+  eventType: string;
+  nodeStatus: string | null;
+  outputVariable: string | null;
+  payload: unknown;
+  errorMessage: string | null;
+  nodeAttempt: number;
+  createdAt: number;
+};
+
+export type TimelineRow = {
+  nodeId: string;
+  iteration: string;
+  attempt: number;
+  status: NodeStatus;
+  startedAt: number | null;
+  completedAt: number | null;
+};
+
+export type RunAction = { instanceId: string; status: RunStatus; nodeIds: string[] };
+
+/** SPEC §6 saved queries (GET /api/queries); the backend does not serve them yet, so fields are loose. */
+export type SavedQuery = {
+  id: string;
+  name: string;
+  kind?: string;
+  sql?: string;
+  parameters?: string[];
+};

@@ -1,0 +1,36 @@
+import { NavLink, Outlet } from 'react-router';
+
+import { useSession } from '../auth/session';
+
+export function AppShell() {
+  const { session, signOut } = useSession();
+  return (
+    <div className="shell">
+      <header className="topbar">
+        <NavLink to="/" className="brand" end>
+          <span className="brand__mark">◆</span> Flowdeck
+        </NavLink>
+        <nav className="topbar__nav">
+          <NavLink to="/" end data-testid="nav-workflows">
+            Workflows
+          </NavLink>
+          <NavLink to="/runs" data-testid="nav-runs">
+            Runs
+          </NavLink>
+        </nav>
+        <span className="spacer" />
+        {session && (
+          <span className="topbar__user" data-testid="current-user">
+            {session.user.email} <span className="muted">· {session.user.tenantName}</span>
+          </span>
+        )}
+        <button type="button" className="btn btn--ghost btn--small" onClick={() => void signOut()} data-testid="sign-out">
+          Sign out
+        </button>
+      </header>
+      <main className="shell__main">
+        <Outlet />
+      </main>
+    </div>
+  );
+}

@@ -1,0 +1,48 @@
+import { createBrowserRouter, Outlet } from 'react-router';
+
+import { LoginPage } from '../auth/LoginPage';
+import { RequireSession, SessionProvider } from '../auth/session';
+import { EditorPage } from '../editor/EditorPage';
+import { RunDetailPage } from '../runs/RunDetailPage';
+import { RunHistoryPage } from '../runs/RunHistoryPage';
+import { ToastHost } from '../shared/ui/Toasts';
+import { WorkflowListPage } from '../workflows/WorkflowListPage';
+import { AppShell } from './AppShell';
+
+function Root() {
+  return (
+    <SessionProvider>
+      <Outlet />
+      <ToastHost />
+    </SessionProvider>
+  );
+}
+
+function NotFound() {
+  return <div className="page page--center">This page does not exist.</div>;
+}
+
+export const router = createBrowserRouter([
+  {
+    element: <Root />,
+    children: [
+      { path: '/login', element: <LoginPage /> },
+      {
+        element: <RequireSession />,
+        children: [
+          {
+            element: <AppShell />,
+            children: [
+              { path: '/', element: <WorkflowListPage /> },
+              { path: '/workflows/:workflowId', element: <EditorPage /> },
+              { path: '/workflows/:workflowId/versions/:version', element: <EditorPage /> },
+              { path: '/runs', element: <RunHistoryPage /> },
+              { path: '/runs/:runId', element: <RunDetailPage /> },
+              { path: '*', element: <NotFound /> },
+            ],
+          },
+        ],
+      },
+    ],
+  },
+]);

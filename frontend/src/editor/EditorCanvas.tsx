@@ -1,0 +1,148 @@
+/** The React Flow canvas: drop from the palette, validated connections, selection, minimap and controls. */
+import {
+  Background,
+  BackgroundVariant,
+  Controls,
+  MarkerType,
+  MiniMap,
+  ReactFlow,
+  useNodesInitialized,
+  useReactFlow,
+  type Connection,
+  type FinalConnectionState,
+  type IsValidConnection,
+} from '@xyflow/react';
+import { useCallback, useEffect, useRef, useState, type DragEvent } from 'react';
+
+import { checkConnection } from '../graph/connect';
+import { isNodeType, NODE_TYPE_INFO, type EditorEdge, type EditorNode } from '../graph/model';
+import { toast } from '../shared/toasts';
+import { edgeTypes, nodeTypes } from './nodeTypes';
+import { PALETTE_MIME } from './palette/NodePalette';
+import { useEditor, useEditorStoreApi } from './storeContext';
+
+const DEFAULT_EDGE_OPTIONS = { markerEnd: { type: MarkerType.ArrowClosed, width: 7, height: 7, color: '#9ca3af' } };
+const PRO_OPTIONS = { hideAttribution: true };
+const MINIMAP_STYLE = { width: 160, height: 100 };
+
+function minimapColor(node: EditorNode): string {
+  return NODE_TYPE_INFO[node.type].color;
+}
+
+export function EditorCanvas() {
+  const store = useEditorStoreApi();
+  const nodes = useEditor((s) => s.nodes);
+  const edges = useEditor((s) => s.edges);
+  const readOnly = useEditor((s) => s.readOnly);
+  const onNodesChange = useEditor((s) => s.onNodesChange);
+  const onEdgesChange = useEditor((s) => s.onEdgesChange);
+  const { screenToFlowPosition, fitView } = useReactFlow<EditorNode, EditorEdge>();
+  const initialized = useNodesInitialized();
+  const [ready, setReady] = useState(false);
+
+  // Fit the graph once its nodes are measured; `data-ready` tells tests the viewport has settled.
+  useEffect(() => {
+    if (ready || !initialized || nodes.length === 0) return;
+    void fitView({ padding: 0.25, maxZoom: 1.1 }).then(() => setReady(true));
+  }, [ready, initialized, nodes.length, fitView]);
+  const [hint, setHint] = useState<string | null>(null);
+  const lastRefusal = useRef<string | null>(null);
+
+  const isValidConnection = useCallback<IsValidConnection<EditorEdge>>(
+    (c) => {
+      const s = store.getState();
+      const check = checkConnection(s.nodes, s.edges, { source: c.source, target: c.target, sourceHandle: c.sourceHandle ?? null });
+      const reason = check.ok ? null : check.reason;
+      lastRefusal.current = reason;
+      setHint(reason);
+      return check.ok;
+    },
+    [store],
+  );
+
+  const onConnect = useCallback(
+    (c: Connection) => {
+      const result = store.getState().connect(c);
+      if (!result.ok) toast('error', result.reason);
+      lastRefusal.current = null;
+    },
+    [store],
+  );
+
+  const onConnectStart = useCallback(() => {
+    lastRefusal.current = null;
+    setHint(null);
+  }, []);
+
+  const onConnectEnd = useCallback((_: MouseEvent | TouchEvent, state: FinalConnectionState) => {
+    // Dropped on a handle that refused: say why (the hint was only visible while dragging).
+    if (state.toHandle && !state.isValid && lastRefusal.current) toast('error', lastRefusal.current);
+    lastRefusal.current = null;
+    setHint(null);
+  }, []);
+
+  const onDragOver = useCallback((e: DragEvent) => {
+    if (e.dataTransfer.types.includes(PALETTE_MIME)) {
+      e.preventDefault();
+      e.dataTransfer.dropEffect = 'copy';
+    }
+  }, []);
+
+  const onDrop = useCallback(
+    (e: DragEvent) => {
+      const type = e.dataTransfer.getData(PALETTE_MIME);
+      if (!isNodeType(type) || store.getState().readOnly) return;
+      e.preventDefault();
+      const p = screenToFlowPosition({ x: e.clientX, y: e.clientY });
+      store.getState().addNode(type, { x: p.x - 110, y: p.y - 30 });
+    },
+    [screenToFlowPosition, store],
+  );
+
+  return (
+    <div className="canvas" data-testid="canvas" data-ready={ready || nodes.length === 0} onDragOver={onDragOver} onDrop={onDrop}>
+      <ReactFlow<EditorNode, EditorEdge>
+        nodes={nodes}
+        edges={edges}
+        nodeTypes={nodeTypes}
+        edgeTypes={edgeTypes}
+        onNodesChange={onNodesChange}
+        onEdgesChange={onEdgesChange}
+        onConnect={onConnect}
+        onConnectStart={onConnectStart}
+        onConnectEnd={onConnectEnd}
+        isValidConnection={isValidConnection}
+        onNodeDragStart={() => store.getState().beginMove()}
+        onNodeClick={(_, node) => store.getState().openInspector(node.id)}
+        onPaneClick={() => store.getState().openInspector(null)}
+        nodesDraggable={!readOnly}
+        nodesConnectable={!readOnly}
+        elementsSelectable
+        deleteKeyCode={null}
+        selectionKeyCode="Shift"
+        multiSelectionKeyCode={['Meta', 'Control']}
+        defaultEdgeOptions={DEFAULT_EDGE_OPTIONS}
+        proOptions={PRO_OPTIONS}
+        minZoom={0.15}
+        maxZoom={2}
+        snapToGrid
+        snapGrid={[10, 10]}
+      >
+        <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="#cbd2dd" />
+        <MiniMap<EditorNode> pannable zoomable nodeColor={minimapColor} nodeStrokeWidth={2} ariaLabel="Minimap" style={MINIMAP_STYLE} />
+        <Controls showInteractive={false} />
+      </ReactFlow>
+      {nodes.length === 0 && !readOnly && (
+        <div className="canvas__empty" data-testid="canvas-empty">
+          <strong>An empty canvas</strong>
+          <span>Drag a Start node from the palette, then the steps of your workflow, and wire them up.</span>
+        </div>
+      )}
+      {hint && (
+        <div className="canvas__hint" data-testid="connection-hint" role="status">
+          Can’t connect: {hint}
+        </div>
+      )}
+    </div>
+  );
+}

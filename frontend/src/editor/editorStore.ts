@@ -1,0 +1,354 @@
+/**
+ * The editor's state (zustand): the graph, its undo history, validation problems, the live run and pins.
+ *
+ * One store per page (EditorPage, RunDetailPage), handed down by context, so the node components can read
+ * their own status with narrow selectors. Graph rules come from graph/; this file only sequences them.
+ */
+import { applyEdgeChanges, applyNodeChanges, type Connection, type EdgeChange, type NodeChange } from '@xyflow/react';
+import { createStore, type StoreApi } from 'zustand/vanilla';
+
+import type { Problem } from '../api/types';
+import { copyFragment, pasteFragment, type Fragment } from '../graph/clipboard';
+import { checkConnection } from '../graph/connect';
+import { toDefinition, toFlow, type DefinitionJson, type WorkflowOptions } from '../graph/convert';
+import { sourceHandleIds, TARGET_HANDLE } from '../graph/handles';
+import { emptyHistory, record, redo, undo, type History } from '../graph/history';
+import { newEdgeId, newId } from '../graph/ids';
+import { autoLayout } from '../graph/layout';
+import { createNode, type EditorEdge, type EditorNode, type NodeData, type NodeType } from '../graph/model';
+import { runReducer, type RunAction, type RunView } from '../runs/runReducer';
+
+export type Snapshot = { nodes: EditorNode[]; edges: EditorEdge[] };
+
+export type WorkflowMeta = {
+  workflowId: string | null;
+  version: number;
+  title: string;
+  description: string | null;
+  options: WorkflowOptions | null;
+};
+
+export type ProblemIndex = {
+  byNode: Record<string, Problem[]>;
+  byEdge: Record<string, Problem[]>;
+};
+
+export type ConnectResult = { ok: true } | { ok: false; reason: string };
+
+export type EditorState = WorkflowMeta & {
+  nodes: EditorNode[];
+  edges: EditorEdge[];
+  history: History<Snapshot>;
+  savedJson: string;
+  readOnly: boolean;
+  problems: Problem[];
+  problemIndex: ProblemIndex;
+  run: RunView | null;
+  pins: Record<string, unknown>;
+  inspectorNodeId: string | null;
+  testInput: string;
+
+  load(meta: WorkflowMeta, definition: Pick<DefinitionJson, 'nodes' | 'edges'>, options?: { readOnly?: boolean }): void;
+  markSaved(meta: WorkflowMeta, savedJson: string): void;
+  replaceGraph(definition: Pick<DefinitionJson, 'nodes' | 'edges'>): void;
+  setTitle(title: string): void;
+  definition(): DefinitionJson;
+  onNodesChange(changes: NodeChange<EditorNode>[]): void;
+  onEdgesChange(changes: EdgeChange<EditorEdge>[]): void;
+  beginMove(): void;
+  connect(connection: Connection): ConnectResult;
+  addNode(type: NodeType, position: { x: number; y: number }): string;
+  updateNode(id: string, patch: Partial<NodeData>, coalesceKey?: string): void;
+  deleteSelection(): void;
+  deleteElements(nodeIds: readonly string[], edgeIds: readonly string[]): void;
+  selectedIds(): Set<string>;
+  selectAll(): void;
+  clearSelection(): void;
+  copySelection(): Fragment | null;
+  paste(fragment: Fragment, offset?: { x: number; y: number }): void;
+  duplicateSelection(): void;
+  layout(): void;
+  undo(): void;
+  redo(): void;
+  setProblems(problems: Problem[]): void;
+  dispatchRun(action: RunAction): void;
+  clearRun(): void;
+  setPin(nodeId: string, output: unknown): void;
+  removePin(nodeId: string): void;
+  setPins(pins: Record<string, unknown>): void;
+  openInspector(nodeId: string | null): void;
+  setTestInput(text: string): void;
+};
+
+export type EditorStore = StoreApi<EditorState>;
+
+function indexProblems(problems: readonly Problem[]): ProblemIndex {
+  const byNode: Record<string, Problem[]> = {};
+  const byEdge: Record<string, Problem[]> = {};
+  for (const p of problems) {
+    if (p.edgeId) (byEdge[p.edgeId] ??= []).push(p);
+    else if (p.nodeId) (byNode[p.nodeId] ??= []).push(p);
+  }
+  return { byNode, byEdge };
+}
+
+export function definitionJson(state: Pick<EditorState, 'nodes' | 'edges' | 'title' | 'description' | 'options'>): string {
+  return JSON.stringify(
+    toDefinition(
+      { nodes: state.nodes, edges: state.edges },
+      { title: state.title, description: state.description, options: state.options },
+    ),
+  );
+}
+
+const EMPTY_META: WorkflowMeta = { workflowId: null, version: 0, title: '', description: null, options: null };
+
+export function createEditorStore(): EditorStore {
+  return createStore<EditorState>()((set, get) => {
+    /** Apply a graph change and remember the state before it for undo. */
+    const change = (mutate: (s: Snapshot) => Snapshot, key?: string) => {
+      const state = get();
+      if (state.readOnly) return;
+      const before: Snapshot = { nodes: state.nodes, edges: state.edges };
+      const after = mutate(before);
+      if (after.nodes === before.nodes && after.edges === before.edges) return;
+      set({ ...after, history: record(state.history, before, key === undefined ? {} : { key }) });
+    };
+
+    return {
+      ...EMPTY_META,
+      nodes: [],
+      edges: [],
+      history: emptyHistory(),
+      savedJson: '',
+      readOnly: false,
+      problems: [],
+      problemIndex: { byNode: {}, byEdge: {} },
+      run: null,
+      pins: {},
+      inspectorNodeId: null,
+      testInput: '{}',
+
+      load(meta, definition, options = {}) {
+        const flow = toFlow(definition);
+        const next = { ...meta, nodes: flow.nodes, edges: flow.edges };
+        set({
+          ...next,
+          history: emptyHistory(),
+          savedJson: definitionJson(next),
+          readOnly: options.readOnly ?? false,
+          problems: [],
+          problemIndex: { byNode: {}, byEdge: {} },
+          inspectorNodeId: null,
+        });
+      },
+
+      markSaved(meta, savedJson) {
+        set({ ...meta, savedJson });
+      },
+
+      replaceGraph(definition) {
+        const flow = toFlow(definition);
+        change(() => ({ nodes: flow.nodes, edges: flow.edges }));
+      },
+
+      setTitle(title) {
+        set({ title });
+      },
+
+      definition() {
+        const s = get();
+        return toDefinition({ nodes: s.nodes, edges: s.edges }, { title: s.title, description: s.description, options: s.options });
+      },
+
+      onNodesChange(changes) {
+        const state = get();
+        const allowed = state.readOnly
+          ? changes.filter((c) => c.type === 'select' || c.type === 'dimensions')
+          : changes.filter((c) => c.type !== 'remove');
+        if (allowed.length === 0) return;
+        set({ nodes: applyNodeChanges(allowed, state.nodes) });
+      },
+
+      onEdgesChange(changes) {
+        const allowed = changes.filter((c) => c.type === 'select');
+        if (allowed.length === 0) return;
+        set({ edges: applyEdgeChanges(allowed, get().edges) });
+      },
+
+      beginMove() {
+        const state = get();
+        if (state.readOnly) return;
+        set({ history: record(state.history, { nodes: state.nodes, edges: state.edges }) });
+      },
+
+      connect(connection) {
+        const state = get();
+        if (state.readOnly) return { ok: false, reason: 'This view is read-only' };
+        const check = checkConnection(state.nodes, state.edges, connection);
+        if (!check.ok) return check;
+        change((s) => ({
+          nodes: s.nodes,
+          edges: [
+            ...s.edges,
+            {
+              id: newEdgeId(new Set(s.edges.map((e) => e.id))),
+              source: connection.source,
+              target: connection.target,
+              sourceHandle: connection.sourceHandle ?? 'default',
+              targetHandle: TARGET_HANDLE,
+            },
+          ],
+        }));
+        return { ok: true };
+      },
+
+      addNode(type, position) {
+        const id = newId(type, new Set(get().nodes.map((n) => n.id)));
+        const node = { ...createNode(type, id, position), selected: true } as EditorNode;
+        change((s) => ({ nodes: [...s.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), node], edges: s.edges }));
+        set({ inspectorNodeId: id });
+        return id;
+      },
+
+      updateNode(id, patch, coalesceKey) {
+        change((s) => {
+          let dropped: Set<string> = new Set();
+          const nodes = s.nodes.map((n) => {
+            if (n.id !== id) return n;
+            const updated = { ...n, data: { ...n.data, ...patch } } as EditorNode;
+            dropped = new Set(droppedHandles(n, updated));
+            return updated;
+          });
+          const edges = dropped.size === 0 ? s.edges : s.edges.filter((e) => !(e.source === id && dropped.has(e.sourceHandle ?? '')));
+          return { nodes, edges };
+        }, coalesceKey);
+      },
+
+      deleteElements(nodeIds, edgeIds) {
+        const nodesGone = new Set(nodeIds);
+        const edgesGone = new Set(edgeIds);
+        if (nodesGone.size === 0 && edgesGone.size === 0) return;
+        change((s) => ({
+          nodes: s.nodes.filter((n) => !nodesGone.has(n.id)),
+          edges: s.edges.filter((e) => !edgesGone.has(e.id) && !nodesGone.has(e.source) && !nodesGone.has(e.target)),
+        }));
+        const inspector = get().inspectorNodeId;
+        if (inspector && nodesGone.has(inspector)) set({ inspectorNodeId: null });
+      },
+
+      deleteSelection() {
+        const s = get();
+        get().deleteElements(
+          s.nodes.filter((n) => n.selected).map((n) => n.id),
+          s.edges.filter((e) => e.selected).map((e) => e.id),
+        );
+      },
+
+      selectedIds() {
+        return new Set(
+          get()
+            .nodes.filter((n) => n.selected)
+            .map((n) => n.id),
+        );
+      },
+
+      selectAll() {
+        set((s) => ({ nodes: s.nodes.map((n) => ({ ...n, selected: true })) }));
+      },
+
+      clearSelection() {
+        set((s) => ({
+          nodes: s.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)),
+          edges: s.edges.map((e) => (e.selected ? { ...e, selected: false } : e)),
+          inspectorNodeId: null,
+        }));
+      },
+
+      copySelection() {
+        const s = get();
+        const ids = s.selectedIds();
+        return ids.size === 0 ? null : copyFragment(s.nodes, s.edges, ids);
+      },
+
+      paste(fragment, offset = { x: 40, y: 40 }) {
+        change((s) => {
+          const pasted = pasteFragment(fragment, s, offset);
+          if (pasted.nodes.length === 0) return s;
+          return {
+            nodes: [...s.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), ...pasted.nodes],
+            edges: [...s.edges, ...pasted.edges],
+          };
+        });
+      },
+
+      duplicateSelection() {
+        const fragment = get().copySelection();
+        if (fragment) get().paste(fragment);
+      },
+
+      layout() {
+        change((s) => {
+          const positions = autoLayout(s.nodes, s.edges);
+          return { nodes: s.nodes.map((n) => ({ ...n, position: positions.get(n.id) ?? n.position })), edges: s.edges };
+        });
+      },
+
+      undo() {
+        const s = get();
+        if (s.readOnly) return;
+        const step = undo(s.history, { nodes: s.nodes, edges: s.edges });
+        if (step) set({ ...step.present, history: step.history });
+      },
+
+      redo() {
+        const s = get();
+        if (s.readOnly) return;
+        const step = redo(s.history, { nodes: s.nodes, edges: s.edges });
+        if (step) set({ ...step.present, history: step.history });
+      },
+
+      setProblems(problems) {
+        set({ problems, problemIndex: indexProblems(problems) });
+      },
+
+      dispatchRun(action) {
+        set((s) => ({ run: runReducer(s.run, action) }));
+      },
+
+      clearRun() {
+        set({ run: null });
+      },
+
+      setPin(nodeId, output) {
+        set((s) => ({ pins: { ...s.pins, [nodeId]: output } }));
+      },
+
+      removePin(nodeId) {
+        set((s) => {
+          const pins = { ...s.pins };
+          delete pins[nodeId];
+          return { pins };
+        });
+      },
+
+      setPins(pins) {
+        set({ pins });
+      },
+
+      openInspector(nodeId) {
+        set({ inspectorNodeId: nodeId });
+      },
+
+      setTestInput(text) {
+        set({ testInput: text });
+      },
+    };
+  });
+}
+
+/** Handles a condition node no longer has after an edit (their edges must go). */
+export function droppedHandles(before: EditorNode, after: EditorNode): string[] {
+  const kept = new Set(sourceHandleIds(after));
+  return sourceHandleIds(before).filter((h) => !kept.has(h));
+}

@@ -1,0 +1,236 @@
+/** The side panel for the selected node: its settings form, and its data from the last run. */
+import { useMemo, useState } from 'react';
+
+import { inputContext, knownPaths } from '../../graph/context';
+import { VARIABLE_PATTERN } from '../../graph/ids';
+import {
+  DEFAULT_RETRY,
+  DEFAULT_TIMEOUT_SECONDS,
+  NODE_TYPE_INFO,
+  type ConfigByType,
+  type EditorNode,
+  type ErrorHandling,
+  type JoinMode,
+  type NodeData,
+} from '../../graph/model';
+import { completedOutputs } from '../../runs/runReducer';
+import { CopyIcon, TrashIcon } from '../../shared/ui/icons';
+import { useEditor, useEditorStoreApi } from '../storeContext';
+import { Field, NumberInput } from './fields';
+import { ConditionForm, DataQueryForm, DelayForm, EndForm, LoopForm, problemLookup, PythonForm, shownInline, StartForm } from './forms';
+import { RunDataTab } from './RunDataTab';
+
+function parseInput(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function ConfigForm({ node, paths, readOnly, problemAt }: { node: EditorNode; paths: string[]; readOnly: boolean; problemAt: (p: string) => string | undefined }) {
+  const store = useEditorStoreApi();
+  const setConfig = (config: ConfigByType[EditorNode['type']], key?: string) =>
+    store.getState().updateNode(node.id, { config } as Partial<NodeData>, key);
+  const common = { paths, readOnly, problemAt, setConfig };
+  switch (node.type) {
+    case 'start':
+      return <StartForm />;
+    case 'end':
+      return <EndForm node={node} {...common} />;
+    case 'python':
+      return <PythonForm node={node} {...common} />;
+    case 'dataQuery':
+      return <DataQueryForm node={node} {...common} />;
+    case 'condition':
+      return <ConditionForm node={node} {...common} />;
+    case 'delay':
+      return <DelayForm node={node} {...common} />;
+    case 'loop':
+      return <LoopForm node={node} {...common} />;
+  }
+}
+
+function ExecutionSettings({ node, readOnly, problemAt }: { node: EditorNode; readOnly: boolean; problemAt: (p: string) => string | undefined }) {
+  const store = useEditorStoreApi();
+  const data = node.data;
+  const update = (patch: Partial<NodeData>, key?: string) => store.getState().updateNode(node.id, patch, key);
+  const retry = data.retry ?? DEFAULT_RETRY;
+  const setRetry = (patch: Partial<typeof retry>) => update({ retry: { ...retry, ...patch } }, `retry:${node.id}`);
+  const variableError =
+    data.outputVariable && !VARIABLE_PATTERN.test(data.outputVariable) ? 'A letter or _ then letters, digits or _' : problemAt('outputVariable');
+  return (
+    <div className="settings-group" data-testid="execution-settings">
+      {node.type !== 'end' && (
+        <Field label="Output variable" error={variableError} hint={<>Downstream nodes read this node’s output as <code>ctx.{data.outputVariable || node.id}</code>.</>}>
+          <input
+            className="input input--mono"
+            value={data.outputVariable ?? ''}
+            placeholder={node.id}
+            readOnly={readOnly}
+            data-testid="output-variable"
+            onChange={(e) => update({ outputVariable: e.target.value || undefined }, `var:${node.id}`)}
+          />
+        </Field>
+      )}
+      {node.type !== 'start' && (
+        <>
+          <div className="field-row">
+            <Field label="Max attempts" error={problemAt('retry.maxAttempts')}>
+              <NumberInput value={retry.maxAttempts} min={1} max={10} readOnly={readOnly} testId="retry-max" onChange={(v) => setRetry({ maxAttempts: v ?? 1 })} />
+            </Field>
+            <Field label="Backoff (s)">
+              <NumberInput value={retry.backoffSeconds} min={0} step={0.5} readOnly={readOnly} onChange={(v) => setRetry({ backoffSeconds: v ?? 0 })} />
+            </Field>
+            <Field label="Max backoff (s)">
+              <NumberInput value={retry.maxBackoffSeconds} min={0} readOnly={readOnly} onChange={(v) => setRetry({ maxBackoffSeconds: v ?? 0 })} />
+            </Field>
+          </div>
+          <div className="field-row">
+            <Field label="Timeout (s)" error={problemAt('timeoutSeconds')}>
+              <NumberInput
+                value={data.timeoutSeconds}
+                placeholder={String(DEFAULT_TIMEOUT_SECONDS)}
+                min={0}
+                readOnly={readOnly}
+                testId="timeout"
+                onChange={(v) => update({ timeoutSeconds: v }, `timeout:${node.id}`)}
+              />
+            </Field>
+            <Field label="Join mode" hint="When several edges lead in">
+              <select
+                className="input"
+                value={data.joinMode ?? 'all'}
+                disabled={readOnly}
+                data-testid="join-mode"
+                onChange={(e) => update({ joinMode: e.target.value as JoinMode })}
+              >
+                <option value="all">all — wait for every input</option>
+                <option value="any">any — run on the first</option>
+              </select>
+            </Field>
+          </div>
+          <Field label="On error" hint="After the last failed attempt">
+            <select
+              className="input"
+              value={data.errorHandling ?? 'continue'}
+              disabled={readOnly}
+              data-testid="error-handling"
+              onChange={(e) => update({ errorHandling: e.target.value as ErrorHandling })}
+            >
+              <option value="continue">continue on the error handle (fail the run if none)</option>
+              <option value="fail_workflow">fail the workflow at once</option>
+            </select>
+          </Field>
+        </>
+      )}
+    </div>
+  );
+}
+
+export function NodeInspector({ onTestFromHere, runView = false }: { onTestFromHere?: (nodeId: string) => void; runView?: boolean }) {
+  const store = useEditorStoreApi();
+  const nodeId = useEditor((s) => s.inspectorNodeId);
+  const node = useEditor((s) => s.nodes.find((n) => n.id === s.inspectorNodeId));
+  const nodes = useEditor((s) => s.nodes);
+  const edges = useEditor((s) => s.edges);
+  const run = useEditor((s) => s.run);
+  const testInput = useEditor((s) => s.testInput);
+  const readOnly = useEditor((s) => s.readOnly);
+  const problems = useEditor((s) => (s.inspectorNodeId ? s.problemIndex.byNode[s.inspectorNodeId] : undefined));
+  const [tab, setTab] = useState<'settings' | 'data'>(runView ? 'data' : 'settings');
+
+  const outputs = useMemo(() => completedOutputs(run), [run]);
+  const paths = useMemo(
+    () => (nodeId ? knownPaths(nodes, edges, nodeId, { input: run?.input ?? parseInput(testInput), outputs }) : []),
+    [nodeId, nodes, edges, run, testInput, outputs],
+  );
+  const context = useMemo(
+    () => (nodeId && run ? inputContext(nodes, edges, nodeId, { input: run.input, outputs }) : null),
+    [nodeId, nodes, edges, run, outputs],
+  );
+
+  if (!node || !nodeId) return null;
+  const info = NODE_TYPE_INFO[node.type];
+  const problemAt = problemLookup(problems);
+  const listed = (problems ?? []).filter((p) => tab === 'data' || !shownInline(p));
+  return (
+    <aside className="inspector" data-testid="inspector" data-node-id={node.id} aria-label={`${info.title} node settings`}>
+      <header className="inspector__head" style={{ ['--accent' as string]: info.color }}>
+        <span className="inspector__icon">{info.icon}</span>
+        <div className="inspector__titles">
+          <input
+            className="inspector__label"
+            value={node.data.label}
+            readOnly={readOnly}
+            aria-label="Node label"
+            data-testid="node-label"
+            onChange={(e) => store.getState().updateNode(node.id, { label: e.target.value }, `label:${node.id}`)}
+          />
+          <div className="inspector__meta">
+            {info.title} · <code>{node.id}</code>
+          </div>
+        </div>
+        {!readOnly && (
+          <>
+            <button
+              type="button"
+              className="icon-btn"
+              title="Duplicate (Ctrl+D)"
+              aria-label="Duplicate node"
+              data-testid="node-duplicate"
+              onClick={() => {
+                const s = store.getState();
+                s.onNodesChange(s.nodes.map((n) => ({ type: 'select' as const, id: n.id, selected: n.id === node.id })));
+                s.duplicateSelection();
+              }}
+            >
+              <CopyIcon />
+            </button>
+            <button
+              type="button"
+              className="icon-btn"
+              title="Delete (Del)"
+              aria-label="Delete node"
+              data-testid="node-delete"
+              onClick={() => store.getState().deleteElements([node.id], [])}
+            >
+              <TrashIcon />
+            </button>
+          </>
+        )}
+        <button type="button" className="icon-btn" aria-label="Close panel" onClick={() => store.getState().openInspector(null)}>
+          ×
+        </button>
+      </header>
+      <nav className="tabs">
+        <button type="button" className={tab === 'settings' ? 'is-active' : ''} onClick={() => setTab('settings')} data-testid="tab-settings">
+          Settings
+        </button>
+        <button type="button" className={tab === 'data' ? 'is-active' : ''} onClick={() => setTab('data')} data-testid="tab-run-data">
+          Run data{run?.nodes[node.id] ? ' ●' : ''}
+        </button>
+      </nav>
+      <div className="inspector__body">
+        {listed.length > 0 && (
+          <ul className="problem-list problem-list--compact" data-testid="inspector-problems">
+            {listed.map((p, i) => (
+              <li key={i} className={`problem problem--${p.severity ?? 'error'}`}>
+                {p.message}
+              </li>
+            ))}
+          </ul>
+        )}
+        {tab === 'settings' ? (
+          <>
+            <ConfigForm node={node} paths={paths} readOnly={readOnly} problemAt={problemAt} />
+            <h4 className="section-title">Execution</h4>
+            <ExecutionSettings node={node} readOnly={readOnly} problemAt={problemAt} />
+          </>
+        ) : (
+          <RunDataTab node={node} context={context} onTestFromHere={runView ? undefined : onTestFromHere} />
+        )}
+      </div>
+    </aside>
+  );
+}

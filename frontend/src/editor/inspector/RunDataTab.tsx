@@ -1,0 +1,167 @@
+/** A node's data from the last run (input context, output, logs, error, attempts) and its pinned output. */
+import { useState } from 'react';
+
+import { DEFAULT_RETRY, type EditorNode } from '../../graph/model';
+import { displayStatus, timeSpan } from '../../runs/runReducer';
+import { formatDuration, formatJson } from '../../shared/format';
+import { PinIcon } from '../../shared/ui/icons';
+import { JsonView } from '../../shared/ui/JsonView';
+import { StatusBadge } from '../../shared/ui/StatusBadge';
+import { useEditor, useEditorStoreApi } from '../storeContext';
+import { CodeEditor } from './LazyCodeEditor';
+
+function PinEditor({ node }: { node: EditorNode }) {
+  const store = useEditorStoreApi();
+  const pinned = useEditor((s) => (node.id in s.pins ? s.pins[node.id] : undefined));
+  const isPinned = useEditor((s) => node.id in s.pins);
+  const lastOutput = useEditor((s) => (s.run?.nodes[node.id]?.status === 'COMPLETED' ? s.run.nodes[node.id]?.output : undefined));
+  const [draft, setDraft] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  const save = () => {
+    try {
+      store.getState().setPin(node.id, JSON.parse(draft ?? 'null') as unknown);
+      setDraft(null);
+      setError(null);
+    } catch (err) {
+      setError(err instanceof Error ? err.message : 'Not valid JSON');
+    }
+  };
+
+  return (
+    <section className="pin-box" data-testid="pin-box">
+      <div className="pin-box__head">
+        <h4 className="section-title">Pinned output {isPinned && (
+            <span className="pill pill--pin">
+              <PinIcon size={11} /> pinned
+            </span>
+          )}</h4>
+        <div className="btn-row">
+          {lastOutput !== undefined && (
+            <button type="button" className="btn btn--small" data-testid="pin-last-output" onClick={() => store.getState().setPin(node.id, lastOutput)}>
+              Pin last output
+            </button>
+          )}
+          <button type="button" className="btn btn--small" data-testid="pin-edit" onClick={() => setDraft(formatJson(isPinned ? pinned : (lastOutput ?? {})))}>
+            {isPinned ? 'Edit' : 'Type JSON'}
+          </button>
+          {isPinned && (
+            <button type="button" className="btn btn--small btn--ghost" data-testid="pin-remove" onClick={() => store.getState().removePin(node.id)}>
+              Unpin
+            </button>
+          )}
+        </div>
+      </div>
+      <p className="muted small">Test runs use a pinned output instead of running the node. Production runs never do.</p>
+      {draft !== null ? (
+        <>
+          <CodeEditor language="json" value={draft} onChange={setDraft} testId="pin-json" minHeight={100} />
+          {error && <div className="field__error">{error}</div>}
+          <div className="btn-row">
+            <button type="button" className="btn btn--primary btn--small" data-testid="pin-save" onClick={save}>
+              Pin
+            </button>
+            <button type="button" className="btn btn--small btn--ghost" onClick={() => setDraft(null)}>
+              Cancel
+            </button>
+          </div>
+        </>
+      ) : (
+        isPinned && <JsonView value={pinned} testId="pinned-json" />
+      )}
+    </section>
+  );
+}
+
+export function RunDataTab({
+  node,
+  context,
+  onTestFromHere,
+}: {
+  node: EditorNode;
+  context: Record<string, unknown> | null;
+  /** Absent on a read-only run view: no pins, no test runs there. */
+  onTestFromHere: ((nodeId: string) => void) | undefined;
+}) {
+  const nodeRun = useEditor((s) => s.run?.nodes[node.id]);
+  const hasRun = useEditor((s) => s.run !== null);
+  const status = displayStatus(nodeRun);
+  const maxAttempts = node.data.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts;
+  const span = timeSpan(nodeRun);
+  const duration = span.start !== null && span.end !== null ? span.end - span.start : null;
+  const iterations = Object.entries(nodeRun?.iterations ?? {});
+  return (
+    <div className="run-data" data-testid="run-data">
+      {onTestFromHere && node.type !== 'start' && (
+        <button
+          type="button"
+          className="btn btn--small"
+          data-testid="test-from-here"
+          disabled={!hasRun}
+          title={hasRun ? 'Pin everything upstream from the last run, then test run' : 'Test run once first'}
+          onClick={() => onTestFromHere(node.id)}
+        >
+          ▶ Test from here
+        </button>
+      )}
+      {!nodeRun ? (
+        <p className="muted">{hasRun ? 'This node has not run in the last test run.' : 'Test run the workflow to see this node’s data.'}</p>
+      ) : (
+        <>
+          <dl className="facts">
+            <dt>Status</dt>
+            <dd>{status && <StatusBadge status={status} testId="run-data-status" />}</dd>
+            <dt>Attempts</dt>
+            <dd data-testid="run-data-attempts">
+              {nodeRun.attempt}/{maxAttempts}
+            </dd>
+            <dt>Duration</dt>
+            <dd>{formatDuration(duration)}</dd>
+            {nodeRun.pinned && (
+              <>
+                <dt>Source</dt>
+                <dd>pinned output</dd>
+              </>
+            )}
+          </dl>
+          {nodeRun.error && (
+            <div className="error-box" data-testid="run-data-error">
+              {nodeRun.error}
+            </div>
+          )}
+          <h4 className="section-title">Input context</h4>
+          <JsonView value={context} testId="run-data-input" />
+          <h4 className="section-title">Output</h4>
+          <JsonView value={nodeRun.output} testId="run-data-output" empty="no output" />
+          {nodeRun.logs && (
+            <>
+              <h4 className="section-title">Logs</h4>
+              <pre className="logs" data-testid="run-data-logs">
+                {nodeRun.logs}
+              </pre>
+            </>
+          )}
+          {iterations.length > 0 && (
+            <>
+              <h4 className="section-title">Iterations ({iterations.length})</h4>
+              <table className="table table--compact">
+                <tbody>
+                  {iterations.map(([key, it]) => (
+                    <tr key={key}>
+                      <td>#{key}</td>
+                      <td>
+                        <StatusBadge status={it.status} />
+                      </td>
+                      <td className="mono truncate">{it.error ?? formatJson(it.output)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </>
+          )}
+        </>
+      )}
+      {onTestFromHere && <PinEditor node={node} />}
+    </div>
+  );
+}

@@ -1,0 +1,289 @@
+/** One config form per node type (SPEC §2). Each edits `config` through `update`, which records undo. */
+import { useEffect, useState } from 'react';
+
+import { queries as queriesApi } from '../../api/endpoints';
+import type { Problem, SavedQuery } from '../../api/types';
+import { newId } from '../../graph/ids';
+import type { Branch, ConfigByType, EditorNodeOf, NodeData, NodeType } from '../../graph/model';
+import { CodeEditor } from './LazyCodeEditor';
+import { Field, KeyValueEditor, NumberInput } from './fields';
+import { TemplateInput } from './TemplateInput';
+
+export type FormProps<T extends NodeType> = {
+  node: EditorNodeOf<T>;
+  setConfig: (config: ConfigByType[T], coalesceKey?: string) => void;
+  paths: readonly string[];
+  readOnly: boolean;
+  problemAt: (path: string) => string | undefined;
+};
+
+export function PythonForm({ node, setConfig, paths, readOnly, problemAt }: FormProps<'python'>) {
+  return (
+    <Field
+      label="Code"
+      error={problemAt('config.code')}
+      hint={
+        <>
+          A function body: read <code>ctx['input']</code> and upstream outputs, <code>return</code> the output. Type <code>ctx</code> for
+          suggestions.
+        </>
+      }
+    >
+      <CodeEditor
+        language="python"
+        value={node.data.config.code}
+        onChange={(code) => setConfig({ code }, `code:${node.id}`)}
+        completions={paths}
+        readOnly={readOnly}
+        testId="python-code"
+      />
+    </Field>
+  );
+}
+
+function moved<T>(items: readonly T[], from: number, to: number): T[] {
+  const copy = [...items];
+  const [item] = copy.splice(from, 1);
+  if (item !== undefined) copy.splice(to, 0, item);
+  return copy;
+}
+
+export function ConditionForm({ node, setConfig, paths, readOnly, problemAt }: FormProps<'condition'>) {
+  const branches = node.data.config.branches;
+  const put = (next: Branch[], key?: string) => setConfig({ branches: next }, key);
+  const edit = (i: number, patch: Partial<Branch>, field: string) =>
+    put(
+      branches.map((b, j) => (j === i ? { ...b, ...patch } : b)),
+      `branch:${node.id}:${i}:${field}`,
+    );
+  return (
+    <div className="branches" data-testid="branch-editor">
+      <div className="field__label">Branches (checked in order; the first true one is taken)</div>
+      {branches.map((b, i) => (
+        <div className="branch" key={b.id} data-testid={`branch-${i}`}>
+          <div className="branch__head">
+            <span className="branch__index">{i + 1}</span>
+            <input
+              className="input"
+              value={b.label}
+              placeholder="Label"
+              aria-label="Branch label"
+              readOnly={readOnly}
+              data-testid={`branch-${i}-label`}
+              onChange={(e) => edit(i, { label: e.target.value }, 'label')}
+            />
+            <code className="branch__id" title="Handle id">
+              {b.id}
+            </code>
+            {!readOnly && (
+              <span className="branch__actions">
+                <button type="button" className="icon-btn" aria-label="Move up" disabled={i === 0} onClick={() => put(moved(branches, i, i - 1))}>
+                  ↑
+                </button>
+                <button
+                  type="button"
+                  className="icon-btn"
+                  aria-label="Move down"
+                  disabled={i === branches.length - 1}
+                  data-testid={`branch-${i}-down`}
+                  onClick={() => put(moved(branches, i, i + 1))}
+                >
+                  ↓
+                </button>
+                <button
+                  type="button"
+                  className="icon-btn"
+                  aria-label="Remove branch"
+                  data-testid={`branch-${i}-remove`}
+                  onClick={() => put(branches.filter((_, j) => j !== i))}
+                >
+                  ×
+                </button>
+              </span>
+            )}
+          </div>
+          <TemplateInput
+            value={b.expression}
+            onChange={(expression) => edit(i, { expression }, 'expression')}
+            paths={paths}
+            placeholder="ctx.score.value > 10"
+            readOnly={readOnly}
+            ariaLabel="Branch expression"
+            testId={`branch-${i}-expression`}
+          />
+          {problemAt(`config.branches[${i}].expression`) && <span className="field__error">{problemAt(`config.branches[${i}].expression`)}</span>}
+        </div>
+      ))}
+      <div className="branch branch--else">
+        <span className="branch__index">↳</span> <strong>else</strong> <span className="muted">— when no branch is true</span>
+      </div>
+      {!readOnly && (
+        <button
+          type="button"
+          className="btn btn--small"
+          data-testid="branch-add"
+          onClick={() =>
+            put([
+              ...branches,
+              { id: newId('b', new Set(branches.map((x) => x.id))), label: `Branch ${branches.length + 1}`, expression: '' },
+            ])
+          }
+        >
+          + Add branch
+        </button>
+      )}
+      {problemAt('config.branches') && <span className="field__error">{problemAt('config.branches')}</span>}
+    </div>
+  );
+}
+
+function placeholdersOf(query: SavedQuery): string[] {
+  if (query.parameters) return query.parameters;
+  const names = new Set<string>();
+  for (const m of (query.sql ?? '').matchAll(/(?<!:):([A-Za-z_][A-Za-z0-9_]*)/g)) if (m[1]) names.add(m[1]);
+  return [...names];
+}
+
+export function DataQueryForm({ node, setConfig, paths, readOnly, problemAt }: FormProps<'dataQuery'>) {
+  const { queryId, args } = node.data.config;
+  const [saved, setSaved] = useState<SavedQuery[] | null>(null);
+  useEffect(() => {
+    let live = true;
+    queriesApi
+      .list()
+      .then((page) => live && setSaved(page.items))
+      .catch(() => live && setSaved(null));
+    return () => {
+      live = false;
+    };
+  }, []);
+  const choose = (id: string) => {
+    const query = saved?.find((q) => q.id === id);
+    const nextArgs: Record<string, string> = {};
+    for (const name of query ? placeholdersOf(query) : []) nextArgs[name] = args[name] ?? '';
+    setConfig({ queryId: id, args: query ? nextArgs : args });
+  };
+  return (
+    <>
+      <Field
+        label="Saved query"
+        error={problemAt('config.queryId')}
+        hint={saved === null ? 'Saved queries could not be listed; type the query id.' : undefined}
+      >
+        {saved && saved.length > 0 ? (
+          <select className="input" value={queryId} disabled={readOnly} onChange={(e) => choose(e.target.value)} data-testid="query-picker">
+            <option value="">Choose a saved query…</option>
+            {saved.map((q) => (
+              <option key={q.id} value={q.id}>
+                {q.name}
+              </option>
+            ))}
+          </select>
+        ) : (
+          <input
+            className="input input--mono"
+            value={queryId}
+            readOnly={readOnly}
+            placeholder="query id"
+            data-testid="query-id"
+            onChange={(e) => setConfig({ queryId: e.target.value, args }, `query:${node.id}`)}
+          />
+        )}
+      </Field>
+      <Field label="Arguments" error={problemAt('config.args')} hint="Bound as SQL parameters, never interpolated.">
+        <KeyValueEditor
+          entries={args}
+          onChange={(next) => setConfig({ queryId, args: next }, `args:${node.id}`)}
+          paths={paths}
+          keyPlaceholder="name"
+          testId="query-args"
+          readOnly={readOnly}
+        />
+      </Field>
+    </>
+  );
+}
+
+export function DelayForm({ node, setConfig, paths, readOnly, problemAt }: FormProps<'delay'>) {
+  const seconds = node.data.config.seconds;
+  return (
+    <Field label="Seconds" error={problemAt('config.seconds')} hint="A number (0 to 30 days) or a template. No worker is held while waiting.">
+      <TemplateInput
+        value={String(seconds)}
+        onChange={(text) => setConfig({ seconds: /^\s*\d+(\.\d+)?\s*$/.test(text) ? Number(text) : text }, `delay:${node.id}`)}
+        paths={paths}
+        readOnly={readOnly}
+        testId="delay-seconds"
+      />
+    </Field>
+  );
+}
+
+export function LoopForm({ node, setConfig, paths, readOnly, problemAt }: FormProps<'loop'>) {
+  const config = node.data.config;
+  return (
+    <>
+      <Field label="Items" error={problemAt('config.items')} hint="A template giving a list. The body (from the loop handle) runs once per item with ctx.loop.">
+        <TemplateInput value={config.items} onChange={(items) => setConfig({ ...config, items }, `items:${node.id}`)} paths={paths} readOnly={readOnly} testId="loop-items" />
+      </Field>
+      <div className="field-row">
+        <Field label="Concurrency" error={problemAt('config.concurrency')}>
+          <NumberInput value={config.concurrency} min={1} max={50} readOnly={readOnly} onChange={(v) => setConfig({ ...config, concurrency: v ?? 1 })} />
+        </Field>
+        <Field label="Max items" error={problemAt('config.maxItems')}>
+          <NumberInput
+            value={config.maxItems}
+            min={1}
+            placeholder="10000"
+            readOnly={readOnly}
+            onChange={(v) => {
+              const next = { ...config };
+              if (v === undefined) delete next.maxItems;
+              else next.maxItems = v;
+              setConfig(next);
+            }}
+          />
+        </Field>
+      </div>
+    </>
+  );
+}
+
+export function EndForm({ node, setConfig, paths, readOnly, problemAt }: FormProps<'end'>) {
+  return (
+    <Field label="Output parameters" error={problemAt('config.outputParameters')} hint="Each becomes a key of the run output.">
+      <KeyValueEditor
+        entries={node.data.config.outputParameters}
+        onChange={(outputParameters) => setConfig({ outputParameters }, `out:${node.id}`)}
+        paths={paths}
+        keyPlaceholder="name"
+        testId="output-parameters"
+        readOnly={readOnly}
+      />
+    </Field>
+  );
+}
+
+export function StartForm() {
+  return <p className="muted">The start node passes the run input on as <code>ctx.input</code>. It has no settings.</p>;
+}
+
+export type SettingsPatch = Partial<Omit<NodeData, 'config'>>;
+
+/** Problem paths the forms show next to their field (the panel's list leaves them out). */
+const INLINE_PATHS: readonly RegExp[] = [
+  /^config\.code$/,
+  /^config\.branches(\[\d+\]\.expression)?$/,
+  /^config\.(queryId|args|seconds|items|concurrency|maxItems|outputParameters)$/,
+  /^outputVariable$/,
+  /^retry\.maxAttempts$/,
+  /^timeoutSeconds$/,
+];
+
+export function shownInline(problem: Problem): boolean {
+  return problem.severity !== 'warning' && problem.path !== undefined && INLINE_PATHS.some((re) => re.test(problem.path ?? ''));
+}
+
+export function problemLookup(problems: readonly Problem[] | undefined) {
+  return (path: string) => problems?.find((p) => p.path === path && p.severity !== 'warning')?.message;
+}

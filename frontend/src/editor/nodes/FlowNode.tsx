@@ -1,0 +1,120 @@
+/** The canvas node: icon, label, type, live status, problems, and the handles its type really has. */
+import { Handle, Position, useUpdateNodeInternals, type NodeProps } from '@xyflow/react';
+import { memo, useEffect, useState } from 'react';
+
+import { sourceHandles, TARGET_HANDLE, hasTargetHandle } from '../../graph/handles';
+import { DEFAULT_RETRY, NODE_TYPE_INFO, type EditorNode } from '../../graph/model';
+import { displayStatus, type NodeRun } from '../../runs/runReducer';
+import { PinIcon } from '../../shared/ui/icons';
+import { useEditor } from '../storeContext';
+
+const STATUS_TEXT: Record<string, string> = {
+  PENDING: 'Waiting',
+  DISPATCHED: 'Queued',
+  RUNNING: 'Running…',
+  COMPLETED: 'Completed',
+  FAILED: 'Failed',
+  SKIPPED: 'Skipped',
+  CANCELLED: 'Cancelled',
+};
+
+function useNow(active: boolean): number {
+  const [now, setNow] = useState(() => Date.now() / 1000);
+  useEffect(() => {
+    if (!active) return;
+    const t = window.setInterval(() => setNow(Date.now() / 1000), 500);
+    return () => window.clearInterval(t);
+  }, [active]);
+  return now;
+}
+
+function RetryLine({ run, maxAttempts }: { run: NodeRun; maxAttempts: number }) {
+  const now = useNow(true);
+  const wait = run.nextAttemptAt ? Math.max(0, Math.ceil(run.nextAttemptAt - now)) : null;
+  return (
+    <>
+      Attempt {run.attempt}/{maxAttempts} failed · retrying{wait !== null ? ` in ${wait}s` : '…'}
+    </>
+  );
+}
+
+function FlowNodeView({ id, data, type, selected }: NodeProps<EditorNode>) {
+  const info = NODE_TYPE_INFO[type];
+  const node = { id, type, data } as EditorNode;
+  const handles = sourceHandles(node);
+  const run = useEditor((s) => s.run?.nodes[id]);
+  const pinned = useEditor((s) => id in s.pins);
+  const problems = useEditor((s) => s.problemIndex.byNode[id]);
+  const updateInternals = useUpdateNodeInternals();
+  const handleKey = handles.map((h) => h.id).join('|');
+  useEffect(() => updateInternals(id), [handleKey, id, updateInternals]);
+
+  const status = displayStatus(run);
+  const errors = problems?.filter((p) => p.severity !== 'warning') ?? [];
+  const warnings = problems?.filter((p) => p.severity === 'warning') ?? [];
+  const problemState = errors.length > 0 ? 'error' : warnings.length > 0 ? 'warning' : 'none';
+  const variable = data.outputVariable || id;
+  const iterations = Object.keys(run?.iterations ?? {}).length;
+  const maxAttempts = data.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts;
+
+  return (
+    <div
+      className={`fd-node${selected ? ' is-selected' : ''}`}
+      data-testid="flow-node"
+      data-type={type}
+      data-status={status ?? 'IDLE'}
+      data-problems={problemState}
+      style={{ ['--accent' as string]: info.color }}
+      title={problems?.map((p) => p.message).join('\n')}
+    >
+      {hasTargetHandle(type) && <Handle type="target" position={Position.Left} id={TARGET_HANDLE} className="fd-handle fd-handle--in" />}
+      <div className="fd-node__head">
+        <span className="fd-node__icon" aria-hidden>
+          {info.icon}
+        </span>
+        <div className="fd-node__titles">
+          <div className="fd-node__label">{data.label || info.title}</div>
+          <div className="fd-node__type">
+            {info.title}
+            {type !== 'end' && <span className="fd-node__var"> · ctx.{variable}</span>}
+          </div>
+        </div>
+        {pinned && (
+          <span className="fd-node__pin" title="Pinned output: test runs use it instead of running this node" data-testid="pin-badge">
+            <PinIcon />
+          </span>
+        )}
+        {problemState !== 'none' && (
+          <span className={`fd-node__problems fd-node__problems--${problemState}`} data-testid="node-problem-badge">
+            {errors.length + warnings.length}
+          </span>
+        )}
+      </div>
+      {handles.length > 1 && (
+        <div className="fd-node__outputs">
+          {handles.map((h) => (
+            <div key={h.id} className={`fd-node__output fd-node__output--${h.tone}`}>
+              <span>{h.label}</span>
+              <Handle type="source" position={Position.Right} id={h.id} className={`fd-handle fd-handle--${h.tone}`} />
+            </div>
+          ))}
+        </div>
+      )}
+      {handles.length === 1 && handles[0] && (
+        <Handle type="source" position={Position.Right} id={handles[0].id} className="fd-handle fd-handle--default" />
+      )}
+      {status && status !== 'PENDING' && (
+        <div className={`fd-node__status fd-node__status--${status.toLowerCase()}`} data-testid="node-status">
+          {status === 'RETRYING' && run ? <RetryLine run={run} maxAttempts={maxAttempts} /> : STATUS_TEXT[status]}
+          {status === 'RUNNING' && run && run.attempt > 1 && ` (attempt ${run.attempt}/${maxAttempts})`}
+          {iterations > 0 && ` · ${iterations} iteration${iterations === 1 ? '' : 's'}`}
+          {run?.pinned && ' · pinned'}
+          {(status === 'FAILED' || status === 'RETRYING') && run?.error && <div className="fd-node__error">{run.error}</div>}
+        </div>
+      )}
+      {errors[0] && !status && <div className="fd-node__problem-text">{errors[0].message}</div>}
+    </div>
+  );
+}
+
+export const FlowNode = memo(FlowNodeView);

@@ -1,0 +1,143 @@
+/** Run history: newest first, filtered by workflow, status and test/production; cursor pagination. */
+import { useEffect, useState } from 'react';
+import { Link, useNavigate, useSearchParams } from 'react-router';
+
+import { runs, workflows } from '../api/endpoints';
+import { RUN_STATUSES, type RunStatus, type RunSummary } from '../api/types';
+import { formatDuration, formatTime } from '../shared/format';
+import { errorMessage } from '../shared/toasts';
+import { StatusBadge } from '../shared/ui/StatusBadge';
+
+function isRunStatus(value: string | null): value is RunStatus {
+  return value !== null && (RUN_STATUSES as readonly string[]).includes(value);
+}
+
+export function RunHistoryPage() {
+  const [params, setParams] = useSearchParams();
+  const navigate = useNavigate();
+  const workflowId = params.get('workflowId') ?? '';
+  const statusParam = params.get('status');
+  const status: RunStatus | '' = isRunStatus(statusParam) ? statusParam : '';
+  const kind = params.get('kind') ?? 'all';
+  const [items, setItems] = useState<RunSummary[] | null>(null);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [titles, setTitles] = useState<Record<string, string>>({});
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    workflows
+      .list()
+      .then((page) => setTitles(Object.fromEntries(page.items.map((w) => [w.id, w.title]))))
+      .catch(() => undefined);
+  }, []);
+
+  useEffect(() => {
+    let live = true;
+    setItems(null);
+    const isTest = kind === 'test' ? true : kind === 'production' ? false : null;
+    runs
+      .list({ workflowId: workflowId || undefined, status, isTest })
+      .then((page) => {
+        if (!live) return;
+        setItems(page.items);
+        setCursor(page.nextCursor);
+        setError(null);
+      })
+      .catch((err: unknown) => live && setError(errorMessage(err)));
+    return () => {
+      live = false;
+    };
+  }, [workflowId, status, kind]);
+
+  const setFilter = (key: string, value: string) => {
+    const next = new URLSearchParams(params);
+    if (value) next.set(key, value);
+    else next.delete(key);
+    setParams(next, { replace: true });
+  };
+
+  const loadMore = async () => {
+    if (!cursor) return;
+    const isTest = kind === 'test' ? true : kind === 'production' ? false : null;
+    const page = await runs.list({ workflowId: workflowId || undefined, status, isTest, cursor });
+    setItems((old) => [...(old ?? []), ...page.items]);
+    setCursor(page.nextCursor);
+  };
+
+  return (
+    <div className="page" data-testid="run-history-page">
+      <div className="page__head">
+        <h1>Runs</h1>
+        <select className="input input--auto" value={workflowId} onChange={(e) => setFilter('workflowId', e.target.value)} data-testid="filter-workflow" aria-label="Workflow">
+          <option value="">All workflows</option>
+          {Object.entries(titles).map(([id, title]) => (
+            <option key={id} value={id}>
+              {title}
+            </option>
+          ))}
+          {workflowId && !(workflowId in titles) && <option value={workflowId}>{workflowId}</option>}
+        </select>
+        <select className="input input--auto" value={status} onChange={(e) => setFilter('status', e.target.value)} data-testid="filter-status" aria-label="Status">
+          <option value="">Any status</option>
+          {RUN_STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s.charAt(0) + s.slice(1).toLowerCase()}
+            </option>
+          ))}
+        </select>
+        <div className="segmented" role="radiogroup" aria-label="Kind">
+          {(['all', 'production', 'test'] as const).map((k) => (
+            <button key={k} type="button" role="radio" aria-checked={kind === k} className={kind === k ? 'is-active' : ''} onClick={() => setFilter('kind', k === 'all' ? '' : k)} data-testid={`filter-kind-${k}`}>
+              {k === 'all' ? 'All' : k === 'test' ? 'Test' : 'Production'}
+            </button>
+          ))}
+        </div>
+      </div>
+      {error && <div className="error-box">{error}</div>}
+      {items === null && !error && <p className="muted">Loading…</p>}
+      {items !== null && items.length === 0 && <p className="empty muted">No runs match these filters.</p>}
+      {items !== null && items.length > 0 && (
+        <table className="table" data-testid="run-table">
+          <thead>
+            <tr>
+              <th>Status</th>
+              <th>Workflow</th>
+              <th>Version</th>
+              <th>Trigger</th>
+              <th>Started</th>
+              <th>Duration</th>
+              <th>Run</th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((r) => (
+              <tr key={r.instanceId} className="clickable" data-testid="run-row" data-id={r.instanceId} data-status={r.status} onClick={() => navigate(`/runs/${r.instanceId}`)}>
+                <td>
+                  <StatusBadge status={r.status} />
+                </td>
+                <td>
+                  {r.workflowId ? titles[r.workflowId] ?? <code>{r.workflowId.slice(0, 8)}</code> : <span className="muted">unsaved graph</span>}
+                  {r.isTest && <span className="pill pill--test">test</span>}
+                </td>
+                <td>{r.version ? `v${r.version}` : '—'}</td>
+                <td>{r.trigger}</td>
+                <td>{formatTime(r.startedAt ?? r.createdAt)}</td>
+                <td>{r.startedAt && r.completedAt ? formatDuration(r.completedAt - r.startedAt) : r.completedAt ? '—' : 'running…'}</td>
+                <td>
+                  <Link to={`/runs/${r.instanceId}`} onClick={(e) => e.stopPropagation()}>
+                    <code>{r.instanceId.slice(0, 8)}</code>
+                  </Link>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {cursor && (
+        <button type="button" className="btn" onClick={() => void loadMore()}>
+          Load more
+        </button>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,43 @@
+/** The Gantt chart of a run's node attempts. */
+import { useMemo } from 'react';
+
+import type { TimelineRow } from '../api/types';
+import { formatDuration } from '../shared/format';
+import { buildGantt } from './gantt';
+
+export function Timeline({ rows, now }: { rows: readonly TimelineRow[]; now: number }) {
+  const gantt = useMemo(() => buildGantt(rows, now), [rows, now]);
+  if (gantt.bars.length === 0) return <p className="muted">No node has started yet.</p>;
+  return (
+    <div className="gantt" data-testid="timeline">
+      <div className="gantt__axis">
+        <div className="gantt__label" />
+        <div className="gantt__track">
+          {gantt.ticks.map((t) => (
+            <span key={t.at} className="gantt__tick" style={{ left: `${t.left}%` }}>
+              {formatDuration(t.at)}
+            </span>
+          ))}
+        </div>
+      </div>
+      {gantt.bars.map((bar) => (
+        <div className="gantt__row" key={bar.key} data-testid="timeline-row" data-node-id={bar.nodeId}>
+          <div className="gantt__label" title={bar.nodeId}>
+            <span className="truncate">{bar.nodeId}</span>
+            {bar.iteration && <span className="muted small"> #{bar.iteration}</span>}
+            {bar.attempt > 1 && <span className="muted small"> try {bar.attempt}</span>}
+          </div>
+          <div className="gantt__track">
+            <div
+              className={`gantt__bar gantt__bar--${bar.status.toLowerCase()}${bar.open ? ' is-open' : ''}`}
+              style={{ left: `${bar.left}%`, width: `${bar.width}%` }}
+              title={`${bar.nodeId} · attempt ${bar.attempt} · ${bar.status} · ${formatDuration(bar.end - bar.start)}`}
+            >
+              <span className="gantt__dur">{formatDuration(bar.end - bar.start)}</span>
+            </div>
+          </div>
+        </div>
+      ))}
+    </div>
+  );
+}

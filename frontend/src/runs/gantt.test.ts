@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+
+import type { TimelineRow } from '../api/types';
+import { buildGantt } from './gantt';
+
+function row(nodeId: string, startedAt: number | null, completedAt: number | null, attempt = 1, status: TimelineRow['status'] = 'COMPLETED'): TimelineRow {
+  return { nodeId, iteration: '', attempt, status, startedAt, completedAt };
+}
+
+describe('buildGantt', () => {
+  it('scales bars to the run span, in start order', () => {
+    const g = buildGantt([row('b', 12, 14), row('a', 10, 12), row('b', 14, 20, 2)], 100);
+    expect(g.start).toBe(10);
+    expect(g.end).toBe(20);
+    expect(g.bars.map((b) => [b.nodeId, b.attempt, b.left, b.width])).toEqual([
+      ['a', 1, 0, 20],
+      ['b', 1, 20, 20],
+      ['b', 2, 40, 60],
+    ]);
+    expect(g.ticks[0]).toEqual({ at: 0, left: 0 });
+    expect(g.ticks.at(-1)?.left).toBeLessThanOrEqual(100);
+  });
+
+  it('closes running attempts at now and skips rows that never started', () => {
+    const g = buildGantt([row('a', 0, 1), row('b', 1, null, 1, 'RUNNING'), row('c', null, null, 0, 'SKIPPED')], 5);
+    expect(g.bars).toHaveLength(2);
+    expect(g.bars[1]).toMatchObject({ nodeId: 'b', open: true, end: 5, width: 80 });
+  });
+
+  it('gives an empty chart for no rows', () => {
+    expect(buildGantt([], 3).bars).toEqual([]);
+  });
+});

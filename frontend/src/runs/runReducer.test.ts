@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+
+import type { NodeUpdateMessage } from '../api/realtime-types';
+import { completedOutputs, displayStatus, runReducer, timeSpan, type RunView } from './runReducer';
+
+function nodeMsg(nodeID: string, status: NodeUpdateMessage['status'], attempt = 1, extra: Partial<NodeUpdateMessage> = {}): NodeUpdateMessage {
+  return { kind: 'node', instanceID: 'r1', nodeID, iteration: '', status, attempt, output: null, error: null, at: 100, ...extra };
+}
+
+function started(): RunView {
+  const state = runReducer(null, { kind: 'started', runId: 'r1', input: { a: 1 }, isTest: true });
+  if (!state) throw new Error('no state');
+  return state;
+}
+
+describe('runReducer', () => {
+  it('folds node updates and the run status', () => {
+    let s = started();
+    s = runReducer(s, nodeMsg('a', 'RUNNING')) as RunView;
+    s = runReducer(s, nodeMsg('a', 'COMPLETED', 1, { output: { v: 1 }, at: 101 })) as RunView;
+    s = runReducer(s, { kind: 'status', instanceID: 'r1', status: 'COMPLETED', output: { v: 1 }, error: null }) as RunView;
+    expect(s.nodes.a).toMatchObject({ status: 'COMPLETED', output: { v: 1 }, startedAt: 100, completedAt: 101 });
+    expect(s.status).toBe('COMPLETED');
+    expect(s.log.map((l) => l.status)).toEqual(['RUNNING', 'COMPLETED']);
+    expect(completedOutputs(s)).toEqual({ a: { v: 1 } });
+  });
+
+  it('ignores stale updates and other runs', () => {
+    let s = started();
+    s = runReducer(s, nodeMsg('a', 'COMPLETED', 2, { output: 1 })) as RunView;
+    s = runReducer(s, nodeMsg('a', 'RUNNING', 2)) as RunView;
+    s = runReducer(s, nodeMsg('a', 'FAILED', 1)) as RunView;
+    expect(s.nodes.a?.status).toBe('COMPLETED');
+    const other = runReducer(s, { ...nodeMsg('b', 'RUNNING'), instanceID: 'r2' });
+    expect(other).toBe(s);
+  });
+
+  it('tracks retries with the attempt and the wait', () => {
+    let s = started();
+    s = runReducer(s, nodeMsg('a', 'RETRYING', 1, { error: 'boom', nextAttemptAt: 105 })) as RunView;
+    expect(s.nodes.a).toMatchObject({ status: 'RETRYING', attempt: 1, error: 'boom', nextAttemptAt: 105 });
+    s = runReducer(s, nodeMsg('a', 'RUNNING', 2)) as RunView;
+    expect(s.nodes.a).toMatchObject({ status: 'RUNNING', attempt: 2, error: 'boom' });
+    s = runReducer(s, nodeMsg('a', 'COMPLETED', 2, { output: 3 })) as RunView;
+    expect(s.nodes.a).toMatchObject({ status: 'COMPLETED', error: null });
+  });
+
+  it('merges a snapshot without going backwards', () => {
+    let s = started();
+    s = runReducer(s, nodeMsg('a', 'COMPLETED', 1, { output: 1 })) as RunView;
+    s = runReducer(s, {
+      kind: 'snapshot',
+      instanceID: 'r1',
+      status: 'RUNNING',
+      nodes: {
+        a: { status: 'RUNNING', attempt: 1, startedAt: 1, completedAt: null, output: null, error: null },
+        b: { status: 'DISPATCHED', attempt: 1, startedAt: null, completedAt: null, output: null, error: null },
+      },
+    }) as RunView;
+    expect(s.nodes.a?.status).toBe('COMPLETED');
+    expect(s.nodes.b?.status).toBe('DISPATCHED');
+    expect(s.status).toBe('RUNNING');
+  });
+
+  it('keeps loop iterations apart and sums them up for the canvas', () => {
+    let s = started();
+    s = runReducer(s, nodeMsg('body', 'COMPLETED', 1, { iteration: '0', output: 1 })) as RunView;
+    s = runReducer(s, nodeMsg('body', 'RUNNING', 1, { iteration: '1' })) as RunView;
+    expect(Object.keys(s.nodes.body?.iterations ?? {})).toEqual(['0', '1']);
+    expect(displayStatus(s.nodes.body)).toBe('RUNNING');
+    s = runReducer(s, nodeMsg('body', 'COMPLETED', 1, { iteration: '1', output: 2 })) as RunView;
+    expect(displayStatus(s.nodes.body)).toBe('COMPLETED');
+    expect(displayStatus(undefined)).toBeNull();
+  });
+
+  it('spans a loop-body node over its iterations', () => {
+    let s = started();
+    s = runReducer(s, nodeMsg('body', 'COMPLETED', 1, { iteration: '0', at: 10 })) as RunView;
+    s = runReducer(s, nodeMsg('body', 'COMPLETED', 1, { iteration: '1', at: 12 })) as RunView;
+    expect(timeSpan(s.nodes.body)).toEqual({ start: 10, end: 12, iterations: 2 });
+    expect(timeSpan(undefined)).toEqual({ start: null, end: null, iterations: 0 });
+  });
+
+  it('marks a stopped run cancelled', () => {
+    expect(runReducer(started(), { kind: 'stopped' })?.status).toBe('CANCELLED');
+  });
+});

@@ -1,0 +1,168 @@
+/** A run as the editor shows it: a pure fold of REST snapshots and Socket.IO messages (SPEC §5, §9). */
+import type { NodeUpdateMessage, RealtimeMessage } from '../api/realtime-types';
+import type { NodeState, NodeStatus, RunDetail, RunStatus } from '../api/types';
+import { TERMINAL_NODE_STATUSES } from '../graph/runPath';
+
+export type NodeRun = NodeState & { nextAttemptAt?: number | null };
+
+export type LogLine = {
+  at: number;
+  nodeId: string;
+  iteration: string;
+  status: NodeStatus;
+  attempt: number;
+  error: string | null;
+};
+
+export type RunView = {
+  runId: string;
+  isTest: boolean;
+  status: RunStatus;
+  input: unknown;
+  output: unknown;
+  error: string | null;
+  nodes: Record<string, NodeRun>;
+  log: LogLine[];
+};
+
+export type RunAction =
+  | RealtimeMessage
+  | { kind: 'started'; runId: string; input: unknown; isTest: boolean }
+  | { kind: 'detail'; detail: RunDetail }
+  | { kind: 'stopped' };
+
+const LOG_LIMIT = 1000;
+
+const RANK: Readonly<Record<NodeStatus, number>> = {
+  PENDING: 0,
+  DISPATCHED: 1,
+  RUNNING: 2,
+  RETRYING: 3,
+  COMPLETED: 4,
+  FAILED: 4,
+  SKIPPED: 4,
+  CANCELLED: 4,
+};
+
+/** Whether `next` moves a node forward (by attempt, then by status), as the backend's relay decides. */
+export function isNewer(current: Pick<NodeState, 'attempt' | 'status'> | undefined, next: Pick<NodeState, 'attempt' | 'status'>): boolean {
+  if (!current) return true;
+  if (next.attempt !== current.attempt) return next.attempt > current.attempt;
+  return RANK[next.status] > RANK[current.status];
+}
+
+export function emptyNode(): NodeRun {
+  return { status: 'PENDING', attempt: 0, startedAt: null, completedAt: null, output: null, error: null };
+}
+
+function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRun {
+  const base = current ?? emptyNode();
+  const terminal = TERMINAL_NODE_STATUSES.has(msg.status);
+  return {
+    ...base,
+    status: msg.status,
+    attempt: msg.attempt,
+    startedAt: base.startedAt ?? (msg.status === 'RUNNING' || terminal ? msg.at : null),
+    completedAt: terminal ? msg.at : base.completedAt,
+    output: msg.status === 'COMPLETED' || msg.status === 'SKIPPED' ? msg.output : base.output,
+    error: msg.error ?? (msg.status === 'COMPLETED' ? null : base.error),
+    pinned: msg.pinned ?? base.pinned ?? false,
+    nextAttemptAt: msg.status === 'RETRYING' ? (msg.nextAttemptAt ?? null) : null,
+  };
+}
+
+function nodeUpdate(state: RunView, msg: NodeUpdateMessage): RunView {
+  const existing = state.nodes[msg.nodeID];
+  const line: LogLine = {
+    at: msg.at,
+    nodeId: msg.nodeID,
+    iteration: msg.iteration,
+    status: msg.status,
+    attempt: msg.attempt,
+    error: msg.error,
+  };
+  const log = [...state.log, line].slice(-LOG_LIMIT);
+  if (msg.iteration) {
+    const parent = existing ?? emptyNode();
+    const iterations = parent.iterations ?? {};
+    const current = iterations[msg.iteration];
+    if (!isNewer(current, msg)) return { ...state, log };
+    const updated = { ...parent, iterations: { ...iterations, [msg.iteration]: applyNode(current, msg) } };
+    return { ...state, log, nodes: { ...state.nodes, [msg.nodeID]: updated } };
+  }
+  if (!isNewer(existing, msg)) return { ...state, log };
+  return { ...state, log, nodes: { ...state.nodes, [msg.nodeID]: applyNode(existing, msg) } };
+}
+
+export function startedRun(runId: string, input: unknown, isTest: boolean): RunView {
+  return { runId, isTest, status: 'PENDING', input, output: null, error: null, nodes: {}, log: [] };
+}
+
+export function runReducer(state: RunView | null, action: RunAction): RunView | null {
+  switch (action.kind) {
+    case 'started':
+      return startedRun(action.runId, action.input, action.isTest);
+    case 'detail': {
+      const d = action.detail;
+      return {
+        runId: d.instanceId,
+        isTest: d.isTest,
+        status: d.status,
+        input: d.input,
+        output: d.output,
+        error: d.error,
+        nodes: d.nodes,
+        log: state?.runId === d.instanceId ? state.log : [],
+      };
+    }
+    case 'stopped':
+      return state && { ...state, status: 'CANCELLED' };
+  }
+  if (!state || action.instanceID !== state.runId) return state;
+  switch (action.kind) {
+    case 'snapshot': {
+      const nodes: Record<string, NodeRun> = { ...state.nodes };
+      for (const [id, node] of Object.entries(action.nodes)) {
+        if (isNewer(nodes[id], node)) nodes[id] = node;
+      }
+      return { ...state, status: action.status, nodes };
+    }
+    case 'node':
+      return nodeUpdate(state, action);
+    case 'status':
+      return { ...state, status: action.status, output: action.output ?? state.output, error: action.error };
+  }
+}
+
+/** The status a canvas shows for a node: a loop-body node's own entry is its iterations summed up. */
+export function displayStatus(node: NodeRun | undefined): NodeStatus | null {
+  if (!node) return null;
+  const iterations = Object.values(node.iterations ?? {});
+  if (iterations.length === 0 || node.status !== 'PENDING') return node.status;
+  if (iterations.some((i) => i.status === 'FAILED')) return 'FAILED';
+  if (iterations.some((i) => !TERMINAL_NODE_STATUSES.has(i.status))) return 'RUNNING';
+  if (iterations.every((i) => i.status === 'SKIPPED')) return 'SKIPPED';
+  return 'COMPLETED';
+}
+
+/** When a node ran: its own times, or from its first iteration's start to its last one's end. */
+export function timeSpan(node: NodeRun | undefined): { start: number | null; end: number | null; iterations: number } {
+  const iterations = Object.values(node?.iterations ?? {});
+  if (!node || iterations.length === 0) return { start: node?.startedAt ?? null, end: node?.completedAt ?? null, iterations: 0 };
+  const starts = iterations.map((i) => i.startedAt).filter((t): t is number => t !== null);
+  const ends = iterations.map((i) => i.completedAt).filter((t): t is number => t !== null);
+  return {
+    start: node.startedAt ?? (starts.length ? Math.min(...starts) : null),
+    end: node.completedAt ?? (ends.length === iterations.length && ends.length > 0 ? Math.max(...ends) : null),
+    iterations: iterations.length,
+  };
+}
+
+/** Node id → output of every COMPLETED node (for pins, "Test from here" and template suggestions). */
+export function completedOutputs(run: RunView | null): Record<string, unknown> {
+  const outputs: Record<string, unknown> = {};
+  for (const [id, node] of Object.entries(run?.nodes ?? {})) {
+    if (node.status === 'COMPLETED') outputs[id] = node.output;
+  }
+  return outputs;
+}
