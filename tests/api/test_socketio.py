@@ -79,7 +79,19 @@ async def test_a_joined_client_sees_the_snapshot_then_every_update_in_order(
     for name, data in watcher.events[1:]:
         if name != "workflow_node_update":
             continue
-        assert set(data) == {"instanceID", "nodeID", "iteration", "status", "attempt", "output", "error", "at"}
+        # SPEC §9 keys, plus two the editor uses: pinned (a pinned test-run node) and nextAttemptAt (retry wait)
+        assert set(data) == {
+            "instanceID",
+            "nodeID",
+            "iteration",
+            "status",
+            "attempt",
+            "output",
+            "error",
+            "at",
+            "pinned",
+            "nextAttemptAt",
+        }
         assert data["instanceID"] == run_id and data["status"].isupper()
         step = (data["attempt"], RANK.get(data["status"], 4))
         assert step > state.get(data["nodeID"], (0, -1)), f"{data['nodeID']} went back to {data['status']}"

@@ -105,16 +105,16 @@ class Engine:
         self, tenant_id: str, workflow_id: str, run_input: Any = None, *, trigger: str = "api"
     ) -> str:
         """A production run of the latest saved version."""
-        record = await self.workflows.get(tenant_id, workflow_id)
-        if record is None:
+        version = await self.workflows.latest_version(tenant_id, workflow_id)
+        if version is None:
             raise LookupError(f"workflow {workflow_id} does not exist")
-        graph = await self.plans.version_graph(record.id, record.version)
+        graph = await self.plans.version_graph(workflow_id, version)  # versions never change: cached
         return await self.orchestrator.start_run(
             tenant_id=tenant_id,
             graph=graph,
             run_input=run_input,
-            workflow_id=record.id,
-            workflow_version=record.version,
+            workflow_id=workflow_id,
+            workflow_version=version,
             trigger=trigger,
         )
 

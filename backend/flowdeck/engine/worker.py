@@ -21,9 +21,10 @@ import time
 import uuid
 from typing import Any
 
-from flowdeck.domain.statuses import RunStatus
+from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.executor import NodeExecutor
 from flowdeck.engine.orchestrator import Orchestrator
+from flowdeck.engine.publisher import NodeUpdate
 from flowdeck.storage.records import Job
 from flowdeck.storage.state import StateManager
 
@@ -128,6 +129,14 @@ class Worker:
                 except Exception:
                     log.exception("claiming jobs failed; retrying after the poll interval")
                     jobs = []
+                if jobs:
+                    now = time.time()
+                    self.orchestrator.publisher.publish(
+                        [
+                            NodeUpdate(j.instance_id, j.node_id, j.iteration, NodeStatus.RUNNING, j.attempt, now)
+                            for j in jobs
+                        ]
+                    )
                 for job in jobs:
                     self._spawn(job)
                 self._saturated = len(jobs) == free
@@ -153,6 +162,7 @@ class Worker:
                 successor = await self.orchestrator.handle_result(current, outcome, claim_for=claim_for)
                 if successor is not None:
                     known_context = await self.executor.context_for_successor(current, context, outcome, successor)
+                    await asyncio.sleep(0)  # let the loop send this node's updates before the next one runs
                 current = successor
         except asyncio.CancelledError:
             raise

@@ -36,6 +36,8 @@ def node_message(update: NodeUpdate) -> dict[str, Any]:
         "output": update.output,
         "error": update.error,
         "at": update.at,
+        "pinned": update.pinned,
+        "nextAttemptAt": update.next_attempt_at,
     }
 
 

@@ -15,6 +15,13 @@ from flowdeck.storage.tables import workflow_versions, workflows
 __all__ = ("StaleVersionError", "VersionSummary", "WorkflowKey", "WorkflowRecord", "WorkflowStore", "WorkflowSummary")
 
 
+_LATEST_VERSION = sa.select(workflows.c.latest_version).where(
+    workflows.c.id == sa.bindparam("p_id"),
+    workflows.c.tenant_id == sa.bindparam("p_tenant"),
+    workflows.c.deleted_at.is_(None),
+)
+
+
 class StaleVersionError(Exception):
     """A save carried a version other than the latest: someone saved in between."""
 
@@ -152,6 +159,12 @@ class WorkflowStore:
         async with self.db.read() as conn:
             row = (await conn.execute(stmt)).first()
         return None if row is None else WorkflowRecord(*row)
+
+    async def latest_version(self, tenant_id: str, workflow_id: str) -> int | None:
+        """The latest version number of a workflow of this tenant (``None``: no such workflow)."""
+        async with self.db.read() as conn:
+            version = (await conn.execute(_LATEST_VERSION, {"p_id": workflow_id, "p_tenant": tenant_id})).scalar()
+        return None if version is None else int(version)
 
     async def definition(self, workflow_id: str, version: int) -> Any:
         """A stored version's definition, whatever its tenant (the engine's lookup; versions never change)."""
