@@ -27,7 +27,11 @@ from flowdeck.accounts.rate_limit import LoginLimits
 from flowdeck.api.config import ApiConfig
 from flowdeck.app import Flowdeck, build_app
 from flowdeck.engine.engine import Engine
+from flowdeck.queries.engine import QueryEngine
+from flowdeck.queries.secrets import SecretBox
+from flowdeck.queries.service import DataService
 from flowdeck.settings import Settings
+from flowdeck.storage.data_sources import DataSourceStore
 from flowdeck.storage.database import Database
 from flowdeck.storage.schema import metadata
 from tests.support.handlers import make_test_registry
@@ -41,6 +45,7 @@ FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=64, parallelism=1)  # argo
 class _Runtime:
     db: Database
     engine: Engine
+    data: DataService
 
 
 @dataclass
@@ -89,11 +94,13 @@ async def serve(db: Database, tmp_path: Path, **config: Any) -> AsyncIterator[Se
     @asynccontextmanager
     async def runtime(_: Settings) -> AsyncIterator[_Runtime]:
         engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05)
+        queries = QueryEngine()
         await engine.start()
         try:
-            yield _Runtime(db, engine)
+            yield _Runtime(db, engine, DataService(DataSourceStore(db, SecretBox("api-test-secret")), queries))
         finally:
             await engine.stop()
+            await queries.close()
 
     options: dict[str, Any] = {
         "runtime_factory": runtime,

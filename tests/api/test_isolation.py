@@ -14,6 +14,8 @@ from tests.support.graphs import definition, edge, end, linear, node
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 PUBLIC = {("GET", "/api/health"), ("POST", "/api/auth/login")}
+SOURCE = {"name": "warehouse", "kind": "http", "config": {"baseUrl": "http://127.0.0.1:9"}}
+QUERY = {"name": "ping", "parameters": [], "method": "GET", "path": "/ping"}
 
 
 async def alices_objects(server: Server, alice: Account) -> dict[str, str]:
@@ -26,16 +28,31 @@ async def alices_objects(server: Server, alice: Account) -> dict[str, str]:
     )
     test_run = (await alice.client.post("/api/test-runs", json=slow)).json()["instanceId"]
     token = (await alice.client.post("/api/tokens", json={"name": "alice's"})).json()["id"]
-    return {"workflow_id": workflow, "instance_id": run, "token_id": token, "version": "1", "test_run": test_run}
+    source = (await alice.client.post("/api/data-sources", json=SOURCE)).json()["id"]
+    query = (await alice.client.post("/api/queries", json={**QUERY, "dataSourceId": source})).json()["id"]
+    return {
+        "workflow_id": workflow,
+        "instance_id": run,
+        "token_id": token,
+        "version": "1",
+        "test_run": test_run,
+        "source_id": source,
+        "query_id": query,
+    }
 
 
 def request_for(method: str, path: str, ids: dict[str, str]) -> tuple[str, dict[str, Any]]:
     """The concrete URL and a valid body for one operation, aimed at alice's objects."""
     url = path.replace("{workflow_id}", ids["workflow_id"]).replace("{token_id}", ids["token_id"])
     url = url.replace("{version}", ids["version"])
+    url = url.replace("{source_id}", ids["source_id"]).replace("{query_id}", ids["query_id"])
     url = url.replace("{instance_id}", ids["test_run"] if path.startswith("/api/test-runs") else ids["instance_id"])
     body: dict[str, Any] = {}
-    if method == "PUT":
+    if method == "PUT" and path.startswith(("/api/data-sources", "/api/queries")):
+        body = {"json": {"name": "renamed"}}
+    elif method == "POST" and path.endswith("/preview"):
+        body = {"json": {"args": {}}}
+    elif method == "PUT":
         body = {"json": linear(1) | {"version": 1}}
     elif method == "POST" and path.endswith("/runs"):
         body = {"json": {"input": {"x": 1}}}

@@ -12,6 +12,7 @@ from argon2 import PasswordHasher
 
 from flowdeck.accounts.rate_limit import LoginLimits
 from flowdeck.engine.engine import Engine
+from flowdeck.queries.service import DataService
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 
@@ -30,6 +31,9 @@ class RuntimeLike(Protocol):
 
     @property
     def engine(self) -> Engine: ...
+
+    @property
+    def data(self) -> DataService: ...
 
 
 RuntimeFactory = Callable[[Settings], AbstractAsyncContextManager[RuntimeLike]]

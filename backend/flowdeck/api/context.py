@@ -11,6 +11,7 @@ from flowdeck.api.config import ApiConfig, RuntimeLike
 from flowdeck.api.services.runs import RunService
 from flowdeck.api.services.workflows import WorkflowService
 from flowdeck.engine.engine import Engine
+from flowdeck.queries.service import DataService
 from flowdeck.storage.run_queries import RunQueries
 
 __all__ = ("AppContext", "Services")
@@ -22,6 +23,7 @@ class Services:
     accounts: AccountsService
     workflows: WorkflowService
     runs: RunService
+    data: DataService
 
     @classmethod
     def build(cls, runtime: RuntimeLike, config: ApiConfig) -> Services:
@@ -30,7 +32,7 @@ class Services:
             runtime.db, PasswordService(config.password_hasher), LoginRateLimiter(config.login_limits)
         )
         queries = RunQueries(runtime.db, engine.state)
-        return cls(engine, accounts, WorkflowService(engine), RunService(engine, queries))
+        return cls(engine, accounts, WorkflowService(engine), RunService(engine, queries), runtime.data)
 
 
 class AppContext:

@@ -22,6 +22,9 @@ from flowdeck.api.inputs import InputInvalidError
 from flowdeck.engine.engine import DefinitionInvalidError
 from flowdeck.engine.orchestrator import RunStateError
 from flowdeck.engine.plans import RunNotFoundError
+from flowdeck.handlers.base import NodeError
+from flowdeck.queries.errors import DataSourceInUseError, NameTakenError, NotFoundError, QueryValidationError
+from flowdeck.queries.secrets import SecretKeyMissingError
 from flowdeck.storage.workflows import StaleVersionError
 
 __all__ = ("EXCEPTION_HANDLERS", "error_response")
@@ -70,6 +73,28 @@ def _account(_: Request[Any, Any, Any], exc: AccountError) -> Response[dict[str,
     return error_response(HTTP_400_BAD_REQUEST, str(exc))
 
 
+def _query_invalid(_: Request[Any, Any, Any], exc: QueryValidationError) -> Response[dict[str, Any]]:
+    problems = [{"path": p.path, "message": p.message} for p in exc.problems]
+    return error_response(HTTP_400_BAD_REQUEST, str(exc), problems)
+
+
+def _data_not_found(_: Request[Any, Any, Any], exc: NotFoundError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_404_NOT_FOUND, str(exc))
+
+
+def _data_conflict(_: Request[Any, Any, Any], exc: NameTakenError | DataSourceInUseError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_409_CONFLICT, str(exc))
+
+
+def _no_secret_key(_: Request[Any, Any, Any], exc: SecretKeyMissingError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_400_BAD_REQUEST, str(exc))
+
+
+def _query_failed(_: Request[Any, Any, Any], exc: NodeError) -> Response[dict[str, Any]]:
+    # Raised by a query preview: a retryable failure is the data source's (502), the rest the request's.
+    return error_response(502 if exc.retryable else HTTP_400_BAD_REQUEST, exc.message, {"type": exc.error_type})
+
+
 def _too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[dict[str, Any]]:
     # msgspec raises RecursionError on JSON nested about a thousand levels deep, while decoding the body.
     log.info("refused a request nested too deeply: %s %s", request.method, request.url.path)
@@ -86,4 +111,10 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     InvalidCredentialsError: _bad_credentials,
     AccountError: _account,
     RecursionError: _too_deep,
+    QueryValidationError: _query_invalid,
+    NotFoundError: _data_not_found,
+    NameTakenError: _data_conflict,
+    DataSourceInUseError: _data_conflict,
+    SecretKeyMissingError: _no_secret_key,
+    NodeError: _query_failed,
 }

@@ -28,6 +28,12 @@ class ConflictException(ClientException):
     status_code = HTTP_409_CONFLICT
 
 
+class BadGatewayException(HTTPException):
+    """An upstream the request depends on failed (a data source that cannot be reached)."""
+
+    status_code = 502
+
+
 _BY_CODE: Final[dict[int, type[HTTPException]]] = {
     400: ValidationException,
     401: NotAuthorizedException,
@@ -36,6 +42,7 @@ _BY_CODE: Final[dict[int, type[HTTPException]]] = {
     409: ConflictException,
     413: RequestEntityTooLarge,
     429: TooManyRequestsException,
+    502: BadGatewayException,
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from litestar.types import ControllerRouterHandler
 
 from flowdeck.api.routes.auth import AuthController
+from flowdeck.api.routes.data import DataSourceController, QueryController
 from flowdeck.api.routes.health import health
 from flowdeck.api.routes.runs import RunController
 from flowdeck.api.routes.testruns import TestRunController
@@ -20,4 +21,6 @@ API_ROUTES: list[ControllerRouterHandler] = [
     WorkflowController,
     RunController,
     TestRunController,
+    DataSourceController,
+    QueryController,
 ]
