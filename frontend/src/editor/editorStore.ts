@@ -104,6 +104,7 @@ export function definitionJson(state: Pick<EditorState, 'nodes' | 'edges' | 'tit
 const EMPTY_META: WorkflowMeta = { workflowId: null, version: 0, title: '', description: null, options: null };
 
 export function createEditorStore(): EditorStore {
+  const pendingDimensions: NodeChange<EditorNode>[] = [];
   return createStore<EditorState>()((set, get) => {
     /** Apply a graph change and remember the state before it for undo. */
     const change = (mutate: (s: Snapshot) => Snapshot, key?: string) => {
@@ -167,6 +168,18 @@ export function createEditorStore(): EditorStore {
           ? changes.filter((c) => c.type === 'select' || c.type === 'dimensions')
           : changes.filter((c) => c.type !== 'remove');
         if (allowed.length === 0) return;
+        if (allowed.every((c) => c.type === 'dimensions')) {
+          // React Flow reports measured sizes in many small batches while a big graph first renders;
+          // applying each one re-processes every node (quadratic). Apply them once per frame instead.
+          pendingDimensions.push(...allowed);
+          if (pendingDimensions.length === allowed.length) {
+            requestAnimationFrame(() => {
+              const batch = pendingDimensions.splice(0);
+              set({ nodes: applyNodeChanges(batch, get().nodes) });
+            });
+          }
+          return;
+        }
         set({ nodes: applyNodeChanges(allowed, state.nodes) });
       },
 

@@ -1,0 +1,60 @@
+"""Speed of the editor as a user feels it (issue: a 300-node workflow opens in <= 1 s, the first node
+lights within 300 ms of Test run). Measured and written to e2e/screenshots/speed.json, never asserted:
+timing targets belong to benchmarks, not to tests that fail on a busy machine."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from graphs import edge, node
+from pages.editor_page import EditorPage
+from playwright.sync_api import Page, expect
+
+from conftest import SCREENSHOTS, Server, shot
+
+WATCH_FIRST_LIGHT = """() => {
+  const card = document.querySelector('.react-flow__node[data-id="start"] [data-testid="flow-node"]');
+  window.__flowdeck = {clicked: null, lit: null};
+  new MutationObserver(() => {
+    if (window.__flowdeck.lit === null && card.getAttribute('data-status') !== 'IDLE') {
+      window.__flowdeck.lit = performance.now();
+    }
+  }).observe(card, {attributes: true, attributeFilter: ['data-status']});
+  document.querySelector('[data-testid="test-run-button"]').addEventListener(
+    'click', () => { window.__flowdeck.clicked = performance.now(); }, {capture: true, once: true});
+}"""
+
+
+def wide(width: int) -> dict[str, Any]:
+    """start -> ``width`` no-op delays in a grid -> end: ``width + 2`` nodes."""
+    steps = [node(f"d{i}", "delay", 300 + (i // 20) * 240, (i % 20) * 90, config={"seconds": 0}) for i in range(width)]
+    return {
+        "title": f"{width + 2} nodes",
+        "nodes": [node("start", "start", 0, 900), *steps, node("end", "end", 300 + (width // 20 + 1) * 240, 900)],
+        "edges": [edge("start", s["id"]) for s in steps] + [edge(s["id"], "end") for s in steps],
+    }
+
+
+def test_a_300_node_workflow_opens_and_its_first_node_lights_at_once(page: Page, server: Server) -> None:
+    workflow = server.create_workflow(wide(298))
+    page.goto("/workflows")  # warm: the app's code is loaded, as for a user who opens a workflow from the list
+    started = time.perf_counter()
+    editor = EditorPage(page).open(workflow["id"])
+    expect(editor.nodes()).to_have_count(300)
+    open_ms = (time.perf_counter() - started) * 1000
+    shot(page, "editor-300-nodes")
+
+    page.evaluate(WATCH_FIRST_LIGHT)
+    editor.test_run()
+    expect(editor.node_card("start")).not_to_have_attribute("data-status", "IDLE")
+    first_light_ms = page.evaluate("window.__flowdeck.lit - window.__flowdeck.clicked")
+    editor.expect_run_status("COMPLETED", timeout=60_000)
+    editor.expect_status("end", "COMPLETED")
+
+    SCREENSHOTS.mkdir(exist_ok=True)
+    numbers = {"nodes": 300, "openMs": round(open_ms, 1), "firstNodeLitMs": round(first_light_ms, 1)}
+    (SCREENSHOTS / "speed.json").write_text(json.dumps(numbers, indent=2))
+    print(f"editor speed: {numbers}")
+    assert first_light_ms > 0  # the start node lit after the click, not before
