@@ -370,8 +370,8 @@ class StateManager:
             "p_hidden": DEFINITION_KEY,
         }
         async with self.db.read() as conn:
-            rows = (await conn.execute(self.db.sql.context_rows, params)).all()
-        return fold_context(rows)
+            rows = sorted((await conn.execute(self.db.sql.context_rows, params)).all())
+        return fold_context(row[1:] for row in rows)
 
     async def load_test_definition(self, instance_id: str) -> dict[str, Any] | None:
         """The SYSTEM_SET payload a test run was started with (its graph and pins), or ``None``."""

@@ -64,6 +64,36 @@ class Statements:
     finish_iteration: Any
 
 
+def _context_rows() -> Any:
+    """The rows a node's context folds: the run's own rows, and its ancestors' rows in its scopes.
+
+    Two lookups joined by UNION ALL, each served by an index (the run's rows by node_id IS NULL on
+    the idempotency index; node rows by node, scope and event type), in no particular order: the
+    caller sorts by log_id. Scanning every row of the run instead made each loop iteration read
+    all the per-item rows of the loop.
+    """
+    columns = (
+        instance_logs.c.log_id,
+        instance_logs.c.event_type,
+        instance_logs.c.node_id,
+        instance_logs.c.output_variable,
+        instance_logs.c.payload,
+    )
+    run_rows = sa.select(*columns).where(
+        instance_logs.c.instance_id == _p("p_id"),
+        instance_logs.c.node_id.is_(None),
+        instance_logs.c.event_type.in_([EventType.INPUT_SET.value, EventType.SYSTEM_SET.value]),
+        sa.or_(instance_logs.c.output_variable.is_(None), instance_logs.c.output_variable != _p("p_hidden")),
+    )
+    node_rows = sa.select(*columns).where(
+        instance_logs.c.instance_id == _p("p_id"),
+        instance_logs.c.node_id.in_(_p("p_nodes", expanding=True)),
+        instance_logs.c.iteration.in_(_p("p_scopes", expanding=True)),
+        instance_logs.c.event_type.in_([EventType.SYSTEM_SET.value, EventType.NODE_COMPLETED.value]),
+    )
+    return sa.union_all(run_rows, node_rows)
+
+
 @functools.cache
 def statements_for(is_sqlite: bool) -> Statements:
     insert = sqlite.insert if is_sqlite else postgresql.insert
@@ -83,22 +113,7 @@ def statements_for(is_sqlite: bool) -> Statements:
         compare_and_swap=instances.update()
         .where(instances.c.id == _p("p_id"), instances.c.version == _p("p_expected"))
         .values(version=_p("p_next"), updated_at=_p("p_now")),
-        context_rows=sa.select(
-            instance_logs.c.event_type,
-            instance_logs.c.node_id,
-            instance_logs.c.output_variable,
-            instance_logs.c.payload,
-        )
-        .where(
-            instance_logs.c.instance_id == _p("p_id"),
-            instance_logs.c.event_type.in_(
-                [EventType.INPUT_SET.value, EventType.SYSTEM_SET.value, EventType.NODE_COMPLETED.value]
-            ),
-            instance_logs.c.iteration.in_(_p("p_scopes", expanding=True)),
-            sa.or_(instance_logs.c.node_id.is_(None), instance_logs.c.node_id.in_(_p("p_nodes", expanding=True))),
-            sa.or_(instance_logs.c.output_variable.is_(None), instance_logs.c.output_variable != _p("p_hidden")),
-        )
-        .order_by(instance_logs.c.log_id),
+        context_rows=_context_rows(),
         insert_job=insert(node_jobs).on_conflict_do_nothing().returning(*JOB_COLUMNS),
         delete_job=node_jobs.delete().where(node_jobs.c.id == _p("p_id"), node_jobs.c.attempt == _p("p_attempt")),
         reschedule_job=node_jobs.update()
