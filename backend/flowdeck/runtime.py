@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import make_url
 
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.redis_bridge import RedisBridge
 from flowdeck.handlers.data_query import DataQueryHandler
 from flowdeck.handlers.python_code import PythonCodeHandler
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
@@ -58,12 +59,17 @@ async def open_runtime(settings: Settings, *, with_worker: bool = True, migrate:
         lease_seconds=settings.lease_seconds,
         poll_interval=settings.poll_interval_seconds,
     )
+    bridge = RedisBridge(settings.redis_url, engine.publisher) if settings.redis_url else None
     try:
         if with_worker:
             await sandbox.start()
         await engine.start(with_worker=with_worker)
+        if bridge is not None:
+            await bridge.start()
         yield Runtime(settings, db, engine, sandbox, DataService(sources, queries))
     finally:
+        if bridge is not None:
+            await bridge.stop()
         await engine.stop()
         await sandbox.close()
         await queries.close()

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 
-__all__ = ("LocalPublisher", "NodeUpdate", "Publisher", "RunUpdate", "Subscription")
+__all__ = ("LocalPublisher", "NodeUpdate", "Publisher", "RunUpdate", "Subscription", "Update")
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +101,12 @@ class LocalPublisher:
             if not subscribers:
                 del self._by_run[subscription.instance_id]
 
-    def publish(self, updates: list[Update]) -> None:
+    def publish(self, updates: list[Update], *, skip: Subscription | None = None) -> None:
+        """Offer updates to their subscribers (``skip``: one that must not get them, e.g. their source)."""
         if not self._by_run:
             return
         for update in updates:
             for key in (update.instance_id, None):
                 for subscription in self._by_run.get(key, ()):
-                    subscription.offer(update)
+                    if subscription is not skip:
+                        subscription.offer(update)
