@@ -13,6 +13,7 @@ import asyncio
 import logging
 import random
 import uuid
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -116,6 +117,7 @@ class Orchestrator:
         self.stop_listeners: list[Callable[[str], None]] = []
         """Called with the id of a cancelled or deleted run (stop its in-flight nodes)."""
         self._run_locks: dict[str, _RunLock] = {}
+        self._versions = _KnownVersions()
 
     # -- starting ----------------------------------------------------------------------------------
     async def start_run(
@@ -163,6 +165,7 @@ class Orchestrator:
             await self._dispatch(tx, plan, "", [_Dispatch(graph.start_id)], None, None, effects)
             await self._finish_if_done(tx, plan, effects)
         self.plans.remember(plan)
+        self._versions.remember(instance_id, 1)
         self._announce(effects)
         return instance_id
 
@@ -210,10 +213,11 @@ class Orchestrator:
             payload=payload,
             node_attempt=job.attempt,
         )
-        if await tx.log_event(event) is None:
+        logged, job_removed = await tx.record_result(event, job.id, job.attempt)
+        if not logged:
             raise _DuplicateDeliveryError
         effects.node(_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
-        if not await tx.jobs.delete(job.id, job.attempt) or status is not RunStatus.RUNNING:
+        if not job_removed or status is not RunStatus.RUNNING:
             return None  # a late result (run failed/cancelled, or a newer attempt exists): recorded, starts nothing
         claimed = await self._advance(
             tx, plan, job.iteration, [(job.node_id, outcome.handle)], outcome.queue_delay, claim_for, effects
@@ -371,24 +375,46 @@ class Orchestrator:
         self, instance_id: str, decision: Callable[[StateTransaction, RunStatus, _Effects], Awaitable[T]]
     ) -> T | None:
         for attempt in range(_MAX_CAS_ATTEMPTS):
+            known = self._versions.get(instance_id)
             try:
                 async with self.state.transaction() as tx:
                     effects = _Effects(tx.now)
-                    current = await tx.read_instance_version(instance_id)
-                    if current is None:
-                        raise RunNotFoundError(f"run {instance_id} does not exist")
-                    status, version = current
-                    if not await tx.compare_and_swap(instance_id, version):
-                        raise _CasConflictError
+                    version, status = await self._claim_version(tx, instance_id, known)
                     result = await decision(tx, status, effects)
             except _DuplicateDeliveryError:
                 return None
             except _CasConflictError:
+                self._versions.forget(instance_id)
                 await asyncio.sleep(random.uniform(0, 0.001 * min(attempt + 1, 20)))  # noqa: S311 -- jitter
                 continue
+            except BaseException:
+                self._versions.forget(instance_id)
+                raise
+            self._versions.remember(instance_id, version + 1)
             self._announce(effects)
             return result
         raise RuntimeError(f"run {instance_id}: no decision after {_MAX_CAS_ATTEMPTS} compare-and-swap attempts")
+
+    @staticmethod
+    async def _claim_version(tx: StateTransaction, instance_id: str, known: int | None) -> tuple[int, RunStatus]:
+        """The compare-and-swap: move the instance from its version to the next; returns (old version, status).
+
+        The version this process committed last is usually still current (a run's decisions mostly
+        happen here), which saves reading it first; when another process moved it on, read it and
+        try once more.
+        """
+        if known is not None:
+            status = await tx.compare_and_swap(instance_id, known)
+            if status is not None:
+                return known, status
+        current = await tx.read_instance_version(instance_id)
+        if current is None:
+            raise RunNotFoundError(f"run {instance_id} does not exist")
+        _, version = current
+        status = await tx.compare_and_swap(instance_id, version)
+        if status is None:
+            raise _CasConflictError
+        return version, status
 
     async def _advance(
         self,
@@ -459,6 +485,8 @@ class Orchestrator:
         if not dispatches:
             return None
         instance_id = plan.instance_id
+        if len(dispatches) == 1 and dispatches[0].node_id not in plan.pinned:  # a chain's step: the common case
+            return await self._dispatch_one(tx, plan, iteration, dispatches[0], delay, claim_for, effects)
         inserted = set(
             await tx.log_event_bulk(
                 [
@@ -508,6 +536,39 @@ class Orchestrator:
             follow = await self._complete_pinned(tx, plan, iteration, d, effects)
             claimed = claimed or follow
         return claimed
+
+    async def _dispatch_one(
+        self,
+        tx: StateTransaction,
+        plan: RunPlan,
+        iteration: str,
+        dispatch: _Dispatch,
+        delay: float | None,
+        claim_for: str | None,
+        effects: _Effects,
+    ) -> Job | None:
+        claim = claim_for if not delay else None
+        job = await tx.dispatch_one(
+            NewJob(
+                plan.instance_id,
+                dispatch.node_id,
+                iteration,
+                dispatch.attempt,
+                dispatch.attempt,
+                delay or 0.0,
+                lease_owner=claim,
+                lease_seconds=self.lease_seconds,
+            )
+        )
+        if job is None:
+            return None
+        effects.jobs_added += 1
+        effects.node(_key(job), NodeStatus.DISPATCHED, job.attempt)
+        if claim:
+            effects.node(_key(job), NodeStatus.RUNNING, job.attempt)
+            return job
+        effects.wake_at.append(tx.now + (delay or 0.0))
+        return None
 
     async def _complete_pinned(
         self, tx: StateTransaction, plan: RunPlan, iteration: str, dispatch: _Dispatch, effects: _Effects
@@ -678,6 +739,27 @@ class Orchestrator:
         for instance_id in effects.stopped_runs:
             for stop in self.stop_listeners:
                 stop(instance_id)
+
+
+class _KnownVersions:
+    """The instance versions this process committed last, for the most recent runs (bounded)."""
+
+    _LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._versions: OrderedDict[str, int] = OrderedDict()
+
+    def get(self, instance_id: str) -> int | None:
+        return self._versions.get(instance_id)
+
+    def remember(self, instance_id: str, version: int) -> None:
+        self._versions[instance_id] = version
+        self._versions.move_to_end(instance_id)
+        if len(self._versions) > self._LIMIT:
+            self._versions.popitem(last=False)
+
+    def forget(self, instance_id: str) -> None:
+        self._versions.pop(instance_id, None)
 
 
 def _key(job: Job) -> tuple[str, str, str]:

@@ -49,7 +49,7 @@ class JobTable:
                 "iteration": j.iteration,
                 "attempt": j.attempt,
                 "retry_base": j.retry_base,
-                "available_at": self.now + (j.lease_seconds if j.lease_owner else j.delay_seconds),
+                "available_at": self.due_at(j),
                 "lease_owner": j.lease_owner,
                 "created_at": self.now,
             }
@@ -57,6 +57,10 @@ class JobTable:
         ]
         result = await self.conn.execute(self.db.sql.insert_job, rows[0] if len(rows) == 1 else rows)
         return [Job(*row) for row in result]
+
+    def due_at(self, job: NewJob) -> float:
+        """When a new job falls due; a job leased to its dispatcher is due again when the lease ends."""
+        return self.now + (job.lease_seconds if job.lease_owner else job.delay_seconds)
 
     async def delete(self, job_id: int, attempt: int) -> bool:
         """Remove a finished job. ``False`` when it is gone or already at another attempt (a late result)."""

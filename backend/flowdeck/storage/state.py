@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.storage.database import Connection, Database
-from flowdeck.storage.jobs import JobTable
+from flowdeck.storage.jobs import JobTable, NewJob
 from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
 from flowdeck.storage.statements import LOG_COLUMNS
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
@@ -95,6 +95,46 @@ class StateTransaction:
         )
         return [row[0] for row in result]
 
+    async def record_result(self, event: LogEvent, job_id: int, job_attempt: int) -> tuple[bool, bool]:
+        """Log a node attempt's result and remove its job, which goes only if the row is new.
+
+        Returns (the row is new, the job was there at that attempt). ``(False, False)`` is a duplicate
+        delivery. One round trip on PostgreSQL.
+        """
+        if self.db.sql.record_result is None:
+            if await self.log_event(event) is None:
+                return False, False
+            return True, await self.jobs.delete(job_id, job_attempt)
+        params = {f"p_{name}": value for name, value in self._log_values(event).items()}
+        params["p_job"], params["p_job_attempt"] = job_id, job_attempt
+        log_id, deleted = (await self.conn.execute(self.db.sql.record_result, params)).one()
+        return log_id is not None, deleted is not None
+
+    async def dispatch_one(self, job: NewJob) -> Job | None:
+        """Dispatch one node: its NODE_DISPATCHED row (the guard: never the same node twice), its job,
+        and NODE_STARTED when the job is leased to its dispatcher. ``None`` when it was dispatched before.
+        One round trip on PostgreSQL.
+        """
+        if self.db.sql.dispatch_one is None:
+            if not await self.log_event_bulk([dispatched_event(job)]):
+                return None
+            added = await self.jobs.add([job])
+            if added and job.lease_owner:
+                await self.log_event(started_event(added[0]))
+            return added[0] if added else None
+        params = {
+            "p_instance_id": job.instance_id,
+            "p_node_id": job.node_id,
+            "p_iteration": job.iteration,
+            "p_attempt": job.attempt,
+            "p_retry_base": job.retry_base,
+            "p_available_at": self.jobs.due_at(job),
+            "p_lease_owner": job.lease_owner,
+            "p_now": self.now,
+        }
+        row = (await self.conn.execute(self.db.sql.dispatch_one, params)).first()
+        return None if row is None else Job(*row)
+
     # -- the instance ----------------------------------------------------------------------------
     async def create_instance(
         self,
@@ -130,16 +170,17 @@ class StateTransaction:
         row = (await self.conn.execute(self.db.sql.instance_version, {"p_id": instance_id})).first()
         return None if row is None else (RunStatus(row[0]), row[1])
 
-    async def compare_and_swap(self, instance_id: str, expected_version: int) -> bool:
-        """Claim the next version of the instance; ``False`` when another decision got there first."""
+    async def compare_and_swap(self, instance_id: str, expected_version: int) -> RunStatus | None:
+        """Claim the next version of the instance and return its status; ``None`` when the instance is
+        not at ``expected_version`` (another decision got there first, or it does not exist)."""
         params = {
             "p_id": instance_id,
             "p_expected": expected_version,
             "p_next": expected_version + 1,
             "p_now": self.now,
         }
-        result = await self.conn.execute(self.db.sql.compare_and_swap, params)
-        return bool(result.rowcount == 1)
+        status = (await self.conn.execute(self.db.sql.compare_and_swap, params)).scalar_one_or_none()
+        return None if status is None else RunStatus(status)
 
     async def set_run_status(
         self,
@@ -481,6 +522,17 @@ class StateManager:
     async def next_job_due(self) -> float | None:
         async with self.db.read() as conn:
             return await JobTable.next_due(conn)
+
+
+def dispatched_event(job: NewJob) -> LogEvent:
+    return LogEvent(
+        instance_id=job.instance_id,
+        event_type=EventType.NODE_DISPATCHED,
+        node_id=job.node_id,
+        iteration=job.iteration,
+        node_status="DISPATCHED",
+        node_attempt=job.attempt,
+    )
 
 
 def started_event(job: Job) -> LogEvent:

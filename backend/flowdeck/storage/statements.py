@@ -62,6 +62,10 @@ class Statements:
     bump_barrier: Any
     scope_job: Any
     finish_iteration: Any
+    record_result: Any
+    """PostgreSQL only: a node's result row and its job's removal in one round trip (None on SQLite)."""
+    dispatch_one: Any
+    """PostgreSQL only: NODE_DISPATCHED, the job and, when leased, NODE_STARTED in one round trip."""
 
 
 def _context_rows() -> Any:
@@ -94,6 +98,112 @@ def _context_rows() -> Any:
     return sa.union_all(run_rows, node_rows)
 
 
+LOG_VALUES = (
+    "instance_id",
+    "node_id",
+    "iteration",
+    "event_type",
+    "node_status",
+    "output_variable",
+    "payload",
+    "error_message",
+    "node_attempt",
+    "created_at",
+)
+
+
+def _typed(name: str, column: sa.Column[Any]) -> Any:
+    return _p(name, type_=column.type)
+
+
+def _record_result() -> Any:
+    """Log a node's result and delete its job, which goes only when the row is new (not a duplicate).
+
+    Returns (log_id or NULL, deleted job id or NULL). A data-modifying CTE: one round trip instead of two.
+    """
+    logged = (
+        postgresql.insert(instance_logs)
+        .values({name: _p(f"p_{name}") for name in LOG_VALUES})
+        .on_conflict_do_nothing()
+        .returning(instance_logs.c.log_id)
+        .cte("logged")
+    )
+    removed = (
+        node_jobs.delete()
+        .where(
+            node_jobs.c.id == _p("p_job"),
+            node_jobs.c.attempt == _p("p_job_attempt"),
+            sa.exists(sa.select(logged.c.log_id)),
+        )
+        .returning(node_jobs.c.id)
+        .cte("removed")
+    )
+    return sa.select(sa.select(logged.c.log_id).scalar_subquery(), sa.select(removed.c.id).scalar_subquery())
+
+
+_JOB_INSERT_COLUMNS = [
+    *("instance_id", "node_id", "iteration", "attempt"),
+    *("retry_base", "available_at", "lease_owner", "created_at"),
+]
+
+
+def _dispatch_one() -> Any:
+    """Dispatch one node: its NODE_DISPATCHED row (the guard), then its job only if that row is new,
+    then NODE_STARTED only if the job was inserted leased to a worker. Returns the job row (or none)."""
+    dispatched = (
+        postgresql.insert(instance_logs)
+        .values(
+            instance_id=_p("p_instance_id"),
+            node_id=_p("p_node_id"),
+            iteration=_p("p_iteration"),
+            event_type=EventType.NODE_DISPATCHED.value,
+            node_status="DISPATCHED",
+            node_attempt=_p("p_attempt"),
+            created_at=_p("p_now"),
+        )
+        .on_conflict_do_nothing()
+        .returning(instance_logs.c.instance_id, instance_logs.c.node_id, instance_logs.c.iteration)
+        .cte("dispatched")
+    )
+    job = (
+        postgresql.insert(node_jobs)
+        .from_select(
+            _JOB_INSERT_COLUMNS,
+            sa.select(
+                dispatched.c.instance_id,
+                dispatched.c.node_id,
+                dispatched.c.iteration,
+                _typed("p_attempt", node_jobs.c.attempt),
+                _typed("p_retry_base", node_jobs.c.retry_base),
+                _typed("p_available_at", node_jobs.c.available_at),
+                _typed("p_lease_owner", node_jobs.c.lease_owner),
+                _typed("p_now", node_jobs.c.created_at),
+            ),
+        )
+        .on_conflict_do_nothing()
+        .returning(*JOB_COLUMNS, node_jobs.c.lease_owner)
+        .cte("job")
+    )
+    started = (
+        postgresql.insert(instance_logs)
+        .from_select(
+            ["instance_id", "node_id", "iteration", "event_type", "node_status", "node_attempt", "created_at"],
+            sa.select(
+                job.c.instance_id,
+                job.c.node_id,
+                job.c.iteration,
+                sa.literal(EventType.NODE_STARTED.value),
+                sa.literal("RUNNING"),
+                job.c.attempt,
+                _typed("p_now", instance_logs.c.created_at),
+            ).where(job.c.lease_owner.is_not(None)),
+        )
+        .on_conflict_do_nothing()
+        .cte("started")
+    )
+    return sa.select(*(job.c[column.name] for column in JOB_COLUMNS)).add_cte(started)
+
+
 @functools.cache
 def statements_for(is_sqlite: bool) -> Statements:
     insert = sqlite.insert if is_sqlite else postgresql.insert
@@ -112,7 +222,8 @@ def statements_for(is_sqlite: bool) -> Statements:
         instance_version=sa.select(instances.c.status, instances.c.version).where(instances.c.id == _p("p_id")),
         compare_and_swap=instances.update()
         .where(instances.c.id == _p("p_id"), instances.c.version == _p("p_expected"))
-        .values(version=_p("p_next"), updated_at=_p("p_now")),
+        .values(version=_p("p_next"), updated_at=_p("p_now"))
+        .returning(instances.c.status),
         context_rows=_context_rows(),
         insert_job=insert(node_jobs).on_conflict_do_nothing().returning(*JOB_COLUMNS),
         delete_job=node_jobs.delete().where(node_jobs.c.id == _p("p_id"), node_jobs.c.attempt == _p("p_attempt")),
@@ -150,4 +261,6 @@ def statements_for(is_sqlite: bool) -> Statements:
         )
         .values(finished=loop_states.c.finished + 1)
         .returning(loop_states.c.item_count, loop_states.c.finished, loop_states.c.attempt),
+        record_result=None if is_sqlite else _record_result(),
+        dispatch_one=None if is_sqlite else _dispatch_one(),
     )
