@@ -81,6 +81,8 @@ class NodeExecutor:
         """
         if context is None or not isinstance(outcome, Completed) or successor.iteration != finished.iteration:
             return None
+        if outcome.iterations is not None:  # a loop logs its iterations' results later, not this output
+            return None
         if successor.instance_id != finished.instance_id:
             return None
         graph = (await self.plans.get(finished.instance_id)).graph

@@ -174,14 +174,20 @@ class Orchestrator:
         """Record a node attempt's outcome and take the decision it leads to.
 
         With ``claim_for`` the first node this starts (if due now) is leased to that worker in the same
-        transaction and returned, so a chain runs without a claim round trip between its nodes.
+        transaction and returned, so a chain runs without a claim round trip between its nodes. When it
+        starts none, the next due job of any run is leased instead: a worker going on with the next
+        job saves the claim transaction its freed slot would cost.
         """
         plan = await self.plans.get(job.instance_id)
 
         async def decide(tx: StateTransaction, status: RunStatus, effects: _Effects) -> Job | None:
             if isinstance(outcome, Completed):
-                return await self._record_completion(tx, plan, job, outcome, status, claim_for, effects)
-            return await self._record_failure(tx, plan, job, outcome, status, claim_for, effects)
+                follow = await self._record_completion(tx, plan, job, outcome, status, claim_for, effects)
+            else:
+                follow = await self._record_failure(tx, plan, job, outcome, status, claim_for, effects)
+            if follow is None and claim_for is not None:
+                follow = await self._claim_due(tx, claim_for, effects)
+            return follow
 
         return await self._decide(job.instance_id, decide)
 
@@ -291,6 +297,14 @@ class Orchestrator:
         attempts = f"{used} attempt{'s' if used != 1 else ''}"
         await self._fail(tx, plan.instance_id, f"node '{node_id}' failed after {attempts}: {outcome.message}", effects)
         return None
+
+    async def _claim_due(self, tx: StateTransaction, owner: str, effects: _Effects) -> Job | None:
+        jobs = await tx.jobs.claim(owner, 1, self.lease_seconds)
+        if not jobs:
+            return None
+        await tx.log_event(started_event(jobs[0]))
+        effects.node(_key(jobs[0]), NodeStatus.RUNNING, jobs[0].attempt)
+        return jobs[0]
 
     # -- run-level requests ------------------------------------------------------------------------
     async def cancel_run(self, instance_id: str, reason: str = "cancelled by request") -> bool:
