@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-stamp
 # (npm ci, from package-lock.json) only when the lock file is newer than the last install.
 NPM ?= npm
 NODE_STAMP := frontend/node_modules/.installed-stamp
-FRONTEND_SOURCES := $(shell find frontend/src -type f 2>/dev/null) frontend/index.html frontend/package.json \
+FRONTEND_SOURCES := $(shell find frontend/src -type f 2>/dev/null) frontend/index.html frontend/embed.html frontend/package.json \
 	frontend/tsconfig.json frontend/vite.config.ts
 
 $(STAMP): pyproject.toml

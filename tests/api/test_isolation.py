@@ -16,6 +16,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 PUBLIC = {("GET", "/api/health"), ("POST", "/api/auth/login")}
 SOURCE = {"name": "warehouse", "kind": "http", "config": {"baseUrl": "http://127.0.0.1:9"}}
 QUERY = {"name": "ping", "parameters": [], "method": "GET", "path": "/ping"}
+WIDGET = {"name": "all of it", "type": "json", "config": {}}
 
 
 async def alices_objects(server: Server, alice: Account) -> dict[str, str]:
@@ -30,6 +31,7 @@ async def alices_objects(server: Server, alice: Account) -> dict[str, str]:
     token = (await alice.client.post("/api/tokens", json={"name": "alice's"})).json()["id"]
     source = (await alice.client.post("/api/data-sources", json=SOURCE)).json()["id"]
     query = (await alice.client.post("/api/queries", json={**QUERY, "dataSourceId": source})).json()["id"]
+    widget = (await alice.client.post("/api/widgets", json={**WIDGET, "workflowId": workflow})).json()["id"]
     return {
         "workflow_id": workflow,
         "instance_id": run,
@@ -38,6 +40,7 @@ async def alices_objects(server: Server, alice: Account) -> dict[str, str]:
         "test_run": test_run,
         "source_id": source,
         "query_id": query,
+        "widget_id": widget,
     }
 
 
@@ -46,9 +49,14 @@ def request_for(method: str, path: str, ids: dict[str, str]) -> tuple[str, dict[
     url = path.replace("{workflow_id}", ids["workflow_id"]).replace("{token_id}", ids["token_id"])
     url = url.replace("{version}", ids["version"])
     url = url.replace("{source_id}", ids["source_id"]).replace("{query_id}", ids["query_id"])
+    url = url.replace("{widget_id}", ids["widget_id"])
     url = url.replace("{instance_id}", ids["test_run"] if path.startswith("/api/test-runs") else ids["instance_id"])
     body: dict[str, Any] = {}
-    if method == "PUT" and path.startswith(("/api/data-sources", "/api/queries")):
+    if path.startswith("/api/widgets/") and method in ("POST", "PUT"):
+        body = {"json": {**WIDGET, "workflowId": ids["workflow_id"]} if method == "PUT" else {}}
+    elif path.endswith("/widget"):
+        body = {"params": {"type": "json", "config": "{}"}}
+    elif method == "PUT" and path.startswith(("/api/data-sources", "/api/queries")):
         body = {"json": {"name": "renamed"}}
     elif method == "POST" and path.endswith("/preview"):
         body = {"json": {"args": {}}}

@@ -10,10 +10,23 @@ import hashlib
 import hmac
 import secrets
 
-__all__ = ("TOKEN_PREFIX", "hash_secret", "is_api_token", "new_api_token", "new_secret", "same_secret")
+__all__ = (
+    "EMBED_TOKEN_PREFIX",
+    "TOKEN_PREFIX",
+    "hash_secret",
+    "is_api_token",
+    "is_embed_token",
+    "new_api_token",
+    "new_embed_token",
+    "new_secret",
+    "same_secret",
+)
 
 TOKEN_PREFIX = "fdk_"  # noqa: S105 -- a marker, not a secret
 """Every API token starts with this, so a leaked token is easy to recognise (and to scan for)."""
+
+EMBED_TOKEN_PREFIX = "fde_"  # noqa: S105 -- a marker, not a secret
+"""Every embed token (read-only, one widget: ``/embed/<token>``) starts with this."""
 
 _DISPLAY_CHARS = 12
 
@@ -30,6 +43,16 @@ def new_api_token() -> tuple[str, str]:
 
 def is_api_token(value: str) -> bool:
     return value.startswith(TOKEN_PREFIX) and 16 < len(value) <= 128
+
+
+def new_embed_token() -> tuple[str, str]:
+    """A new embed token and the prefix shown for it in lists."""
+    token = EMBED_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    return token, token[:_DISPLAY_CHARS]
+
+
+def is_embed_token(value: str) -> bool:
+    return value.startswith(EMBED_TOKEN_PREFIX) and 16 < len(value) <= 128
 
 
 def hash_secret(value: str) -> str:

@@ -50,7 +50,7 @@ def create_api(config: ApiConfig, context: AppContext, lifespan: Lifespan) -> Li
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=_openapi(),
         lifespan=[lifespan],
-        state=State({"context": context}),
+        state=State({"context": context, "embed_page": config.static_dir / "embed.html"}),
         request_max_body_size=config.max_body_bytes,
         response_headers=[ResponseHeader(name="X-Content-Type-Options", value="nosniff")],
     )

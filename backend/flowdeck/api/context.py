@@ -9,10 +9,13 @@ from flowdeck.accounts.rate_limit import LoginRateLimiter
 from flowdeck.accounts.service import AccountsService
 from flowdeck.api.config import ApiConfig, RuntimeLike
 from flowdeck.api.services.runs import RunService
+from flowdeck.api.services.widget_data import WidgetDataService
+from flowdeck.api.services.widgets import WidgetService
 from flowdeck.api.services.workflows import WorkflowService
 from flowdeck.engine.engine import Engine
 from flowdeck.queries.service import DataService
 from flowdeck.storage.run_queries import RunQueries
+from flowdeck.storage.widgets import WidgetStore
 
 __all__ = ("AppContext", "Services")
 
@@ -24,6 +27,8 @@ class Services:
     workflows: WorkflowService
     runs: RunService
     data: DataService
+    widgets: WidgetService
+    widget_data: WidgetDataService
 
     @classmethod
     def build(cls, runtime: RuntimeLike, config: ApiConfig) -> Services:
@@ -32,7 +37,16 @@ class Services:
             runtime.db, PasswordService(config.password_hasher), LoginRateLimiter(config.login_limits)
         )
         queries = RunQueries(runtime.db, engine.state)
-        return cls(engine, accounts, WorkflowService(engine), RunService(engine, queries), runtime.data)
+        widgets = WidgetStore(runtime.db)
+        return cls(
+            engine,
+            accounts,
+            WorkflowService(engine),
+            RunService(engine, queries),
+            runtime.data,
+            WidgetService(widgets),
+            WidgetDataService(widgets, engine),
+        )
 
 
 class AppContext:

@@ -26,6 +26,7 @@ from flowdeck.handlers.base import NodeError
 from flowdeck.queries.errors import DataSourceInUseError, NameTakenError, NotFoundError, QueryValidationError
 from flowdeck.queries.secrets import SecretKeyMissingError
 from flowdeck.storage.workflows import StaleVersionError
+from flowdeck.widgets.errors import ConfigError, InputParamError
 
 __all__ = ("EXCEPTION_HANDLERS", "error_response")
 
@@ -95,6 +96,12 @@ def _query_failed(_: Request[Any, Any, Any], exc: NodeError) -> Response[dict[st
     return error_response(502 if exc.retryable else HTTP_400_BAD_REQUEST, exc.message, {"type": exc.error_type})
 
 
+def _widget_invalid(_: Request[Any, Any, Any], exc: ConfigError | InputParamError) -> Response[dict[str, Any]]:
+    return error_response(
+        HTTP_400_BAD_REQUEST, str(exc), [{"key": exc.field, "source": exc.source, "message": exc.message}]
+    )
+
+
 def _too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[dict[str, Any]]:
     # msgspec raises RecursionError on JSON nested about a thousand levels deep, while decoding the body.
     log.info("refused a request nested too deeply: %s %s", request.method, request.url.path)
@@ -117,4 +124,6 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     DataSourceInUseError: _data_conflict,
     SecretKeyMissingError: _no_secret_key,
     NodeError: _query_failed,
+    ConfigError: _widget_invalid,
+    InputParamError: _widget_invalid,
 }

@@ -13,6 +13,8 @@ __all__ = (
     "NODE_EVENT",
     "SNAPSHOT_EVENT",
     "STATUS_EVENT",
+    "WIDGET_JOIN_EVENT",
+    "WIDGET_RUN_EVENT",
     "node_message",
     "snapshot_message",
     "status_message",
@@ -24,6 +26,8 @@ LEAVE_EVENT: Final = "workflow_run_leave"
 SNAPSHOT_EVENT: Final = "workflow_run_snapshot"
 NODE_EVENT: Final = "workflow_node_update"
 STATUS_EVENT: Final = "workflow_status_update"
+WIDGET_JOIN_EVENT: Final = "widget_join"
+WIDGET_RUN_EVENT: Final = "widget_run_completed"
 
 
 def node_message(update: NodeUpdate) -> dict[str, Any]:

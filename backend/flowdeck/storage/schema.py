@@ -6,7 +6,8 @@ Alembic and ``Database.create_all`` use ``schema.metadata``; a new table module 
 from __future__ import annotations
 
 import flowdeck.storage.account_tables  # (users, sessions, API tokens, login links)
-import flowdeck.storage.data_tables  # noqa: F401  (data sources, saved queries)
+import flowdeck.storage.data_tables  # (data sources, saved queries)
+import flowdeck.storage.widget_tables  # noqa: F401  (widgets, embed tokens)
 from flowdeck.storage.tables import metadata
 
 __all__ = ("metadata",)

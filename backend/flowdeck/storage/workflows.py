@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from flowdeck.storage.database import Database
 from flowdeck.storage.tables import workflow_versions, workflows
+from flowdeck.storage.widgets import delete_widgets_of_workflow
 
 __all__ = ("StaleVersionError", "VersionSummary", "WorkflowKey", "WorkflowRecord", "WorkflowStore", "WorkflowSummary")
 
@@ -175,7 +176,7 @@ class WorkflowStore:
             return (await conn.execute(stmt)).scalar_one_or_none()
 
     async def delete(self, tenant_id: str, workflow_id: str) -> bool:
-        """Hide a workflow; its versions stay so the runs that used them can still be read."""
+        """Hide a workflow and delete its widgets; its versions stay so the runs that used them can still be read."""
         async with self.db.transaction() as conn:
             result = await conn.execute(
                 workflows.update()
@@ -184,7 +185,10 @@ class WorkflowStore:
                 )
                 .values(deleted_at=time.time())
             )
-        return bool(result.rowcount == 1)
+            if result.rowcount != 1:
+                return False
+            await delete_widgets_of_workflow(conn, workflow_id)
+        return True
 
     async def list_summaries(
         self, tenant_id: str, after: WorkflowKey | None, limit: int

@@ -1,3 +1,4 @@
+import { lazy, Suspense } from 'react';
 import { createBrowserRouter, Outlet } from 'react-router';
 
 import { LoginPage } from '../auth/LoginPage';
@@ -8,6 +9,9 @@ import { RunHistoryPage } from '../runs/RunHistoryPage';
 import { ToastHost } from '../shared/ui/Toasts';
 import { WorkflowListPage } from '../workflows/WorkflowListPage';
 import { AppShell } from './AppShell';
+
+// The widget designer (and Chart.js with it) loads on first visit only.
+const WidgetDesignerPage = lazy(() => import('../widgets/designer/WidgetDesignerPage'));
 
 function Root() {
   return (
@@ -36,6 +40,14 @@ export const router = createBrowserRouter([
               { path: '/', element: <WorkflowListPage /> },
               { path: '/workflows/:workflowId', element: <EditorPage /> },
               { path: '/workflows/:workflowId/versions/:version', element: <EditorPage /> },
+              {
+                path: '/workflows/:workflowId/widgets',
+                element: (
+                  <Suspense fallback={<div className="page">Loading…</div>}>
+                    <WidgetDesignerPage />
+                  </Suspense>
+                ),
+              },
               { path: '/runs', element: <RunHistoryPage /> },
               { path: '/runs/:runId', element: <RunDetailPage /> },
               { path: '*', element: <NotFound /> },

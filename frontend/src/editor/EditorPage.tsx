@@ -138,6 +138,11 @@ function Toolbar({
           Runs
         </Link>
       )}
+      {workflowId && (
+        <Link className="btn" to={`/workflows/${workflowId}/widgets`} data-testid="widgets-link">
+          Widgets
+        </Link>
+      )}
       <button type="button" className="btn btn--icon" title="Keyboard shortcuts (?)" onClick={onHelp} data-testid="help-button">
         ?
       </button>

@@ -6,10 +6,12 @@ from litestar.types import ControllerRouterHandler
 
 from flowdeck.api.routes.auth import AuthController
 from flowdeck.api.routes.data import DataSourceController, QueryController
+from flowdeck.api.routes.embed import EmbedController
 from flowdeck.api.routes.health import health
 from flowdeck.api.routes.runs import RunController
 from flowdeck.api.routes.testruns import TestRunController
 from flowdeck.api.routes.tokens import TokenController
+from flowdeck.api.routes.widgets import WidgetController
 from flowdeck.api.routes.workflows import WorkflowController
 
 __all__ = ("API_ROUTES",)
@@ -23,4 +25,6 @@ API_ROUTES: list[ControllerRouterHandler] = [
     TestRunController,
     DataSourceController,
     QueryController,
+    WidgetController,
+    EmbedController,
 ]

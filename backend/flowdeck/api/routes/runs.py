@@ -11,7 +11,15 @@ from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 from flowdeck.api.dependencies import ID_PATTERN, AppServices, Caller, Cursor, Limit, ObjectId
 from flowdeck.api.openapi import SIGNED_IN, errors
 from flowdeck.api.pagination import DEFAULT_LIMIT
-from flowdeck.api.schemas import EventPage, RunActionOut, RunDetail, RunPage, TimelinePage
+from flowdeck.api.schemas import (
+    EventPage,
+    RunActionOut,
+    RunDetail,
+    RunPage,
+    TimelinePage,
+    WidgetDataOut,
+    WidgetTypeName,
+)
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.run_queries import RunFilter
 
@@ -20,6 +28,10 @@ __all__ = ("RunController",)
 WorkflowFilter = Annotated[str | None, QueryParameter(name="workflowId", pattern=ID_PATTERN)]
 StatusFilter = Annotated[RunStatus | None, QueryParameter(name="status")]
 TestFilter = Annotated[bool | None, QueryParameter(name="isTest")]
+WidgetType = Annotated[WidgetTypeName, QueryParameter(name="type", description="the widget type")]
+WidgetConfigJson = Annotated[
+    str, QueryParameter(name="config", max_length=65_536, description="the widget config, as JSON (URL-encoded)")
+]
 
 
 class RunController(Controller):
@@ -73,3 +85,15 @@ class RunController(Controller):
     async def retry_run(self, instance_id: ObjectId, principal: Caller, services: AppServices) -> RunActionOut:
         """Partial retry of a FAILED run: only failed nodes run again; completed outputs are kept."""
         return await services.runs.retry(principal.tenant_id, instance_id)
+
+    @get("/{instance_id:str}/widget", raises=errors(400, 404))
+    async def run_widget(
+        self,
+        instance_id: ObjectId,
+        principal: Caller,
+        services: AppServices,
+        widget_type: WidgetType,
+        config: WidgetConfigJson = "{}",
+    ) -> WidgetDataOut:
+        """The run's output processed for a widget of ``type`` with ``config`` (the widget builder's preview)."""
+        return await services.widget_data.of_run(principal.tenant_id, instance_id, widget_type, config)

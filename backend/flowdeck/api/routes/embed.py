@@ -1,0 +1,102 @@
+"""``/embed/{token}``: the public embed page of one widget and its data, opened by an embed token.
+
+No session and no API token: the token in the path is the whole authority, and it reads one widget.
+An unknown token is a 404, a revoked or expired one a 410 (a small HTML page, or JSON for the data), never data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+from litestar import Controller, MediaType, Request, Response, get
+from litestar.datastructures import State
+from litestar.params import FromPath
+from litestar.response import File
+
+from flowdeck.api.auth import PUBLIC
+from flowdeck.api.dependencies import AppServices
+from flowdeck.api.errors import error_response
+from flowdeck.api.routes.widgets import query_of
+from flowdeck.api.schemas import WidgetDataOut
+from flowdeck.api.services.widgets import EmbedAccess
+from flowdeck.storage.widgets import WidgetRecord
+from flowdeck.widgets.frames import embed_csp
+
+__all__ = ("EmbedController",)
+
+_GONE: Final = 410
+_MISSING_PAGE: Final = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Flowdeck widget</title></head>
+<body><p>{message}</p></body></html>
+"""
+_MESSAGES: Final = {
+    "unknown": (404, "This widget link is unknown."),
+    "revoked": (_GONE, "This widget link was revoked."),
+    "expired": (_GONE, "This widget link has expired."),
+}
+_NOT_BUILT: Final = _MISSING_PAGE.format(
+    message="The embed page was not built (frontend: npm run build writes static/embed.html)."
+)
+
+
+def _headers(widget: WidgetRecord | None) -> dict[str, str]:
+    return {
+        "Content-Security-Policy": embed_csp(None if widget is None else widget.frame_ancestors),
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+    }
+
+
+def _built(page: Path) -> bool:
+    # A stat of a local file, like the editor's catch-all does on the event loop: the build may appear later.
+    return page.is_file()
+
+
+def _refusal_page(access: EmbedAccess) -> Response[str]:
+    status, message = _MESSAGES[access.state]
+    return Response(
+        _MISSING_PAGE.format(message=message), status_code=status, media_type=MediaType.HTML, headers=_headers(None)
+    )
+
+
+def _refusal(access: EmbedAccess) -> Response[dict[str, Any]]:
+    status, message = _MESSAGES[access.state]
+    return error_response(status, message, headers={"Cache-Control": "no-store"})
+
+
+class EmbedController(Controller):
+    path = "/embed"
+    include_in_schema = False
+
+    @get("/{token:str}", opt={PUBLIC: True}, media_type=MediaType.HTML)
+    async def embed_page(self, token: FromPath[str], services: AppServices, state: State) -> Response[str] | File:
+        """The embed page (the Vite entry ``embed.html``), framable by the widget's ``frameAncestors``."""
+        access = await services.widgets.open_embed(token)
+        if access.widget is None:
+            return _refusal_page(access)
+        page: Path = state.embed_page
+        headers = _headers(access.widget)
+        if _built(page):
+            return File(page, content_disposition_type="inline", media_type=MediaType.HTML, headers=headers)
+        return Response(_NOT_BUILT, media_type=MediaType.HTML, headers=headers)
+
+    @get("/{token:str}/data", opt={PUBLIC: True})
+    async def embed_data(
+        self, token: FromPath[str], request: Request[Any, Any, Any], services: AppServices
+    ) -> Response[Any]:
+        """The widget's data answer; query parameters feed a sync widget's run."""
+        access = await services.widgets.open_embed(token)
+        if access.widget is None:
+            return _refusal(access)
+        answer: WidgetDataOut = await services.widget_data.of_widget(access.widget, query_of(request))
+        return Response(answer, headers={"Cache-Control": "no-store"})
+
+    @get("/{token:str}/runs/{run_id:str}", opt={PUBLIC: True})
+    async def embed_run(self, token: FromPath[str], run_id: FromPath[str], services: AppServices) -> Response[Any]:
+        """A run of the widget's workflow, processed for the widget (after following it over Socket.IO)."""
+        access = await services.widgets.open_embed(token)
+        if access.widget is None:
+            return _refusal(access)
+        answer = await services.widget_data.of_widget_run(access.widget, run_id)
+        return Response(answer, headers={"Cache-Control": "no-store"})
