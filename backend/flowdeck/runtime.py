@@ -6,7 +6,7 @@ The one place that wires these together; ``serve``, ``worker``, ``run`` and ``be
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.redis_bridge import RedisBridge
+from flowdeck.handlers.base import NodeHandler
 from flowdeck.handlers.data_query import DataQueryHandler
 from flowdeck.handlers.python_code import PythonCodeHandler
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
@@ -41,8 +42,17 @@ class Runtime:
 
 
 @asynccontextmanager
-async def open_runtime(settings: Settings, *, with_worker: bool = True, migrate: bool = True) -> AsyncIterator[Runtime]:
-    """Open the database (migrating it first when asked), start the engine, close everything after."""
+async def open_runtime(
+    settings: Settings,
+    *,
+    with_worker: bool = True,
+    migrate: bool = True,
+    extra_handlers: Sequence[NodeHandler] = (),
+) -> AsyncIterator[Runtime]:
+    """Open the database (migrating it first when asked), start the engine, close everything after.
+
+    ``extra_handlers`` adds node types to the built-in ones (the benchmark's no-op).
+    """
     if migrate:
         await upgrade(settings.database_url)
     db = Database(settings.database_url)
@@ -51,7 +61,9 @@ async def open_runtime(settings: Settings, *, with_worker: bool = True, migrate:
     # stored secrets unreadable after a restart.
     sources = DataSourceStore(db, SecretBox(settings.secret_key or None))
     queries = QueryEngine(protected_paths=_own_database_files(settings.database_url))
-    registry = HandlerRegistry([*builtin_handlers(), PythonCodeHandler(sandbox), DataQueryHandler(sources, queries)])
+    registry = HandlerRegistry(
+        [*builtin_handlers(), PythonCodeHandler(sandbox), DataQueryHandler(sources, queries), *extra_handlers]
+    )
     engine = Engine(
         db,
         registry,

@@ -26,6 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from flowdeck.storage.compiled import CompiledStatement
 from flowdeck.storage.schema import metadata
 from flowdeck.storage.statements import statements_for
 
@@ -47,13 +48,14 @@ def _json_loads(value: str | bytes) -> Any:
 
 @dataclass(slots=True)
 class StatementCounter:
-    """Counts round trips (statements) and commits, for the benchmark's per-node figures."""
+    """Counts round trips to the database (statements, BEGIN, COMMIT, ROLLBACK) and commits, for the
+    benchmark's per-node figures."""
 
-    statements: int = 0
+    round_trips: int = 0
     commits: int = 0
 
     def reset(self) -> None:
-        self.statements = 0
+        self.round_trips = 0
         self.commits = 0
 
 
@@ -66,12 +68,22 @@ class Connection(Protocol):
 
 
 class _InlineConnection:
-    """A sync SQLAlchemy connection behind the async ``Connection`` interface (SQLite only)."""
+    """A sync SQLAlchemy connection behind the async ``Connection`` interface (SQLite only).
 
-    def __init__(self, conn: sa.Connection) -> None:
+    Compiled hot statements (storage/compiled.py) skip SQLAlchemy and run on its sqlite3 connection,
+    inside the same transaction.
+    """
+
+    def __init__(self, conn: sa.Connection, counter: StatementCounter) -> None:
         self._conn = conn
+        self._counter = counter
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
+        if isinstance(statement, CompiledStatement):
+            self._counter.round_trips += 1
+            raw = self._conn.connection.driver_connection
+            assert raw is not None
+            return statement.run(raw, parameters)
         return self._conn.execute(statement, parameters)
 
     async def run_sync(self, fn: Callable[[sa.Connection], T]) -> T:
@@ -105,6 +117,8 @@ class Database:
             )
             self.sync_engine = self.engine.sync_engine
         sa.event.listen(self.sync_engine, "before_cursor_execute", self._count_statement)
+        sa.event.listen(self.sync_engine, "begin", self._count_round_trip)
+        sa.event.listen(self.sync_engine, "rollback", self._count_round_trip)
         sa.event.listen(self.sync_engine, "commit", self._count_commit)
 
     def insert(self, table: sa.Table) -> Any:
@@ -117,7 +131,7 @@ class Database:
         if self.is_sqlite:
             async with self._sqlite_lock:
                 with self.sync_engine.begin() as conn:
-                    yield _InlineConnection(conn)
+                    yield _InlineConnection(conn, self.counter)
         else:
             async with self.engine.begin() as conn:
                 yield conn
@@ -128,7 +142,7 @@ class Database:
         if self.is_sqlite:
             async with self._sqlite_lock:
                 with self.sync_engine.connect().execution_options(flowdeck_read=True) as conn:
-                    yield _InlineConnection(conn)
+                    yield _InlineConnection(conn, self.counter)
         else:
             async with self.engine.connect() as conn:
                 yield conn
@@ -144,10 +158,15 @@ class Database:
         else:
             await self.engine.dispose()
 
-    def _count_statement(self, *_: Any) -> None:
-        self.counter.statements += 1
+    def _count_statement(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if not statement.startswith("BEGIN"):  # SQLite's BEGIN is a statement; the begin event counts it
+            self.counter.round_trips += 1
+
+    def _count_round_trip(self, *_: Any) -> None:
+        self.counter.round_trips += 1
 
     def _count_commit(self, *_: Any) -> None:
+        self.counter.round_trips += 1
         self.counter.commits += 1
 
 

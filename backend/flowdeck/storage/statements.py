@@ -7,6 +7,7 @@ Bind names carry a ``p_`` prefix so they never clash with the column names of an
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from flowdeck.domain.statuses import EventType
+from flowdeck.storage.compiled import compile_for_sqlite
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
 
 __all__ = ("JOB_COLUMNS", "LOG_COLUMNS", "Statements", "statements_for")
@@ -216,7 +218,7 @@ def statements_for(is_sqlite: bool) -> Statements:
     if not is_sqlite:
         due = due.with_for_update(skip_locked=True)
     barrier_insert = insert(join_barriers)
-    return Statements(
+    core = Statements(
         insert_log=insert(instance_logs).on_conflict_do_nothing().returning(instance_logs.c.log_id),
         insert_log_returning_node=insert(instance_logs).on_conflict_do_nothing().returning(instance_logs.c.node_id),
         instance_version=sa.select(instances.c.status, instances.c.version).where(instances.c.id == _p("p_id")),
@@ -263,4 +265,27 @@ def statements_for(is_sqlite: bool) -> Statements:
         .returning(loop_states.c.item_count, loop_states.c.finished, loop_states.c.attempt),
         record_result=None if is_sqlite else _record_result(),
         dispatch_one=None if is_sqlite else _dispatch_one(),
+    )
+    return _compiled_for_sqlite(core) if is_sqlite else core
+
+
+_BARRIER_VALUES = ("instance_id", "node_id", "iteration", "resolved_edges", "taken_edges")
+
+
+def _compiled_for_sqlite(core: Statements) -> Statements:
+    """The per-node statements run straight on the sqlite3 cursor (see storage/compiled.py)."""
+    log = {"column_keys": LOG_VALUES, "json_names": ["payload"]}
+    return dataclasses.replace(
+        core,
+        insert_log=compile_for_sqlite(core.insert_log, **log),
+        insert_log_returning_node=compile_for_sqlite(core.insert_log_returning_node, **log),
+        instance_version=compile_for_sqlite(core.instance_version),
+        compare_and_swap=compile_for_sqlite(core.compare_and_swap),
+        insert_job=compile_for_sqlite(core.insert_job, column_keys=_JOB_INSERT_COLUMNS),
+        delete_job=compile_for_sqlite(core.delete_job),
+        reschedule_job=compile_for_sqlite(core.reschedule_job),
+        any_job=compile_for_sqlite(core.any_job),
+        claim_jobs=compile_for_sqlite(core.claim_jobs),
+        bump_barrier=compile_for_sqlite(core.bump_barrier, column_keys=_BARRIER_VALUES),
+        finish_iteration=compile_for_sqlite(core.finish_iteration),
     )
