@@ -148,23 +148,22 @@ class StateTransaction:
         run_input: Any,
         timeout_seconds: float,
     ) -> None:
-        await self.conn.execute(
-            instances.insert().values(
-                id=instance_id,
-                tenant_id=tenant_id,
-                workflow_id=workflow_id,
-                workflow_version=workflow_version,
-                is_test=is_test,
-                status=RunStatus.RUNNING.value,
-                version=1,
-                trigger=trigger,
-                input=run_input,
-                created_at=self.now,
-                started_at=self.now,
-                updated_at=self.now,
-                deadline_at=self.now + timeout_seconds,
-            )
-        )
+        values = {
+            "id": instance_id,
+            "tenant_id": tenant_id,
+            "workflow_id": workflow_id,
+            "workflow_version": workflow_version,
+            "is_test": is_test,
+            "status": RunStatus.RUNNING.value,
+            "version": 1,
+            "trigger": trigger,
+            "input": run_input,
+            "created_at": self.now,
+            "started_at": self.now,
+            "updated_at": self.now,
+            "deadline_at": self.now + timeout_seconds,
+        }
+        await self.conn.execute(self.db.sql.insert_instance, values)
 
     async def read_instance_version(self, instance_id: str) -> tuple[RunStatus, int] | None:
         row = (await self.conn.execute(self.db.sql.instance_version, {"p_id": instance_id})).first()
@@ -193,14 +192,11 @@ class StateTransaction:
         deadline_at: float | None = None,
     ) -> None:
         """Change the run status and log its RUN_STATUS row. Call only after winning the CAS."""
-        values: dict[str, Any] = {"status": status.value, "updated_at": self.now, "error": error}
+        params = {"p_id": instance_id, "p_status": status.value, "p_now": self.now, "p_error": error}
         if status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED):
-            values["completed_at"] = self.now
-            values["output"] = output
+            await self.conn.execute(self.db.sql.finish_run, {**params, "p_output": output})
         else:
-            values["completed_at"] = None
-            values["deadline_at"] = deadline_at
-        await self.conn.execute(instances.update().where(instances.c.id == instance_id).values(**values))
+            await self.conn.execute(self.db.sql.reopen_run, {**params, "p_deadline": deadline_at})
         payload: dict[str, Any] = {"status": status.value}
         if reason:
             payload["reason"] = reason
@@ -216,16 +212,7 @@ class StateTransaction:
 
     async def end_outputs(self, instance_id: str) -> Any:
         """The run output: the outputs of the end nodes reached, merged in log order (later wins)."""
-        rows = await self.conn.execute(
-            sa.select(instance_logs.c.payload)
-            .where(
-                instance_logs.c.instance_id == instance_id,
-                instance_logs.c.event_type == EventType.NODE_COMPLETED.value,
-                instance_logs.c.iteration == "",
-                instance_logs.c.output_variable.is_not(None),
-            )
-            .order_by(instance_logs.c.log_id)
-        )
+        rows = await self.conn.execute(self.db.sql.end_outputs, {"p_id": instance_id})
         merged: dict[str, Any] = {}
         for (payload,) in rows:
             if payload and payload.get("end") and isinstance(payload.get("output"), dict):
@@ -375,7 +362,7 @@ class StateManager:
     # -- reads -----------------------------------------------------------------------------------
     async def get_instance(self, instance_id: str) -> InstanceRecord | None:
         async with self.db.read() as conn:
-            row = (await conn.execute(sa.select(instances).where(instances.c.id == instance_id))).first()
+            row = (await conn.execute(self.db.sql.get_instance, {"p_id": instance_id})).first()
         if row is None:
             return None
         m = row._mapping

@@ -64,6 +64,11 @@ class Statements:
     bump_barrier: Any
     scope_job: Any
     finish_iteration: Any
+    insert_instance: Any
+    finish_run: Any
+    reopen_run: Any
+    get_instance: Any
+    end_outputs: Any
     record_result: Any
     """PostgreSQL only: a node's result row and its job's removal in one round trip (None on SQLite)."""
     dispatch_one: Any
@@ -263,12 +268,44 @@ def statements_for(is_sqlite: bool) -> Statements:
         )
         .values(finished=loop_states.c.finished + 1)
         .returning(loop_states.c.item_count, loop_states.c.finished, loop_states.c.attempt),
+        insert_instance=insert(instances),
+        finish_run=instances.update()
+        .where(instances.c.id == _p("p_id"))
+        .values(
+            status=_p("p_status"),
+            updated_at=_p("p_now"),
+            completed_at=_p("p_now"),
+            error=_p("p_error"),
+            output=_p("p_output"),
+        ),
+        reopen_run=instances.update()
+        .where(instances.c.id == _p("p_id"))
+        .values(
+            status=_p("p_status"),
+            updated_at=_p("p_now"),
+            completed_at=None,
+            error=_p("p_error"),
+            deadline_at=_p("p_deadline"),
+        ),
+        get_instance=sa.select(instances).where(instances.c.id == _p("p_id")),
+        end_outputs=sa.select(instance_logs.c.payload)
+        .where(
+            instance_logs.c.instance_id == _p("p_id"),
+            instance_logs.c.event_type == EventType.NODE_COMPLETED.value,
+            instance_logs.c.iteration == "",
+            instance_logs.c.output_variable.is_not(None),
+        )
+        .order_by(instance_logs.c.log_id),
         record_result=None if is_sqlite else _record_result(),
         dispatch_one=None if is_sqlite else _dispatch_one(),
     )
     return _compiled_for_sqlite(core) if is_sqlite else core
 
 
+_INSTANCE_VALUES = (
+    *("id", "tenant_id", "workflow_id", "workflow_version", "is_test", "status", "version", "trigger", "input"),
+    *("created_at", "started_at", "updated_at", "deadline_at"),
+)
 _BARRIER_VALUES = ("instance_id", "node_id", "iteration", "resolved_edges", "taken_edges")
 
 
@@ -288,4 +325,7 @@ def _compiled_for_sqlite(core: Statements) -> Statements:
         claim_jobs=compile_for_sqlite(core.claim_jobs),
         bump_barrier=compile_for_sqlite(core.bump_barrier, column_keys=_BARRIER_VALUES),
         finish_iteration=compile_for_sqlite(core.finish_iteration),
+        insert_instance=compile_for_sqlite(core.insert_instance, column_keys=_INSTANCE_VALUES, json_names=["input"]),
+        finish_run=compile_for_sqlite(core.finish_run, json_names=["p_output"]),
+        reopen_run=compile_for_sqlite(core.reopen_run),
     )
