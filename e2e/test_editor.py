@@ -32,6 +32,7 @@ def test_build_a_workflow_by_drag_and_drop_and_test_run_it(page: Page, server: S
     page.keyboard.press("Delete")
     expect(editor.edges()).to_have_count(0)
     editor.connect("start", "default", python_id)
+    expect(editor.edges()).to_have_count(1)  # the first edge is drawn before the second drag starts
     editor.connect(python_id, "success", "end")
     expect(editor.edges()).to_have_count(2)
     page.keyboard.press("Shift+L")  # tidy up

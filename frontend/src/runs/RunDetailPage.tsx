@@ -119,7 +119,9 @@ function RunDetailScreen({ runId }: { runId: string }) {
         if (!TERMINAL_RUN_STATUSES.has(d.status)) {
           leave = await subscribeToRun(runId, (msg) => {
             store.getState().dispatchRun(msg);
-            if (msg.kind === 'status' && TERMINAL_RUN_STATUSES.has(msg.status)) void refresh();
+            // The run may have finished between the first read and the join: the snapshot then shows it.
+            const ended = (msg.kind === 'status' || msg.kind === 'snapshot') && TERMINAL_RUN_STATUSES.has(msg.status);
+            if (ended) void refresh();
           });
           if (!live) leave(); // the page was left while joining
         }
