@@ -57,3 +57,29 @@ def test_migrate_creates_the_schema(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "latest schema" in result.stdout
     assert (tmp_path / "cli.db").exists()
+
+
+def test_bench_quick_prints_the_table_and_writes_every_workload_as_json(tmp_path: Path) -> None:
+    report = tmp_path / "bench.json"
+    result = flowdeck("bench", "--quick", "--json", str(report), tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = {row["workload"]: row for row in json.loads(report.read_text())["results"]}
+    assert set(rows) == {
+        "1 chain of 20",
+        "1 chain of 20 python",
+        "2 diamond 1-10-1",
+        "3 100 concurrent chains of 5",
+        "4 fan-out 10",
+        "4 fan-out 100",
+        "4 fan-out 1000",
+        "5 sandbox calls",
+        "6 loop of 100",
+    }
+    chain = rows["1 chain of 20"]
+    assert chain["runs"] == 20 and chain["nodesPerRun"] == 20
+    assert chain["msPerNode"] > 0 and chain["roundTripsPerNode"] > 1 and chain["commitsPerNode"] >= 1
+    assert rows["3 100 concurrent chains of 5"]["runs"] == 100
+    assert "x fan-out 10" in rows["4 fan-out 1000"]["target"]
+    assert rows["5 sandbox calls"]["runMsP99"] >= rows["5 sandbox calls"]["runMsP50"] > 0
+    assert "Flowdeck benchmark on sqlite" in result.stdout and "roundTripsPerNode" in result.stdout
+    assert "[##############################] 100/100" in result.stderr  # the progress bar of each workload
