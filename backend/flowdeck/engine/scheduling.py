@@ -15,7 +15,7 @@ from enum import Enum
 
 from flowdeck.domain.graph import Graph
 
-__all__ = ("Verdict", "edge_deltas", "node_verdict", "settle_from_states")
+__all__ = ("Verdict", "edge_deltas", "node_verdict", "settle_from_states", "sole_successor")
 
 EdgeCounts = tuple[int, int]
 """(resolved incoming edges, taken incoming edges)."""
@@ -51,6 +51,23 @@ def node_verdict(graph: Graph, node_id: str, counts: EdgeCounts, newly_taken: in
     if resolved < total:
         return Verdict.WAIT
     return Verdict.SKIP if taken == 0 else Verdict.RUN
+
+
+def sole_successor(graph: Graph, node_id: str, handle: str) -> str | None:
+    """The one node a result on ``handle`` starts when that is *all* it decides, else ``None``.
+
+    True of a chain's step: one target, fed by this node alone (no barrier), which runs; nothing
+    is skipped. Such a decision can be taken in one statement (``StateManager.chain_step``).
+    """
+    if graph.is_loop(node_id):
+        return None
+    deltas = edge_deltas(graph, node_id, handle)
+    if len(deltas) != 1:
+        return None
+    ((target, counts),) = deltas.items()
+    if not graph.has_single_source(target) or node_verdict(graph, target, counts, counts[1]) is not Verdict.RUN:
+        return None
+    return target
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from flowdeck.storage.compiled import CompiledStatement
 from flowdeck.storage.schema import metadata
@@ -83,11 +83,40 @@ class _InlineConnection:
             self._counter.round_trips += 1
             raw = self._conn.connection.driver_connection
             assert raw is not None
-            return statement.run(raw, parameters)
+            return statement.run_sqlite(raw, parameters)
         return self._conn.execute(statement, parameters)
 
     async def run_sync(self, fn: Callable[[sa.Connection], T]) -> T:
         return fn(self._conn)
+
+
+class _AsyncpgConnection:
+    """An async SQLAlchemy connection whose compiled hot statements run on asyncpg directly (PostgreSQL).
+
+    They run inside the transaction SQLAlchemy manages on the same connection: its asyncpg adapter
+    opens that transaction lazily, at the first statement, so a compiled statement opens it the same
+    way when it comes first.
+    """
+
+    def __init__(self, conn: AsyncConnection, counter: StatementCounter) -> None:
+        self._conn = conn
+        self._counter = counter
+        self._adapter: Any = None
+
+    async def execute(self, statement: Any, parameters: Any = None) -> Any:
+        if not isinstance(statement, CompiledStatement):
+            return await self._conn.execute(statement, parameters)
+        adapter = self._adapter
+        if adapter is None:
+            adapter = self._adapter = (await self._conn.get_raw_connection()).dbapi_connection
+        self._counter.round_trips += 1
+        async with adapter._execute_mutex:
+            if adapter._transaction is None:
+                await adapter._start_transaction()  # a no-op for an autocommit connection
+            return await statement.run_asyncpg(adapter.driver_connection, parameters)
+
+    async def run_sync(self, fn: Callable[[sa.Connection], T]) -> T:
+        return await self._conn.run_sync(fn)
 
 
 class Database:
@@ -134,18 +163,34 @@ class Database:
                     yield _InlineConnection(conn, self.counter)
         else:
             async with self.engine.begin() as conn:
-                yield conn
+                yield _AsyncpgConnection(conn, self.counter)
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[Connection]:
-        """A connection for reads (never committed)."""
+    async def read(self, *, snapshot: bool = True) -> AsyncIterator[Connection]:
+        """A connection for reads (never committed).
+
+        ``snapshot=False`` is for a single statement: on PostgreSQL it runs without a transaction
+        around it, which saves the BEGIN and ROLLBACK round trips.
+        """
         if self.is_sqlite:
             async with self._sqlite_lock:
                 with self.sync_engine.connect().execution_options(flowdeck_read=True) as conn:
                     yield _InlineConnection(conn, self.counter)
         else:
             async with self.engine.connect() as conn:
-                yield conn
+                if not snapshot:
+                    await conn.execution_options(isolation_level="AUTOCOMMIT")
+                yield _AsyncpgConnection(conn, self.counter)
+
+    @asynccontextmanager
+    async def autocommit(self) -> AsyncIterator[Connection]:
+        """A connection for one statement that is atomic by itself, run without BEGIN and COMMIT round
+        trips (PostgreSQL only: SQLite has no data-modifying CTEs to make such statements of)."""
+        if self.is_sqlite:
+            raise NotImplementedError("single-statement writes are a PostgreSQL path")
+        async with self.engine.connect() as conn:
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+            yield _AsyncpgConnection(conn, self.counter)
 
     async def create_all(self) -> None:
         """Create the schema without migrations (tests only; ``flowdeck migrate`` uses Alembic)."""
@@ -162,8 +207,9 @@ class Database:
         if not statement.startswith("BEGIN"):  # SQLite's BEGIN is a statement; the begin event counts it
             self.counter.round_trips += 1
 
-    def _count_round_trip(self, *_: Any) -> None:
-        self.counter.round_trips += 1
+    def _count_round_trip(self, conn: sa.Connection, *_: Any) -> None:
+        if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":  # else nothing is sent
+            self.counter.round_trips += 1
 
     def _count_commit(self, *_: Any) -> None:
         self.counter.round_trips += 1

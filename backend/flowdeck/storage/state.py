@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,7 +23,7 @@ from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
 from flowdeck.storage.statements import LOG_COLUMNS
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
 
-__all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "fold_context")
+__all__ = ("DEFINITION_KEY", "PINNED_KEY", "ChainStep", "StateManager", "StateTransaction", "fold_context")
 
 DEFINITION_KEY = "__workflowDefinition"
 PINNED_KEY = "__pinned"
@@ -340,6 +341,20 @@ class StateTransaction:
             )
 
 
+@dataclass(frozen=True, slots=True)
+class ChainStep:
+    """What a one-statement chain step did (``StateManager.chain_step``)."""
+
+    now: float
+    status: RunStatus | None
+    """The run's status, or ``None`` when the compare-and-swap failed (nothing was written)."""
+    logged: bool
+    """The NODE_COMPLETED row is new (``False``: a duplicate delivery)."""
+    job_removed: bool
+    next_job: Job | None
+    """The successor's job, leased to the worker, when it was dispatched."""
+
+
 class StateManager:
     def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self.db = db
@@ -349,6 +364,46 @@ class StateManager:
     async def transaction(self) -> AsyncIterator[StateTransaction]:
         async with self.db.transaction() as conn:
             yield StateTransaction(conn, self.db, self.clock())
+
+    @property
+    def has_chain_step(self) -> bool:
+        return self.db.sql.chain_step is not None
+
+    async def chain_step(
+        self,
+        *,
+        job: Job,
+        expected_version: int,
+        output_variable: str,
+        payload: Any,
+        successor: str,
+        owner: str,
+        lease_seconds: float,
+    ) -> ChainStep:
+        """A chain's step as one atomic statement (PostgreSQL): see ``statements._chain_step``."""
+        now = self.clock()
+        params = {
+            "p_instance_id": job.instance_id,
+            "p_expected": expected_version,
+            "p_next": expected_version + 1,
+            "p_now": now,
+            "p_node_id": job.node_id,
+            "p_iteration": job.iteration,
+            "p_output_variable": output_variable,
+            "p_payload": payload,
+            "p_attempt": job.attempt,
+            "p_job": job.id,
+            "p_successor": successor,
+            "p_lease_until": now + lease_seconds,
+            "p_owner": owner,
+        }
+        async with self.db.autocommit() as conn:
+            row = (await conn.execute(self.db.sql.chain_step, params)).one()
+        status, log_id, removed, *job_columns = row
+        next_job = None if job_columns[0] is None else Job(*job_columns)
+        return ChainStep(
+            now, None if status is None else RunStatus(status), log_id is not None, removed is not None, next_job
+        )
 
     # -- single writes ---------------------------------------------------------------------------
     async def log_event(self, event: LogEvent) -> int | None:
@@ -361,7 +416,7 @@ class StateManager:
 
     # -- reads -----------------------------------------------------------------------------------
     async def get_instance(self, instance_id: str) -> InstanceRecord | None:
-        async with self.db.read() as conn:
+        async with self.db.read(snapshot=False) as conn:
             row = (await conn.execute(self.db.sql.get_instance, {"p_id": instance_id})).first()
         if row is None:
             return None
@@ -397,7 +452,7 @@ class StateManager:
             "p_nodes": list(node_ids),
             "p_hidden": DEFINITION_KEY,
         }
-        async with self.db.read() as conn:
+        async with self.db.read(snapshot=False) as conn:
             rows = sorted((await conn.execute(self.db.sql.context_rows, params)).all())
         return fold_context(row[1:] for row in rows)
 

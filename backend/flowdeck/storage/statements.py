@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from flowdeck.domain.statuses import EventType
-from flowdeck.storage.compiled import compile_for_sqlite
+from flowdeck.storage.compiled import compile_statement
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
 
 __all__ = ("JOB_COLUMNS", "LOG_COLUMNS", "Statements", "statements_for")
@@ -73,6 +74,8 @@ class Statements:
     """PostgreSQL only: a node's result row and its job's removal in one round trip (None on SQLite)."""
     dispatch_one: Any
     """PostgreSQL only: NODE_DISPATCHED, the job and, when leased, NODE_STARTED in one round trip."""
+    chain_step: Any
+    """PostgreSQL only: a whole chain-step decision as one statement (see ``_chain_step``)."""
 
 
 def _context_rows() -> Any:
@@ -211,6 +214,63 @@ def _dispatch_one() -> Any:
     return sa.select(*(job.c[column.name] for column in JOB_COLUMNS)).add_cte(started)
 
 
+def _chain_step() -> Any:
+    """A chain's step, decided in one statement: CAS the instance, log the node's NODE_COMPLETED, delete
+    its job and, if the run is RUNNING and the job was still there, dispatch the successor with its
+    job leased to the worker and its NODE_STARTED row. Each part runs only if the one before did, so it
+    writes exactly what the general decision (``Orchestrator.handle_result``) writes for this case.
+
+    One row: (instance status or NULL when the CAS failed, the log id or NULL for a duplicate delivery,
+    the deleted job id or NULL, then the successor's job columns or NULLs).
+    """
+    return sa.text(
+        """
+WITH cas AS (
+    UPDATE instances SET version = :p_next, updated_at = :p_now
+    WHERE id = :p_instance_id AND version = :p_expected
+    RETURNING status
+), logged AS (
+    INSERT INTO instance_logs
+        (instance_id, node_id, iteration, event_type, node_status, output_variable, payload, node_attempt, created_at)
+    SELECT CAST(:p_instance_id AS VARCHAR), CAST(:p_node_id AS VARCHAR), CAST(:p_iteration AS VARCHAR),
+        'NODE_COMPLETED', 'COMPLETED', CAST(:p_output_variable AS VARCHAR), CAST(:p_payload AS JSONB),
+        CAST(:p_attempt AS INTEGER), CAST(:p_now AS DOUBLE PRECISION)
+    FROM cas
+    ON CONFLICT DO NOTHING
+    RETURNING log_id
+), removed AS (
+    DELETE FROM node_jobs
+    WHERE id = :p_job AND attempt = :p_attempt AND EXISTS (SELECT 1 FROM logged)
+    RETURNING id
+), dispatched AS (
+    INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, node_attempt, created_at)
+    SELECT CAST(:p_instance_id AS VARCHAR), CAST(:p_successor AS VARCHAR), CAST(:p_iteration AS VARCHAR),
+        'NODE_DISPATCHED', 'DISPATCHED', 1, CAST(:p_now AS DOUBLE PRECISION)
+    FROM removed, cas
+    WHERE cas.status = 'RUNNING'
+    ON CONFLICT DO NOTHING
+    RETURNING instance_id, node_id, iteration
+), job AS (
+    INSERT INTO node_jobs
+        (instance_id, node_id, iteration, attempt, retry_base, available_at, lease_owner, created_at)
+    SELECT instance_id, node_id, iteration, 1, 1, CAST(:p_lease_until AS DOUBLE PRECISION),
+        CAST(:p_owner AS VARCHAR), CAST(:p_now AS DOUBLE PRECISION)
+    FROM dispatched
+    ON CONFLICT DO NOTHING
+    RETURNING id, instance_id, node_id, iteration, attempt, retry_base, available_at
+), started AS (
+    INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, node_attempt, created_at)
+    SELECT instance_id, node_id, iteration, 'NODE_STARTED', 'RUNNING', attempt, CAST(:p_now AS DOUBLE PRECISION)
+    FROM job
+    ON CONFLICT DO NOTHING
+)
+SELECT (SELECT status FROM cas), (SELECT log_id FROM logged), (SELECT id FROM removed),
+    job.id, job.instance_id, job.node_id, job.iteration, job.attempt, job.retry_base, job.available_at
+FROM (SELECT 1) AS one LEFT JOIN job ON TRUE
+"""
+    )
+
+
 @functools.cache
 def statements_for(is_sqlite: bool) -> Statements:
     insert = sqlite.insert if is_sqlite else postgresql.insert
@@ -298,8 +358,9 @@ def statements_for(is_sqlite: bool) -> Statements:
         .order_by(instance_logs.c.log_id),
         record_result=None if is_sqlite else _record_result(),
         dispatch_one=None if is_sqlite else _dispatch_one(),
+        chain_step=None if is_sqlite else _chain_step(),
     )
-    return _compiled_for_sqlite(core) if is_sqlite else core
+    return _compiled(core, is_sqlite)
 
 
 _INSTANCE_VALUES = (
@@ -309,23 +370,38 @@ _INSTANCE_VALUES = (
 _BARRIER_VALUES = ("instance_id", "node_id", "iteration", "resolved_edges", "taken_edges")
 
 
-def _compiled_for_sqlite(core: Statements) -> Statements:
-    """The per-node statements run straight on the sqlite3 cursor (see storage/compiled.py)."""
-    log = {"column_keys": LOG_VALUES, "json_names": ["payload"]}
+def _compiled(core: Statements, is_sqlite: bool) -> Statements:
+    """The per-node and per-run statements, run on the driver directly (see storage/compiled.py)."""
+
+    def c(
+        statement: Any,
+        column_keys: Sequence[str] | None = None,
+        json_names: Sequence[str] = (),
+        returns_rows: bool | None = None,
+    ) -> Any:
+        if statement is None:
+            return None
+        return compile_statement(
+            statement, is_sqlite=is_sqlite, column_keys=column_keys, json_names=json_names, returns_rows=returns_rows
+        )
+
     return dataclasses.replace(
         core,
-        insert_log=compile_for_sqlite(core.insert_log, **log),
-        insert_log_returning_node=compile_for_sqlite(core.insert_log_returning_node, **log),
-        instance_version=compile_for_sqlite(core.instance_version),
-        compare_and_swap=compile_for_sqlite(core.compare_and_swap),
-        insert_job=compile_for_sqlite(core.insert_job, column_keys=_JOB_INSERT_COLUMNS),
-        delete_job=compile_for_sqlite(core.delete_job),
-        reschedule_job=compile_for_sqlite(core.reschedule_job),
-        any_job=compile_for_sqlite(core.any_job),
-        claim_jobs=compile_for_sqlite(core.claim_jobs),
-        bump_barrier=compile_for_sqlite(core.bump_barrier, column_keys=_BARRIER_VALUES),
-        finish_iteration=compile_for_sqlite(core.finish_iteration),
-        insert_instance=compile_for_sqlite(core.insert_instance, column_keys=_INSTANCE_VALUES, json_names=["input"]),
-        finish_run=compile_for_sqlite(core.finish_run, json_names=["p_output"]),
-        reopen_run=compile_for_sqlite(core.reopen_run),
+        insert_log=c(core.insert_log, LOG_VALUES, ["payload"]),
+        insert_log_returning_node=c(core.insert_log_returning_node, LOG_VALUES, ["payload"]),
+        instance_version=c(core.instance_version),
+        compare_and_swap=c(core.compare_and_swap),
+        insert_job=c(core.insert_job, _JOB_INSERT_COLUMNS),
+        delete_job=c(core.delete_job),
+        reschedule_job=c(core.reschedule_job),
+        any_job=c(core.any_job),
+        claim_jobs=c(core.claim_jobs),
+        bump_barrier=c(core.bump_barrier, _BARRIER_VALUES),
+        finish_iteration=c(core.finish_iteration),
+        insert_instance=c(core.insert_instance, _INSTANCE_VALUES, ["input"]),
+        finish_run=c(core.finish_run, json_names=["p_output"]),
+        reopen_run=c(core.reopen_run),
+        record_result=c(core.record_result, json_names=["p_payload"]),
+        dispatch_one=c(core.dispatch_one),
+        chain_step=c(core.chain_step, json_names=["p_payload"], returns_rows=True),
     )
