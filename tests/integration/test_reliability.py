@@ -168,7 +168,8 @@ async def test_delay_is_durable_across_a_worker_restart(db: Database, tenant_id:
     assert after_started >= stopped_at
 
 
-async def test_duplicate_result_delivery_changes_nothing(db: Database) -> None:
+@pytest.mark.parametrize("claim_for", [None, "me"], ids=["decision", "chain-step"])
+async def test_duplicate_result_delivery_changes_nothing(db: Database, claim_for: str | None) -> None:
     engine = Engine(db, make_test_registry(), lease_seconds=5)
     await engine.start(with_worker=False)  # no worker: the test delivers results by hand
     tenant_id = await engine.tenants.ensure("acme")
@@ -176,10 +177,11 @@ async def test_duplicate_result_delivery_changes_nothing(db: Database) -> None:
     [job] = await engine.state.claim_jobs("me", 10, 5)
     outcome, _ = await engine.executor.run(job)
     assert isinstance(outcome, Completed)
-    await engine.orchestrator.handle_result(job, outcome)
+    follow = await engine.orchestrator.handle_result(job, outcome, claim_for=claim_for)
+    assert (follow is not None) == (claim_for is not None)  # the successor is leased to its dispatcher
     rows_before = await engine.state.read_log(instance_id)
     version_before = (await engine.state.get_instance(instance_id)).version  # type: ignore[union-attr]
-    assert await engine.orchestrator.handle_result(job, outcome) is None
+    assert await engine.orchestrator.handle_result(job, outcome, claim_for=claim_for) is None
     assert await engine.state.read_log(instance_id) == rows_before
     assert (await engine.state.get_instance(instance_id)).version == version_before  # type: ignore[union-attr]
     assert await engine.state.count_jobs(instance_id) == 1  # s1 queued once

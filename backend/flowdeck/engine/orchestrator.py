@@ -357,10 +357,9 @@ class Orchestrator:
         return None
 
     async def _claim_due(self, tx: StateTransaction, owner: str, effects: _Effects) -> Job | None:
-        jobs = await tx.jobs.claim(owner, 1, self.lease_seconds)
+        jobs = await tx.claim_and_start(owner, 1, self.lease_seconds)
         if not jobs:
             return None
-        await tx.log_event(started_event(jobs[0]))
         effects.node(_key(jobs[0]), NodeStatus.RUNNING, jobs[0].attempt)
         return jobs[0]
 

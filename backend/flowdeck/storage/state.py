@@ -136,6 +136,17 @@ class StateTransaction:
         row = (await self.conn.execute(self.db.sql.dispatch_one, params)).first()
         return None if row is None else Job(*row)
 
+    async def claim_and_start(self, owner: str, limit: int, lease_seconds: float) -> list[Job]:
+        """Lease up to ``limit`` due jobs to ``owner`` and log their NODE_STARTED rows (one round trip on
+        PostgreSQL)."""
+        if self.db.sql.claim_and_start is None:
+            jobs = await self.jobs.claim(owner, limit, lease_seconds)
+            if jobs:
+                await self.log_event_bulk([started_event(job) for job in jobs])
+            return jobs
+        params = {"p_now": self.now, "p_limit": limit, "p_owner": owner, "p_until": self.now + lease_seconds}
+        return [Job(*row) for row in await self.conn.execute(self.db.sql.claim_and_start, params)]
+
     # -- the instance ----------------------------------------------------------------------------
     async def create_instance(
         self,
@@ -545,10 +556,7 @@ class StateManager:
     async def claim_jobs(self, owner: str, limit: int, lease_seconds: float) -> list[Job]:
         """Lease up to ``limit`` due jobs to ``owner`` and log their NODE_STARTED rows, in one transaction."""
         async with self.transaction() as tx:
-            jobs = await tx.jobs.claim(owner, limit, lease_seconds)
-            if jobs:
-                await tx.log_event_bulk([started_event(job) for job in jobs])
-            return jobs
+            return await tx.claim_and_start(owner, limit, lease_seconds)
 
     async def extend_leases(self, owner: str, job_ids: Sequence[int], lease_seconds: float) -> set[int]:
         """Renew leases; returns the ids still held (a missing id was cancelled or taken over)."""

@@ -74,6 +74,8 @@ class Statements:
     """PostgreSQL only: a node's result row and its job's removal in one round trip (None on SQLite)."""
     dispatch_one: Any
     """PostgreSQL only: NODE_DISPATCHED, the job and, when leased, NODE_STARTED in one round trip."""
+    claim_and_start: Any
+    """PostgreSQL only: lease due jobs and log their NODE_STARTED rows in one round trip."""
     chain_step: Any
     """PostgreSQL only: a whole chain-step decision as one statement (see ``_chain_step``)."""
 
@@ -214,13 +216,37 @@ def _dispatch_one() -> Any:
     return sa.select(*(job.c[column.name] for column in JOB_COLUMNS)).add_cte(started)
 
 
+def _claim_and_start(claim: Any) -> Any:
+    """The claim statement, with the NODE_STARTED row of each job it leases (a data-modifying CTE)."""
+    claimed = claim.cte("claimed")
+    started = (
+        postgresql.insert(instance_logs)
+        .from_select(
+            ["instance_id", "node_id", "iteration", "event_type", "node_status", "node_attempt", "created_at"],
+            sa.select(
+                claimed.c.instance_id,
+                claimed.c.node_id,
+                claimed.c.iteration,
+                sa.literal(EventType.NODE_STARTED.value),
+                sa.literal("RUNNING"),
+                claimed.c.attempt,
+                _typed("p_now", instance_logs.c.created_at),
+            ),
+        )
+        .on_conflict_do_nothing()
+        .cte("started")
+    )
+    return sa.select(*(claimed.c[column.name] for column in JOB_COLUMNS)).add_cte(started)
+
+
 def _chain_step() -> Any:
     """A chain's step, decided in one statement: CAS the instance, log the node's NODE_COMPLETED, delete
     its job and, if the run is RUNNING and the job was still there, dispatch the successor with its
     job leased to the worker and its NODE_STARTED row. Each part runs only if the one before did, so it
     writes exactly what the general decision (``Orchestrator.handle_result``) writes for this case.
 
-    One row: (instance status or NULL when the CAS failed, the log id or NULL for a duplicate delivery,
+    One row: (instance status or NULL when the CAS failed or the result was logged before, the log id
+    or NULL for a duplicate delivered concurrently,
     the deleted job id or NULL, then the successor's job columns or NULLs).
     """
     return sa.text(
@@ -228,6 +254,11 @@ def _chain_step() -> Any:
 WITH cas AS (
     UPDATE instances SET version = :p_next, updated_at = :p_now
     WHERE id = :p_instance_id AND version = :p_expected
+        AND NOT EXISTS (  -- a duplicate delivery leaves even the version alone (the general path sees it)
+            SELECT 1 FROM instance_logs
+            WHERE instance_id = :p_instance_id AND node_id = :p_node_id AND iteration = :p_iteration
+                AND event_type = 'NODE_COMPLETED' AND node_attempt = :p_attempt
+        )
     RETURNING status
 ), logged AS (
     INSERT INTO instance_logs
@@ -283,6 +314,12 @@ def statements_for(is_sqlite: bool) -> Statements:
     if not is_sqlite:
         due = due.with_for_update(skip_locked=True)
     barrier_insert = insert(join_barriers)
+    claim_jobs = (
+        node_jobs.update()
+        .where(node_jobs.c.id.in_(due.scalar_subquery()))
+        .values(lease_owner=_p("p_owner"), available_at=_p("p_until"))
+        .returning(*JOB_COLUMNS)
+    )
     core = Statements(
         insert_log=insert(instance_logs).on_conflict_do_nothing().returning(instance_logs.c.log_id),
         insert_log_returning_node=insert(instance_logs).on_conflict_do_nothing().returning(instance_logs.c.node_id),
@@ -298,10 +335,7 @@ def statements_for(is_sqlite: bool) -> Statements:
         .where(node_jobs.c.id == _p("p_id"), node_jobs.c.attempt == _p("p_attempt"))
         .values(attempt=_p("p_next"), available_at=_p("p_due"), lease_owner=None),
         any_job=sa.select(node_jobs.c.id).where(node_jobs.c.instance_id == _p("p_id")).limit(1),
-        claim_jobs=node_jobs.update()
-        .where(node_jobs.c.id.in_(due.scalar_subquery()))
-        .values(lease_owner=_p("p_owner"), available_at=_p("p_until"))
-        .returning(*JOB_COLUMNS),
+        claim_jobs=claim_jobs,
         extend_leases=node_jobs.update()
         .where(node_jobs.c.id.in_(_p("p_ids", expanding=True)), node_jobs.c.lease_owner == _p("p_owner"))
         .values(available_at=_p("p_until"))
@@ -358,6 +392,7 @@ def statements_for(is_sqlite: bool) -> Statements:
         .order_by(instance_logs.c.log_id),
         record_result=None if is_sqlite else _record_result(),
         dispatch_one=None if is_sqlite else _dispatch_one(),
+        claim_and_start=None if is_sqlite else _claim_and_start(claim_jobs),
         chain_step=None if is_sqlite else _chain_step(),
     )
     return _compiled(core, is_sqlite)
@@ -403,5 +438,6 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         reopen_run=c(core.reopen_run),
         record_result=c(core.record_result, json_names=["p_payload"]),
         dispatch_one=c(core.dispatch_one),
+        claim_and_start=c(core.claim_and_start),
         chain_step=c(core.chain_step, json_names=["p_payload"], returns_rows=True),
     )
