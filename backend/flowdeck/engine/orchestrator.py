@@ -80,6 +80,8 @@ class _Effects:
     wake_at: list[float] = field(default_factory=list)
     stopped_runs: list[str] = field(default_factory=list)
     jobs_added: int = 0
+    awaiting_edges: bool = False
+    """A target still waits for an unresolved edge: something upstream of it is queued or running."""
 
     def node(self, job_or_id: tuple[str, str, str], status: NodeStatus, attempt: int, **extra: Any) -> None:
         instance_id, node_id, iteration = job_or_id
@@ -172,13 +174,16 @@ class Orchestrator:
         return instance_id
 
     # -- results -----------------------------------------------------------------------------------
-    async def handle_result(self, job: Job, outcome: NodeOutcome, *, claim_for: str | None = None) -> Job | None:
+    async def handle_result(
+        self, job: Job, outcome: NodeOutcome, *, claim_for: str | None = None, claim_any: bool = False
+    ) -> Job | None:
         """Record a node attempt's outcome and take the decision it leads to.
 
         With ``claim_for`` the first node this starts (if due now) is leased to that worker in the same
         transaction and returned, so a chain runs without a claim round trip between its nodes. When it
-        starts none, the next due job of any run is leased instead: a worker going on with the next
-        job saves the claim transaction its freed slot would cost.
+        starts none and ``claim_any`` is set (the worker has more due work than slots), the next due
+        job of any run is leased instead: going on with it saves the claim transaction the freed slot
+        would cost.
         """
         plan = await self.plans.get(job.instance_id)
 
@@ -187,7 +192,7 @@ class Orchestrator:
                 follow = await self._record_completion(tx, plan, job, outcome, status, claim_for, effects)
             else:
                 follow = await self._record_failure(tx, plan, job, outcome, status, claim_for, effects)
-            if follow is None and claim_for is not None:
+            if follow is None and claim_for is not None and claim_any:
                 follow = await self._claim_due(tx, claim_for, effects)
             return follow
 
@@ -524,6 +529,8 @@ class Orchestrator:
                     to_run.append(_Dispatch(target))
                 elif verdict is Verdict.SKIP:
                     skipped.append(target)
+                elif after[0] < len(graph.edges_into(target)):
+                    effects.awaiting_edges = True
             await self._skip(tx, plan.instance_id, iteration, skipped, effects)
             frontier = [(node_id, None) for node_id in skipped]
         return await self._dispatch(tx, plan, iteration, to_run, delay, claim_for, effects)
@@ -795,7 +802,7 @@ class Orchestrator:
 
     async def _finish_if_done(self, tx: StateTransaction, plan: RunPlan, effects: _Effects) -> None:
         """Nothing queued, leased or waiting any more: every node is terminal, so the run is COMPLETED."""
-        if effects.jobs_added or await tx.jobs.has_jobs(plan.instance_id):
+        if effects.jobs_added or effects.awaiting_edges or await tx.jobs.has_jobs(plan.instance_id):
             return
         output = await tx.end_outputs(plan.instance_id)
         await tx.set_run_status(plan.instance_id, RunStatus.COMPLETED, output=output)

@@ -159,7 +159,9 @@ class Worker:
                 self._current[task] = current
                 outcome, context = await self.executor.run(current, known_context)
                 claim_for = None if self._stopping else self.id
-                successor = await self.orchestrator.handle_result(current, outcome, claim_for=claim_for)
+                successor = await self.orchestrator.handle_result(
+                    current, outcome, claim_for=claim_for, claim_any=self._saturated
+                )
                 if successor is not None:
                     known_context = await self.executor.context_for_successor(current, context, outcome, successor)
                     await asyncio.sleep(0)  # let the loop send this node's updates before the next one runs
