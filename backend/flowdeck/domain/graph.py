@@ -38,6 +38,8 @@ class Graph:
     """Loop node -> every node reachable from its ``loop`` handle (nested bodies included)."""
     enclosing_loops: Mapping[str, str] = field(default_factory=dict)
     """Body node -> the innermost loop it runs in. Top-level nodes are absent."""
+    has_any_join: bool = False
+    """Some node runs on its first arriving edge: its context can depend on timing."""
     _ancestors: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -62,6 +64,7 @@ class Graph:
             sources={node_id: frozenset(e.source for e in edges) for node_id, edges in incoming.items()},
             topological_order=_topological_order(nodes, outgoing, incoming),
             default_handles=handles,
+            has_any_join=any(node.join_mode == "any" for node in definition.nodes),
             **_loop_structure(nodes, outgoing, handles),
         )
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from flowdeck.domain.graph import Graph
 from flowdeck.engine.orchestrator import Completed, Failed, NodeOutcome
 from flowdeck.engine.plans import PlanCache
 from flowdeck.handlers.base import NodeError, NodeHandler, NodeHelpers
@@ -20,11 +22,19 @@ __all__ = ("NodeExecutor",)
 log = logging.getLogger(__name__)
 
 
+_SHARED_CONTEXTS = 1024
+
+ContextKey = tuple[str, str, frozenset[str]]
+"""(run, iteration scope, ancestors): nodes with the same key fold the same context."""
+
+
 class NodeExecutor:
     def __init__(self, state: StateManager, plans: PlanCache, registry: HandlerRegistry) -> None:
         self.state = state
         self.plans = plans
         self.registry = registry
+        self._contexts: OrderedDict[ContextKey, dict[str, Any]] = OrderedDict()
+        """Recent contexts by what they fold, so siblings (a fan-out's branches) read the log once."""
 
     async def run(self, job: Job, context: dict[str, Any] | None = None) -> tuple[NodeOutcome, dict[str, Any] | None]:
         """Run one attempt; returns its outcome and the context it ran with.
@@ -49,9 +59,7 @@ class NodeExecutor:
         )
         try:
             if context is None:
-                context = await self.state.assemble_context(
-                    job.instance_id, plan.graph.ancestors(node.id), job.iteration
-                )
+                context = await self._context(job, plan.graph)
             config = _resolve_templates(handler, node.config, context)
             async with asyncio.timeout(timeout):
                 result = await handler.execute(config, context, helpers)
@@ -89,7 +97,40 @@ class NodeExecutor:
         if graph.ancestors(successor.node_id) != graph.ancestors(finished.node_id) | {finished.node_id}:
             return None
         node = graph.node(finished.node_id)
-        return {**context, node.variable: outcome.output, f"__node_{node.id}": True}
+        known = {**context, node.variable: outcome.output, f"__node_{node.id}": True}
+        self._share(successor, graph, known)
+        return known
+
+    async def _context(self, job: Job, graph: Graph) -> dict[str, Any]:
+        key = _shared_key(job, graph)
+        if key is not None:
+            known = self._contexts.get(key)
+            if known is not None:
+                self._contexts.move_to_end(key)
+                return known
+        context = await self.state.assemble_context(job.instance_id, graph.ancestors(job.node_id), job.iteration)
+        self._share(job, graph, context)
+        return context
+
+    def _share(self, job: Job, graph: Graph, context: dict[str, Any]) -> None:
+        key = _shared_key(job, graph)
+        if key is not None:
+            self._contexts[key] = context
+            if len(self._contexts) > _SHARED_CONTEXTS:
+                self._contexts.popitem(last=False)
+
+
+def _shared_key(job: Job, graph: Graph) -> ContextKey | None:
+    """The key under which a node's context can be shared, or ``None`` when it cannot.
+
+    A node is dispatched once every ancestor is decided, and a decided node's outcome never changes
+    (partial retry keeps completed outputs), so two nodes with the same ancestors in the same scope
+    fold the same rows. Not so for a retried attempt (conservatively) or where a join runs on its
+    first edge (its context depends on what had arrived).
+    """
+    if job.attempt != 1 or graph.has_any_join:
+        return None
+    return job.instance_id, job.iteration, graph.ancestors(job.node_id)
 
 
 def _resolve_templates(

@@ -90,6 +90,32 @@ class _Effects:
     def run(self, instance_id: str, status: RunStatus, output: Any = None, error: str | None = None) -> None:
         self.updates.append(RunUpdate(instance_id, status, self.now, output, error))
 
+    @property
+    def run_status(self) -> RunStatus | None:
+        """The run status this decision set last, if it set one."""
+        return next((u.status for u in reversed(self.updates) if isinstance(u, RunUpdate)), None)
+
+    def absorb(self, other: _Effects) -> None:
+        self.updates += other.updates
+        self.wake_at += other.wake_at
+        self.stopped_runs += other.stopped_runs
+        self.jobs_added += other.jobs_added
+
+
+@dataclass(frozen=True, slots=True)
+class _Delivery:
+    """A node attempt's result waiting for its run's decision."""
+
+    job: Job
+    outcome: NodeOutcome
+    claim_for: str | None
+    claim_any: bool
+    done: asyncio.Future[Job | None]
+
+
+class _LeaderGoneError(Exception):
+    """The task deciding a batch was cancelled before it reached this delivery."""
+
 
 @dataclass(slots=True)
 class _RunLock:
@@ -122,6 +148,8 @@ class Orchestrator:
         """Called with the id of a cancelled or deleted run (stop its in-flight nodes)."""
         self._run_locks: dict[str, _RunLock] = {}
         self._versions = _KnownVersions()
+        self._deliveries: dict[str, list[_Delivery]] = {}
+        """Per run: results waiting while one of its decisions is being taken (see ``handle_result``)."""
 
     # -- starting ----------------------------------------------------------------------------------
     async def start_run(
@@ -184,24 +212,111 @@ class Orchestrator:
         starts none and ``claim_any`` is set (the worker has more due work than slots), the next due
         job of any run is leased instead: going on with it saves the claim transaction the freed slot
         would cost.
+
+        Results of one run that arrive while a decision of that run is being taken wait for it and
+        are then decided together, in one transaction (one compare-and-swap, one commit), each as it
+        would be alone and in arrival order: the branches of a fan-out finishing at once cost one
+        commit, not one each.
         """
+        delivery = _Delivery(job, outcome, claim_for, claim_any, asyncio.get_running_loop().create_future())
+        if isinstance(outcome, Completed) and outcome.iterations is not None:
+            return await self._decide_alone(delivery)  # a loop's expansion is never batched
+        queue = self._deliveries.get(job.instance_id)
+        if queue is not None:  # a decision of this run is under way: join the next batch
+            queue.append(delivery)
+            try:
+                return await delivery.done
+            except _LeaderGoneError:
+                return await self.handle_result(job, outcome, claim_for=claim_for, claim_any=claim_any)
+        queue = self._deliveries[job.instance_id] = [delivery]
+        try:
+            while queue:
+                batch = list(queue)
+                await self._decide_batch(batch)
+                del queue[: len(batch)]
+        finally:
+            del self._deliveries[job.instance_id]
+            for left in queue:  # this task was cancelled mid-way: the others decide for themselves
+                if not left.done.done():
+                    left.done.set_exception(_LeaderGoneError())
+        return delivery.done.result()
+
+    async def _decide_batch(self, batch: list[_Delivery]) -> None:
+        """Decide ``batch`` (one run's results) and settle each delivery's future, never raising.
+
+        If deciding them together fails, each is decided alone, so one result that cannot be recorded
+        does not hold back the others.
+        """
+        if len(batch) > 1:
+            try:
+                results = await self._decide_together(batch)
+            except Exception:
+                log.warning(
+                    "deciding %d results of run %s together failed; deciding each alone",
+                    len(batch),
+                    batch[0].job.instance_id,
+                    exc_info=True,
+                )
+            else:
+                for delivery, result in zip(batch, results, strict=True):
+                    if not delivery.done.done():
+                        delivery.done.set_result(result)
+                return
+        for delivery in batch:
+            try:
+                result = await self._decide_alone(delivery)
+            except Exception as exc:  # noqa: BLE001 -- handed to the worker waiting for this result
+                if not delivery.done.done():
+                    delivery.done.set_exception(exc)
+            else:
+                if not delivery.done.done():
+                    delivery.done.set_result(result)
+
+    async def _decide_alone(self, delivery: _Delivery) -> Job | None:
+        job, outcome = delivery.job, delivery.outcome
         plan = await self.plans.get(job.instance_id)
 
         async def decide(tx: StateTransaction, status: RunStatus, effects: _Effects) -> Job | None:
-            if isinstance(outcome, Completed):
-                follow = await self._record_completion(tx, plan, job, outcome, status, claim_for, effects)
-            else:
-                follow = await self._record_failure(tx, plan, job, outcome, status, claim_for, effects)
-            if follow is None and claim_for is not None and claim_any:
-                follow = await self._claim_due(tx, claim_for, effects)
-            return follow
+            return await self._decide_delivery(tx, plan, delivery, status, effects)
 
         async with self._serialized(job.instance_id):
-            if claim_for is not None and isinstance(outcome, Completed):
-                step = await self._try_chain_step(plan, job, outcome, claim_for)
+            if delivery.claim_for is not None and isinstance(outcome, Completed):
+                step = await self._try_chain_step(plan, job, outcome, delivery.claim_for)
                 if step is not _NOT_A_CHAIN_STEP:
                     return step  # type: ignore[return-value]
             return await self._decide_with_cas(job.instance_id, decide)
+
+    async def _decide_together(self, batch: list[_Delivery]) -> list[Job | None]:
+        instance_id = batch[0].job.instance_id
+        plan = await self.plans.get(instance_id)
+
+        async def decide(tx: StateTransaction, status: RunStatus, effects: _Effects) -> list[Job | None]:
+            results: list[Job | None] = []
+            for delivery in batch:
+                own = _Effects(tx.now)  # each decides as it would alone (its own "did I start anything")
+                try:
+                    results.append(await self._decide_delivery(tx, plan, delivery, status, own))
+                except _DuplicateDeliveryError:  # raised before it wrote anything: skip just this one
+                    results.append(None)
+                    continue
+                effects.absorb(own)
+                status = own.run_status or status
+            return results
+
+        async with self._serialized(instance_id):
+            return await self._decide_with_cas(instance_id, decide) or [None] * len(batch)
+
+    async def _decide_delivery(
+        self, tx: StateTransaction, plan: RunPlan, delivery: _Delivery, status: RunStatus, effects: _Effects
+    ) -> Job | None:
+        job, outcome, claim_for = delivery.job, delivery.outcome, delivery.claim_for
+        if isinstance(outcome, Completed):
+            follow = await self._record_completion(tx, plan, job, outcome, status, claim_for, effects)
+        else:
+            follow = await self._record_failure(tx, plan, job, outcome, status, claim_for, effects)
+        if follow is None and claim_for is not None and delivery.claim_any:
+            follow = await self._claim_due(tx, claim_for, effects)
+        return follow
 
     async def _try_chain_step(self, plan: RunPlan, job: Job, outcome: Completed, owner: str) -> Job | object | None:
         """Take a chain's step (one successor, nothing else decided) in one statement where the database
