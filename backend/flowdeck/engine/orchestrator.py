@@ -169,6 +169,25 @@ class Orchestrator:
         is_test = test_definition is not None
         instance_id = instance_id or str(uuid.uuid4())
         plan = RunPlan(instance_id, tenant_id, workflow_id, is_test, graph, dict(pinned or {}) if is_test else {})
+        if not is_test and self.state.decides_in_one_statement:  # PostgreSQL: the same rows in one statement
+            now = await self.state.start_production_run(
+                instance_id=instance_id,
+                tenant_id=tenant_id,
+                workflow_id=workflow_id,
+                workflow_version=workflow_version,
+                trigger=trigger,
+                run_input=run_input,
+                timeout_seconds=graph.definition.options.timeout_seconds,
+                start_id=graph.start_id,
+            )
+            effects = _Effects(now)
+            effects.run(instance_id, RunStatus.RUNNING)
+            effects.node((instance_id, graph.start_id, ""), NodeStatus.DISPATCHED, 1)
+            effects.wake_at.append(now)
+            self.plans.remember(plan)
+            self._versions.remember(instance_id, 1)
+            self._announce(effects)
+            return instance_id
         async with self.state.transaction() as tx:
             effects = _Effects(tx.now)
             await tx.create_instance(
@@ -326,7 +345,12 @@ class Orchestrator:
         then decides, reading the instance version afresh).
         """
         known = self._versions.get(job.instance_id)
-        if not self.state.has_chain_step or known is None or outcome.iterations is not None or outcome.queue_delay:
+        if (
+            not self.state.decides_in_one_statement
+            or known is None
+            or outcome.iterations is not None
+            or outcome.queue_delay
+        ):
             return _NOT_A_CHAIN_STEP
         graph = plan.graph
         successor = sole_successor(graph, job.node_id, outcome.handle) if outcome.handle else None

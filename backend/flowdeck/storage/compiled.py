@@ -31,6 +31,9 @@ Parameters = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
 @dataclass(frozen=True, slots=True)
 class CompiledStatement:
+    core: Any
+    """The Core statement it was compiled from: PostgreSQL runs many rows at once through it
+    (SQLAlchemy renders one multi-row INSERT; one compiled execution per row would be a round trip each)."""
     sql: str
     names: tuple[str, ...]
     """The bind parameter names, in placeholder order."""
@@ -96,7 +99,7 @@ def compile_statement(
     fixed = {name: bind.value for name, bind in compiled.binds.items() if not bind.required and name in names}
     if returns_rows is None:
         returns_rows = bool(statement.is_select or compiled.effective_returning)
-    return CompiledStatement(compiled.string, names, frozenset(json_names), fixed, returns_rows)
+    return CompiledStatement(statement, compiled.string, names, frozenset(json_names), fixed, returns_rows)
 
 
 class CompiledResult:

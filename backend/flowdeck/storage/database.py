@@ -104,6 +104,8 @@ class _AsyncpgConnection:
         self._adapter: Any = None
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
+        if isinstance(statement, CompiledStatement) and isinstance(parameters, list) and len(parameters) > 1:
+            statement = statement.core  # many rows: one multi-row statement through SQLAlchemy
         if not isinstance(statement, CompiledStatement):
             return await self._conn.execute(statement, parameters)
         adapter = self._adapter

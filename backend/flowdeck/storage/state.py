@@ -377,7 +377,8 @@ class StateManager:
             yield StateTransaction(conn, self.db, self.clock())
 
     @property
-    def has_chain_step(self) -> bool:
+    def decides_in_one_statement(self) -> bool:
+        """Whether common decisions (a chain's step, a production start) can be one statement (PostgreSQL)."""
         return self.db.sql.chain_step is not None
 
     async def chain_step(
@@ -415,6 +416,38 @@ class StateManager:
         return ChainStep(
             now, None if status is None else RunStatus(status), log_id is not None, removed is not None, next_job
         )
+
+    async def start_production_run(
+        self,
+        *,
+        instance_id: str,
+        tenant_id: str,
+        workflow_id: str | None,
+        workflow_version: int | None,
+        trigger: str,
+        run_input: Any,
+        timeout_seconds: float,
+        start_id: str,
+    ) -> float:
+        """Create a production run with its start node queued, as one statement (PostgreSQL); returns
+        the time it was stamped with."""
+        now = self.clock()
+        params = {
+            "p_id": instance_id,
+            "p_tenant_id": tenant_id,
+            "p_workflow_id": workflow_id,
+            "p_workflow_version": workflow_version,
+            "p_trigger": trigger,
+            "p_input": run_input,
+            "p_input_payload": {"input": run_input},
+            "p_status_payload": {"status": RunStatus.RUNNING.value},
+            "p_now": now,
+            "p_deadline": now + timeout_seconds,
+            "p_start_id": start_id,
+        }
+        async with self.db.autocommit() as conn:
+            await conn.execute(self.db.sql.start_run, params)
+        return now
 
     # -- single writes ---------------------------------------------------------------------------
     async def log_event(self, event: LogEvent) -> int | None:

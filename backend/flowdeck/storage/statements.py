@@ -78,6 +78,8 @@ class Statements:
     """PostgreSQL only: lease due jobs and log their NODE_STARTED rows in one round trip."""
     chain_step: Any
     """PostgreSQL only: a whole chain-step decision as one statement (see ``_chain_step``)."""
+    start_run: Any
+    """PostgreSQL only: a production run's creation as one statement (see ``_start_run``)."""
 
 
 def _context_rows() -> Any:
@@ -239,6 +241,41 @@ def _claim_and_start(claim: Any) -> Any:
     return sa.select(*(claimed.c[column.name] for column in JOB_COLUMNS)).add_cte(started)
 
 
+def _start_run() -> Any:
+    """A production run created in one statement: the instance, its INPUT_SET and RUN_STATUS rows, and
+    its start node's NODE_DISPATCHED row and job (due now), as the general path writes them."""
+    return sa.text(
+        """
+WITH instance AS (
+    INSERT INTO instances (id, tenant_id, workflow_id, workflow_version, is_test, status, version, trigger,
+        input, created_at, started_at, updated_at, deadline_at)
+    VALUES (CAST(:p_id AS VARCHAR), CAST(:p_tenant_id AS VARCHAR), CAST(:p_workflow_id AS VARCHAR),
+        CAST(:p_workflow_version AS INTEGER), false, 'RUNNING', 1, CAST(:p_trigger AS VARCHAR),
+        CAST(:p_input AS JSONB), CAST(:p_now AS DOUBLE PRECISION), CAST(:p_now AS DOUBLE PRECISION),
+        CAST(:p_now AS DOUBLE PRECISION), CAST(:p_deadline AS DOUBLE PRECISION))
+    RETURNING id
+), logged AS (
+    INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, payload, node_attempt,
+        created_at)
+    SELECT id, NULL, '', 'INPUT_SET', NULL, CAST(:p_input_payload AS JSONB), 0, CAST(:p_now AS DOUBLE PRECISION)
+    FROM instance
+    UNION ALL
+    SELECT id, NULL, '', 'RUN_STATUS', 'RUNNING', CAST(:p_status_payload AS JSONB), 0, CAST(:p_now AS DOUBLE PRECISION)
+    FROM instance
+    UNION ALL
+    SELECT id, CAST(:p_start_id AS VARCHAR), '', 'NODE_DISPATCHED', 'DISPATCHED', NULL, 1,
+        CAST(:p_now AS DOUBLE PRECISION)
+    FROM instance
+)
+INSERT INTO node_jobs (instance_id, node_id, iteration, attempt, retry_base, available_at, lease_owner, created_at)
+SELECT id, CAST(:p_start_id AS VARCHAR), '', 1, 1, CAST(:p_now AS DOUBLE PRECISION), NULL,
+    CAST(:p_now AS DOUBLE PRECISION)
+FROM instance
+RETURNING id, instance_id, node_id, iteration, attempt, retry_base, available_at
+"""
+    )
+
+
 def _chain_step() -> Any:
     """A chain's step, decided in one statement: CAS the instance, log the node's NODE_COMPLETED, delete
     its job and, if the run is RUNNING and the job was still there, dispatch the successor with its
@@ -394,6 +431,7 @@ def statements_for(is_sqlite: bool) -> Statements:
         dispatch_one=None if is_sqlite else _dispatch_one(),
         claim_and_start=None if is_sqlite else _claim_and_start(claim_jobs),
         chain_step=None if is_sqlite else _chain_step(),
+        start_run=None if is_sqlite else _start_run(),
     )
     return _compiled(core, is_sqlite)
 
@@ -440,4 +478,5 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         dispatch_one=c(core.dispatch_one),
         claim_and_start=c(core.claim_and_start),
         chain_step=c(core.chain_step, json_names=["p_payload"], returns_rows=True),
+        start_run=c(core.start_run, json_names=["p_input", "p_input_payload", "p_status_payload"], returns_rows=True),
     )
