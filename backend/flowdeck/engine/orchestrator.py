@@ -941,9 +941,11 @@ class Orchestrator:
 
     async def _finish_if_done(self, tx: StateTransaction, plan: RunPlan, effects: _Effects) -> None:
         """Nothing queued, leased or waiting any more: every node is terminal, so the run is COMPLETED."""
-        if effects.jobs_added or effects.awaiting_edges or await tx.jobs.has_jobs(plan.instance_id):
+        if effects.jobs_added or effects.awaiting_edges:
             return
-        output = await tx.end_outputs(plan.instance_id)
+        output = await tx.outputs_if_idle(plan.instance_id)
+        if output is None:
+            return
         await tx.set_run_status(plan.instance_id, RunStatus.COMPLETED, output=output)
         effects.run(plan.instance_id, RunStatus.COMPLETED, output=output)
 

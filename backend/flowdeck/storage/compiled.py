@@ -24,6 +24,7 @@ from sqlalchemy.engine import Dialect
 __all__ = ("CompiledResult", "CompiledStatement", "compile_statement")
 
 _encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder()
 DIALECTS: dict[bool, Dialect] = {True: sqlite.dialect(), False: asyncpg.dialect()}  # type: ignore[no-untyped-call]
 
 Parameters = Mapping[str, Any] | Sequence[Mapping[str, Any]]
@@ -41,6 +42,8 @@ class CompiledStatement:
     fixed: Mapping[str, Any]
     """Parameters the statement itself sets (an OFFSET of 0, literals)."""
     returns_rows: bool
+    json_columns: tuple[int, ...] = ()
+    """Result columns holding JSON: sqlite3 returns their text (asyncpg's codec decodes them itself)."""
 
     def arguments(self, parameters: Mapping[str, Any]) -> tuple[Any, ...]:
         if self.fixed:
@@ -60,9 +63,17 @@ class CompiledStatement:
         for one in self._each(parameters):  # sqlite3's executemany cannot return rows; each execute is microseconds
             cursor = connection.execute(self.sql, self.arguments(one))
             if self.returns_rows:
-                rows.extend(cursor.fetchall())
+                fetched = cursor.fetchall()
+                rows.extend(map(self._decoded, fetched) if self.json_columns else fetched)
             count += max(cursor.rowcount, 0)
         return CompiledResult(rows, count)
+
+    def _decoded(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        values = list(row)
+        for index in self.json_columns:
+            if values[index] is not None:
+                values[index] = _decoder.decode(values[index])
+        return tuple(values)
 
     async def run_asyncpg(self, connection: Any, parameters: Parameters) -> CompiledResult:
         """Run on an asyncpg connection (its statement cache prepares each SQL text once)."""
@@ -86,6 +97,7 @@ def compile_statement(
     column_keys: Sequence[str] | None = None,
     json_names: Sequence[str] = (),
     returns_rows: bool | None = None,
+    json_columns: Sequence[int] = (),
 ) -> CompiledStatement:
     """Compile a Core statement for one dialect; ``column_keys`` renders an INSERT's VALUES for those keys.
 
@@ -99,7 +111,9 @@ def compile_statement(
     fixed = {name: bind.value for name, bind in compiled.binds.items() if not bind.required and name in names}
     if returns_rows is None:
         returns_rows = bool(statement.is_select or compiled.effective_returning)
-    return CompiledStatement(statement, compiled.string, names, frozenset(json_names), fixed, returns_rows)
+    return CompiledStatement(
+        statement, compiled.string, names, frozenset(json_names), fixed, returns_rows, tuple(json_columns)
+    )
 
 
 class CompiledResult:

@@ -82,9 +82,6 @@ class JobTable:
         result = await self.conn.execute(self.db.sql.reschedule_job, params)
         return bool(result.rowcount == 1)
 
-    async def has_jobs(self, instance_id: str) -> bool:
-        return (await self.conn.execute(self.db.sql.any_job, {"p_id": instance_id})).first() is not None
-
     async def claim(self, owner: str, limit: int, lease_seconds: float) -> list[Job]:
         params = {"p_now": self.now, "p_limit": limit, "p_owner": owner, "p_until": self.now + lease_seconds}
         return [Job(*row) for row in await self.conn.execute(self.db.sql.claim_jobs, params)]

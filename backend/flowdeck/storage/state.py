@@ -205,13 +205,17 @@ class StateTransaction:
     ) -> None:
         """Change the run status and log its RUN_STATUS row. Call only after winning the CAS."""
         params = {"p_id": instance_id, "p_status": status.value, "p_now": self.now, "p_error": error}
-        if status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED):
-            await self.conn.execute(self.db.sql.finish_run, {**params, "p_output": output})
-        else:
-            await self.conn.execute(self.db.sql.reopen_run, {**params, "p_deadline": deadline_at})
         payload: dict[str, Any] = {"status": status.value}
         if reason:
             payload["reason"] = reason
+        final = status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+        if final and self.db.sql.finish_run_logged is not None:  # one round trip for both
+            await self.conn.execute(self.db.sql.finish_run_logged, {**params, "p_output": output, "p_payload": payload})
+            return
+        if final:
+            await self.conn.execute(self.db.sql.finish_run, {**params, "p_output": output})
+        else:
+            await self.conn.execute(self.db.sql.reopen_run, {**params, "p_deadline": deadline_at})
         await self.log_event(
             LogEvent(
                 instance_id=instance_id,
@@ -222,14 +226,12 @@ class StateTransaction:
             )
         )
 
-    async def end_outputs(self, instance_id: str) -> Any:
-        """The run output: the outputs of the end nodes reached, merged in log order (later wins)."""
-        rows = await self.conn.execute(self.db.sql.end_outputs, {"p_id": instance_id})
-        merged: dict[str, Any] = {}
-        for (payload,) in rows:
-            if payload and payload.get("end") and isinstance(payload.get("output"), dict):
-                merged.update(payload["output"])
-        return merged
+    async def outputs_if_idle(self, instance_id: str) -> dict[str, Any] | None:
+        """The run output (the end nodes' outputs merged) once the run has no job left, ``None`` while it has."""
+        rows = (await self.conn.execute(self.db.sql.outputs_if_idle, {"p_id": instance_id})).all()
+        if not rows:
+            return None
+        return _merged_end_outputs(payload for _, _, payload in rows[1:])
 
     async def node_rows(self, instance_id: str) -> list[LogRow]:
         """Every node-level row of the run, in log order (partial retry folds them)."""
@@ -605,6 +607,15 @@ class StateManager:
     async def next_job_due(self) -> float | None:
         async with self.db.read() as conn:
             return await JobTable.next_due(conn)
+
+
+def _merged_end_outputs(payloads: Iterable[Any]) -> dict[str, Any]:
+    """The outputs of the end nodes reached, merged in log order (later wins)."""
+    merged: dict[str, Any] = {}
+    for payload in payloads:
+        if payload and payload.get("end") and isinstance(payload.get("output"), dict):
+            merged.update(payload["output"])
+    return merged
 
 
 def dispatched_event(job: NewJob) -> LogEvent:

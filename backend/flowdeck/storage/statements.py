@@ -59,7 +59,6 @@ class Statements:
     insert_job: Any
     delete_job: Any
     reschedule_job: Any
-    any_job: Any
     claim_jobs: Any
     extend_leases: Any
     bump_barrier: Any
@@ -69,7 +68,10 @@ class Statements:
     finish_run: Any
     reopen_run: Any
     get_instance: Any
-    end_outputs: Any
+    outputs_if_idle: Any
+    """A marker row when the run has no job left, then its end nodes' output rows (nothing when it has)."""
+    finish_run_logged: Any
+    """PostgreSQL only: a run's final status and its RUN_STATUS row in one round trip."""
     record_result: Any
     """PostgreSQL only: a node's result row and its job's removal in one round trip (None on SQLite)."""
     dispatch_one: Any
@@ -276,6 +278,58 @@ RETURNING id, instance_id, node_id, iteration, attempt, retry_base, available_at
     )
 
 
+def _end_output_rows() -> Any:
+    return sa.select(instance_logs.c.log_id, instance_logs.c.payload).where(
+        instance_logs.c.instance_id == _p("p_id"),
+        instance_logs.c.event_type == EventType.NODE_COMPLETED.value,
+        instance_logs.c.iteration == "",
+        instance_logs.c.output_variable.is_not(None),
+    )
+
+
+def _outputs_if_idle() -> Any:
+    idle = ~sa.exists().where(node_jobs.c.instance_id == _p("p_id"))
+    marker = sa.select(sa.literal(0).label("k"), sa.literal(0).label("log_id"), sa.null().label("payload")).where(idle)
+    rows = _end_output_rows().where(idle).subquery()
+    outputs = sa.select(sa.literal(1), rows.c.log_id, rows.c.payload)
+    return sa.union_all(marker, outputs).order_by("k", "log_id")
+
+
+_RUN_STATUS_COLUMNS = [
+    *("instance_id", "iteration", "event_type", "node_status"),
+    *("payload", "error_message", "node_attempt", "created_at"),
+]
+
+
+def _finish_run_logged() -> Any:
+    finished = (
+        instances.update()
+        .where(instances.c.id == _p("p_id"))
+        .values(
+            status=_p("p_status"),
+            updated_at=_p("p_now"),
+            completed_at=_p("p_now"),
+            error=_p("p_error"),
+            output=_p("p_output"),
+        )
+        .returning(instances.c.id)
+        .cte("finished")
+    )
+    return postgresql.insert(instance_logs).from_select(
+        _RUN_STATUS_COLUMNS,
+        sa.select(
+            finished.c.id,
+            sa.literal(""),
+            sa.literal(EventType.RUN_STATUS.value),
+            _typed("p_status", instance_logs.c.node_status),
+            _typed("p_payload", instance_logs.c.payload),
+            _typed("p_error", instance_logs.c.error_message),
+            sa.literal(0),
+            _typed("p_now", instance_logs.c.created_at),
+        ),
+    )
+
+
 def _chain_step() -> Any:
     """A chain's step, decided in one statement: CAS the instance, log the node's NODE_COMPLETED, delete
     its job and, if the run is RUNNING and the job was still there, dispatch the successor with its
@@ -371,7 +425,6 @@ def statements_for(is_sqlite: bool) -> Statements:
         reschedule_job=node_jobs.update()
         .where(node_jobs.c.id == _p("p_id"), node_jobs.c.attempt == _p("p_attempt"))
         .values(attempt=_p("p_next"), available_at=_p("p_due"), lease_owner=None),
-        any_job=sa.select(node_jobs.c.id).where(node_jobs.c.instance_id == _p("p_id")).limit(1),
         claim_jobs=claim_jobs,
         extend_leases=node_jobs.update()
         .where(node_jobs.c.id.in_(_p("p_ids", expanding=True)), node_jobs.c.lease_owner == _p("p_owner"))
@@ -419,14 +472,8 @@ def statements_for(is_sqlite: bool) -> Statements:
             deadline_at=_p("p_deadline"),
         ),
         get_instance=sa.select(instances).where(instances.c.id == _p("p_id")),
-        end_outputs=sa.select(instance_logs.c.payload)
-        .where(
-            instance_logs.c.instance_id == _p("p_id"),
-            instance_logs.c.event_type == EventType.NODE_COMPLETED.value,
-            instance_logs.c.iteration == "",
-            instance_logs.c.output_variable.is_not(None),
-        )
-        .order_by(instance_logs.c.log_id),
+        outputs_if_idle=_outputs_if_idle(),
+        finish_run_logged=None if is_sqlite else _finish_run_logged(),
         record_result=None if is_sqlite else _record_result(),
         dispatch_one=None if is_sqlite else _dispatch_one(),
         claim_and_start=None if is_sqlite else _claim_and_start(claim_jobs),
@@ -451,11 +498,17 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         column_keys: Sequence[str] | None = None,
         json_names: Sequence[str] = (),
         returns_rows: bool | None = None,
+        json_columns: Sequence[int] = (),
     ) -> Any:
         if statement is None:
             return None
         return compile_statement(
-            statement, is_sqlite=is_sqlite, column_keys=column_keys, json_names=json_names, returns_rows=returns_rows
+            statement,
+            is_sqlite=is_sqlite,
+            column_keys=column_keys,
+            json_names=json_names,
+            returns_rows=returns_rows,
+            json_columns=json_columns,
         )
 
     return dataclasses.replace(
@@ -467,7 +520,6 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         insert_job=c(core.insert_job, _JOB_INSERT_COLUMNS),
         delete_job=c(core.delete_job),
         reschedule_job=c(core.reschedule_job),
-        any_job=c(core.any_job),
         claim_jobs=c(core.claim_jobs),
         bump_barrier=c(core.bump_barrier, _BARRIER_VALUES),
         finish_iteration=c(core.finish_iteration),
@@ -478,5 +530,7 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         dispatch_one=c(core.dispatch_one),
         claim_and_start=c(core.claim_and_start),
         chain_step=c(core.chain_step, json_names=["p_payload"], returns_rows=True),
+        outputs_if_idle=c(core.outputs_if_idle, json_columns=[2]),
+        finish_run_logged=c(core.finish_run_logged, json_names=["p_output", "p_payload"]),
         start_run=c(core.start_run, json_names=["p_input", "p_input_payload", "p_status_payload"], returns_rows=True),
     )
