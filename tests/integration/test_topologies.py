@@ -167,3 +167,23 @@ async def test_condition_branches_to_one_end_through_two_handles(engine: Engine,
     outcome = await run_to_end(engine, tenant_id, d, {"n": 3})
     assert outcome.run.status == "COMPLETED"
     assert outcome.run.output == {"n": 3}
+
+
+async def test_the_outputs_of_every_end_reached_merge_in_log_order(engine: Engine, tenant_id: str) -> None:
+    d = definition(
+        [
+            node("start", "start"),
+            node("a", config={"output": {"v": "a"}}),
+            node("b", config={"sleep": 0.05, "output": {"v": "b"}}),
+            end("end_a", params={"who": "a", "only_a": 1}),
+            end("end_b", params={"who": "b", "only_b": 2}),
+        ],
+        [edge("start", "a"), edge("start", "b"), edge("a", "end_a"), edge("b", "end_b")],
+    )
+    outcome = await run_to_end(engine, tenant_id, d)
+    assert outcome.run.status == "COMPLETED"
+    ends = [r.node_id for r in outcome.rows if r.event_type == "NODE_COMPLETED" and r.node_id in ("end_a", "end_b")]
+    last = ends[-1][-1]  # the end that completed last wins the shared key
+    assert outcome.run.output == {"who": last, "only_a": 1, "only_b": 2}
+    statuses = [r.node_status for r in outcome.rows if r.event_type == "RUN_STATUS"]
+    assert statuses == ["RUNNING", "COMPLETED"]

@@ -303,6 +303,8 @@ class Orchestrator:
                 step = await self._try_chain_step(plan, job, outcome, delivery.claim_for)
                 if step is not _NOT_A_CHAIN_STEP:
                     return step  # type: ignore[return-value]
+            if isinstance(outcome, Completed) and await self._try_end_step(plan, job, outcome):
+                return None
             return await self._decide_with_cas(job.instance_id, decide)
 
     async def _decide_together(self, batch: list[_Delivery]) -> list[Job | None]:
@@ -392,6 +394,37 @@ class Orchestrator:
 
             await self._decide_with_cas(job.instance_id, settle)
         return step.next_job
+
+    async def _try_end_step(self, plan: RunPlan, job: Job, outcome: Completed) -> bool:
+        """Decide a top-level end node's result in one statement where the database allows it
+        (PostgreSQL): the same rows as the general decision. ``False``: not one, or nothing was written."""
+        known = self._versions.get(job.instance_id)
+        if not self.state.decides_in_one_statement or known is None or job.iteration:
+            return False
+        node = plan.graph.node(job.node_id)
+        if node.type != "end" or outcome.iterations is not None or plan.graph.edges_from(job.node_id):
+            return False
+        payload: dict[str, Any] = {"output": outcome.output, "handle": outcome.handle, "end": True}
+        if outcome.logs:
+            payload["logs"] = outcome.logs
+        step = await self.state.end_step(
+            job=job,
+            expected_version=known,
+            output_variable=node.variable,
+            payload=payload,
+            end_output=outcome.output,
+        )
+        if step is None:
+            self._versions.forget(job.instance_id)
+            return False
+        self._versions.remember(job.instance_id, known + 1)
+        effects = _Effects(step.now)
+        if step.logged:
+            effects.node(_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
+        if step.run_completed:
+            effects.run(job.instance_id, RunStatus.COMPLETED, output=step.output)
+        self._announce(effects)
+        return True
 
     async def _record_completion(
         self,

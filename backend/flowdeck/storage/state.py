@@ -23,7 +23,7 @@ from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
 from flowdeck.storage.statements import LOG_COLUMNS
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
 
-__all__ = ("DEFINITION_KEY", "PINNED_KEY", "ChainStep", "StateManager", "StateTransaction", "fold_context")
+__all__ = ("DEFINITION_KEY", "PINNED_KEY", "ChainStep", "EndStep", "StateManager", "StateTransaction", "fold_context")
 
 DEFINITION_KEY = "__workflowDefinition"
 PINNED_KEY = "__pinned"
@@ -368,6 +368,20 @@ class ChainStep:
     """The successor's job, leased to the worker, when it was dispatched."""
 
 
+@dataclass(frozen=True, slots=True)
+class EndStep:
+    """What a one-statement end step did (``StateManager.end_step``)."""
+
+    now: float
+    status: RunStatus
+    """The run's status before it."""
+    run_completed: bool
+    output: Any
+    """The run output, when it completed."""
+    logged: bool
+    job_removed: bool
+
+
 class StateManager:
     def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self.db = db
@@ -418,6 +432,34 @@ class StateManager:
         return ChainStep(
             now, None if status is None else RunStatus(status), log_id is not None, removed is not None, next_job
         )
+
+    async def end_step(
+        self, *, job: Job, expected_version: int, output_variable: str, payload: Any, end_output: Any
+    ) -> EndStep | None:
+        """A top-level end node's result as one atomic statement (PostgreSQL): see ``statements._end_step``.
+
+        ``None`` when nothing was written (a failed CAS, or the result was logged before).
+        """
+        now = self.clock()
+        params = {
+            "p_instance_id": job.instance_id,
+            "p_expected": expected_version,
+            "p_next": expected_version + 1,
+            "p_now": now,
+            "p_node_id": job.node_id,
+            "p_output_variable": output_variable,
+            "p_payload": payload,
+            "p_attempt": job.attempt,
+            "p_job": job.id,
+            "p_end_output": end_output if isinstance(end_output, dict) else {},
+            "p_status_payload": {"status": RunStatus.COMPLETED.value},
+        }
+        async with self.db.autocommit() as conn:
+            row = (await conn.execute(self.db.sql.end_step, params)).first()
+        if row is None:
+            return None
+        before, finished, output, log_id, removed = row
+        return EndStep(now, RunStatus(before), bool(finished), output, log_id is not None, removed is not None)
 
     async def start_production_run(
         self,

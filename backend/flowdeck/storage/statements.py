@@ -82,6 +82,9 @@ class Statements:
     """PostgreSQL only: a whole chain-step decision as one statement (see ``_chain_step``)."""
     start_run: Any
     """PostgreSQL only: a production run's creation as one statement (see ``_start_run``)."""
+    end_step: Any
+    """PostgreSQL only: an end node's result, and the run's completion if it was the last, as one
+    statement (see ``_end_step``)."""
 
 
 def _context_rows() -> Any:
@@ -241,6 +244,76 @@ def _claim_and_start(claim: Any) -> Any:
         .cte("started")
     )
     return sa.select(*(claimed.c[column.name] for column in JOB_COLUMNS)).add_cte(started)
+
+
+def _end_step() -> Any:
+    """A top-level end node's result decided in one statement: CAS the instance and, when the run is
+    RUNNING, this node's job is still there and no other job is left, complete the run with the end
+    nodes' outputs merged in log order (this one last, later keys winning) and its RUN_STATUS row;
+    log NODE_COMPLETED and remove the job. The conditions are read before the CAS; the CAS's row lock
+    and version check make them hold, since every change to a run's jobs is a decision that moves
+    its version.
+
+    One row: (status before, whether the run completed, the run output, the log id, the removed job).
+    No row when the CAS failed or the result was logged before (nothing was written).
+    """
+    return sa.text(
+        """
+WITH pre AS (
+    SELECT i.status,
+        (i.status = 'RUNNING'
+            AND EXISTS (SELECT 1 FROM node_jobs WHERE id = :p_job AND attempt = :p_attempt)
+            AND NOT EXISTS (SELECT 1 FROM node_jobs WHERE instance_id = :p_instance_id AND id <> :p_job)
+        ) AS finishing
+    FROM instances i
+    WHERE i.id = :p_instance_id AND i.version = :p_expected
+        AND NOT EXISTS (
+            SELECT 1 FROM instance_logs
+            WHERE instance_id = :p_instance_id AND node_id = :p_node_id AND iteration = ''
+                AND event_type = 'NODE_COMPLETED' AND node_attempt = :p_attempt
+        )
+), earlier AS (
+    SELECT COALESCE(jsonb_object_agg(kv.key, kv.value ORDER BY l.log_id), '{}'::jsonb) AS output
+    FROM instance_logs l CROSS JOIN LATERAL jsonb_each(l.payload -> 'output') AS kv
+    WHERE l.instance_id = :p_instance_id AND l.event_type = 'NODE_COMPLETED' AND l.iteration = ''
+        AND l.output_variable IS NOT NULL AND (l.payload ->> 'end') = 'true'
+        AND jsonb_typeof(l.payload -> 'output') = 'object'
+), cas AS (
+    UPDATE instances i SET
+        version = :p_next,
+        updated_at = CAST(:p_now AS DOUBLE PRECISION),
+        status = CASE WHEN pre.finishing THEN 'COMPLETED' ELSE i.status END,
+        completed_at = CASE WHEN pre.finishing THEN CAST(:p_now AS DOUBLE PRECISION) ELSE i.completed_at END,
+        error = CASE WHEN pre.finishing THEN NULL ELSE i.error END,
+        output = CASE WHEN pre.finishing
+            THEN (SELECT output FROM earlier) || CAST(:p_end_output AS JSONB) ELSE i.output END
+    FROM pre
+    WHERE i.id = :p_instance_id AND i.version = :p_expected
+    RETURNING pre.status AS before, pre.finishing, i.output
+), logged AS (
+    INSERT INTO instance_logs
+        (instance_id, node_id, iteration, event_type, node_status, output_variable, payload, node_attempt, created_at)
+    SELECT CAST(:p_instance_id AS VARCHAR), CAST(:p_node_id AS VARCHAR), '', 'NODE_COMPLETED', 'COMPLETED',
+        CAST(:p_output_variable AS VARCHAR), CAST(:p_payload AS JSONB), CAST(:p_attempt AS INTEGER),
+        CAST(:p_now AS DOUBLE PRECISION)
+    FROM cas
+    ON CONFLICT DO NOTHING
+    RETURNING log_id
+), removed AS (
+    DELETE FROM node_jobs
+    WHERE id = :p_job AND attempt = :p_attempt AND EXISTS (SELECT 1 FROM logged)
+    RETURNING id
+), status_row AS (
+    INSERT INTO instance_logs (instance_id, iteration, event_type, node_status, payload, node_attempt, created_at)
+    SELECT CAST(:p_instance_id AS VARCHAR), '', 'RUN_STATUS', 'COMPLETED', CAST(:p_status_payload AS JSONB), 0,
+        CAST(:p_now AS DOUBLE PRECISION)
+    FROM cas
+    WHERE cas.finishing
+)
+SELECT cas.before, cas.finishing, cas.output, (SELECT log_id FROM logged), (SELECT id FROM removed)
+FROM cas
+"""
+    )
 
 
 def _start_run() -> Any:
@@ -479,6 +552,7 @@ def statements_for(is_sqlite: bool) -> Statements:
         claim_and_start=None if is_sqlite else _claim_and_start(claim_jobs),
         chain_step=None if is_sqlite else _chain_step(),
         start_run=None if is_sqlite else _start_run(),
+        end_step=None if is_sqlite else _end_step(),
     )
     return _compiled(core, is_sqlite)
 
@@ -532,5 +606,6 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         chain_step=c(core.chain_step, json_names=["p_payload"], returns_rows=True),
         outputs_if_idle=c(core.outputs_if_idle, json_columns=[2]),
         finish_run_logged=c(core.finish_run_logged, json_names=["p_output", "p_payload"]),
+        end_step=c(core.end_step, json_names=["p_payload", "p_end_output", "p_status_payload"], returns_rows=True),
         start_run=c(core.start_run, json_names=["p_input", "p_input_payload", "p_status_payload"], returns_rows=True),
     )
