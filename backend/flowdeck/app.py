@@ -17,7 +17,7 @@ from flowdeck.api.application import announce_ready, create_api
 from flowdeck.api.config import ApiConfig, RuntimeFactory, RuntimeLike
 from flowdeck.api.context import AppContext, Services
 from flowdeck.realtime.server import RealtimeServer
-from flowdeck.runtime import open_runtime
+from flowdeck.runtime import freeze_startup_heap, open_runtime
 from flowdeck.settings import Settings
 
 __all__ = ("Flowdeck", "build_app", "create_app")
@@ -52,6 +52,7 @@ def build_app(settings: Settings, config: ApiConfig | None = None) -> Flowdeck:
             services = Services.build(runtime, config)
             context.open(services)
             await realtime.start(runtime.engine.publisher)
+            freeze_startup_heap()
             try:
                 await announce_ready(services, config)
                 yield

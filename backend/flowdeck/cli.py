@@ -59,13 +59,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _worker(settings: Settings) -> None:
-    from flowdeck.runtime import open_runtime
+    from flowdeck.runtime import freeze_startup_heap, open_runtime
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with open_runtime(settings, with_worker=True, migrate=False) as runtime:
+        freeze_startup_heap()
         print(f"worker {runtime.engine.worker.id} running (concurrency {settings.worker_concurrency})", flush=True)
         await stop.wait()
     print("worker stopped; its leases were handed back", flush=True)

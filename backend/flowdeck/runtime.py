@@ -5,6 +5,7 @@ The one place that wires these together; ``serve``, ``worker``, ``run`` and ``be
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -27,7 +28,7 @@ from flowdeck.storage.data_sources import DataSourceStore
 from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import upgrade
 
-__all__ = ("Runtime", "open_runtime")
+__all__ = ("Runtime", "freeze_startup_heap", "open_runtime")
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,14 @@ async def open_runtime(
         await sandbox.close()
         await queries.close()
         await db.dispose()
+
+
+def freeze_startup_heap() -> None:
+    """Move everything alive after start-up (modules, the app, compiled statements) out of the garbage
+    collector's way: full collections then skip it. Measured: a full collection of the serve process
+    took 130-200 ms and landed on requests (a workflow GET answered in 250 ms instead of 35)."""
+    gc.collect()
+    gc.freeze()
 
 
 def _own_database_files(database_url: str) -> tuple[str, ...]:
