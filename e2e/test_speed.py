@@ -1,6 +1,13 @@
 """Speed of the editor as a user feels it (issue: a 300-node workflow opens in <= 1 s, the first node
 lights within 300 ms of Test run). Measured and written to e2e/screenshots/speed.json, never asserted:
-timing targets belong to benchmarks, not to tests that fail on a busy machine."""
+timing targets belong to benchmarks, not to tests that fail on a busy machine.
+
+How the open is timed: from just before ``page.goto`` (Python's wall clock) to the first frame painted
+after the editor is loaded, the canvas has settled (``data-ready``) and all 300 nodes are in the DOM,
+as recorded in the page by a MutationObserver installed before the app's scripts run. The end is
+recorded in the page rather than seen by polling with ``expect``: each failed poll of a Playwright
+``expect`` builds an aria snapshot of the element it looks at (here the whole canvas) on the page's
+main thread, which slowed the very render it was timing by up to several hundred ms."""
 
 from __future__ import annotations
 
@@ -13,6 +20,22 @@ from pages.editor_page import EditorPage
 from playwright.sync_api import Page, expect
 
 from conftest import SCREENSHOTS, Server, shot
+
+# Installed with add_init_script: runs in every document before the app's scripts.
+WATCH_OPEN = """(() => {
+  const open = (window.__flowdeckOpen = {ready: null, painted: null});
+  const check = () => {
+    if (open.ready !== null || !location.pathname.startsWith('/workflows/')) return;
+    const canvas = document.querySelector(
+      '[data-testid="editor"][data-loaded="true"] [data-testid="canvas"][data-ready="true"]');
+    if (!canvas || document.querySelectorAll('.react-flow__node').length !== 300) return;
+    open.ready = performance.now();
+    // rAF runs before the frame is painted; a task queued from it runs after.
+    requestAnimationFrame(() => setTimeout(() => { open.painted = performance.timeOrigin + performance.now(); }, 0));
+  };
+  new MutationObserver(check).observe(document, {subtree: true, childList: true, attributes: true,
+                                                 attributeFilter: ['data-ready', 'data-loaded']});
+})()"""
 
 WATCH_FIRST_LIGHT = """() => {
   const card = document.querySelector('.react-flow__node[data-id="start"] [data-testid="flow-node"]');
@@ -39,15 +62,21 @@ def wide(width: int) -> dict[str, Any]:
 
 def test_a_300_node_workflow_opens_and_its_first_node_lights_at_once(page: Page, server: Server) -> None:
     workflow = server.create_workflow(wide(298))
+    page.add_init_script(WATCH_OPEN)
     page.goto("/workflows")  # warm: the app's code is loaded, as for a user who opens a workflow from the list
-    started = time.perf_counter()
-    editor = EditorPage(page).open(workflow["id"])
+    started = time.time()
+    page.goto(f"/workflows/{workflow['id']}")
+    page.wait_for_function("window.__flowdeckOpen.painted !== null", polling="raf")
+    open_ms = page.evaluate("window.__flowdeckOpen.painted") - started * 1000
+    editor = EditorPage(page)  # the usual checks, untimed: loaded, settled, 300 nodes
+    expect(page.get_by_test_id("editor")).to_have_attribute("data-loaded", "true")
+    expect(page.get_by_test_id("canvas")).to_have_attribute("data-ready", "true")
     expect(editor.nodes()).to_have_count(300)
-    open_ms = (time.perf_counter() - started) * 1000
     shot(page, "editor-300-nodes")
 
     page.evaluate(WATCH_FIRST_LIGHT)
     editor.test_run()
+    page.wait_for_function("window.__flowdeck.lit !== null", polling="raf")  # see above: no expect polls while timing
     expect(editor.node_card("start")).not_to_have_attribute("data-status", "IDLE")
     first_light_ms = page.evaluate("window.__flowdeck.lit - window.__flowdeck.clicked")
     editor.expect_run_status("COMPLETED", timeout=60_000)

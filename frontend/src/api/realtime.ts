@@ -45,6 +45,14 @@ function connect(): Socket<ServerEvents, ClientEvents> {
   return s;
 }
 
+/**
+ * Open the shared connection ahead of need (the editor does, once it has rendered), so the first
+ * Test run joins its room at once instead of first waiting for the WebSocket and the server's auth.
+ */
+export function preconnectRealtime(): void {
+  connect();
+}
+
 export function onConnectionState(listener: (state: ConnectionState) => void): () => void {
   stateListeners.add(listener);
   listener(socket?.connected ? 'connected' : 'connecting');

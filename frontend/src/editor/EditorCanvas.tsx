@@ -11,6 +11,7 @@ import {
   type Connection,
   type FinalConnectionState,
   type IsValidConnection,
+  type NodeChange,
 } from '@xyflow/react';
 import { useCallback, useEffect, useRef, useState, type DragEvent } from 'react';
 
@@ -19,14 +20,35 @@ import { isNodeType, NODE_TYPE_INFO, type EditorEdge, type EditorNode } from '..
 import { toast } from '../shared/toasts';
 import { edgeTypes, nodeTypes } from './nodeTypes';
 import { PALETTE_MIME } from './palette/NodePalette';
+import { allMeasured } from './editorStore';
 import { useEditor, useEditorStoreApi } from './storeContext';
 
 const DEFAULT_EDGE_OPTIONS = { markerEnd: { type: MarkerType.ArrowClosed, width: 7, height: 7, color: '#9ca3af' } };
 const PRO_OPTIONS = { hideAttribution: true };
+const FIT_OPTIONS = { padding: 0.25, maxZoom: 1.1 };
 const MINIMAP_STYLE = { width: 160, height: 100 };
+// Arrays and callbacks handed to <ReactFlow> must keep their identity: it copies each changed prop into its
+// own store, and every store update re-runs the selectors of all 300 nodes and 600 edges.
+const SNAP_GRID: [number, number] = [10, 10];
+const MULTI_SELECTION_KEYS = ['Meta', 'Control'];
 
 function minimapColor(node: EditorNode): string {
   return NODE_TYPE_INFO[node.type].color;
+}
+
+/** False until `ready` has been true for one idle moment (the first paint of the settled canvas is done). */
+function useAfterPaint(ready: boolean): boolean {
+  const [after, setAfter] = useState(false);
+  useEffect(() => {
+    if (!ready || after) return;
+    if (typeof window.requestIdleCallback === 'function') {
+      const handle = window.requestIdleCallback(() => setAfter(true), { timeout: 300 });
+      return () => window.cancelIdleCallback(handle);
+    }
+    const timer = window.setTimeout(() => setAfter(true), 50);
+    return () => window.clearTimeout(timer);
+  }, [ready, after]);
+  return after;
 }
 
 export function EditorCanvas() {
@@ -41,10 +63,32 @@ export function EditorCanvas() {
   const [ready, setReady] = useState(false);
 
   // Fit the graph once its nodes are measured; `data-ready` tells tests the viewport has settled.
+  // Sizes are recorded on the nodes in place (recordMeasuredSizes), which React Flow's own "initialized"
+  // flag only notices at its next update: so also fit as soon as a batch of sizes completes the set.
+  const fitRequested = useRef(false);
+  const fitOnce = useCallback(() => {
+    if (fitRequested.current) return;
+    fitRequested.current = true;
+    performance.mark('flowdeck:nodes-measured');
+    void fitView(FIT_OPTIONS).then(() => {
+      performance.mark('flowdeck:canvas-ready');
+      setReady(true);
+    });
+  }, [fitView]);
   useEffect(() => {
-    if (ready || !initialized || nodes.length === 0) return;
-    void fitView({ padding: 0.25, maxZoom: 1.1 }).then(() => setReady(true));
-  }, [ready, initialized, nodes.length, fitView]);
+    if (initialized && nodes.length > 0) fitOnce();
+  }, [initialized, nodes.length, fitOnce]);
+  const handleNodesChange = useCallback(
+    (changes: NodeChange<EditorNode>[]) => {
+      onNodesChange(changes);
+      if (!fitRequested.current && changes.some((c) => c.type === 'dimensions')) {
+        const current = store.getState().nodes;
+        if (current.length > 0 && allMeasured(current)) fitOnce();
+      }
+    },
+    [onNodesChange, store, fitOnce],
+  );
+  const showMinimap = useAfterPaint(ready);
   const [hint, setHint] = useState<string | null>(null);
   const lastRefusal = useRef<string | null>(null);
 
@@ -81,6 +125,10 @@ export function EditorCanvas() {
     setHint(null);
   }, []);
 
+  const onNodeDragStart = useCallback(() => store.getState().beginMove(), [store]);
+  const onNodeClick = useCallback((_: unknown, node: EditorNode) => store.getState().openInspector(node.id), [store]);
+  const onPaneClick = useCallback(() => store.getState().openInspector(null), [store]);
+
   const onDragOver = useCallback((e: DragEvent) => {
     if (e.dataTransfer.types.includes(PALETTE_MIME)) {
       e.preventDefault();
@@ -106,30 +154,31 @@ export function EditorCanvas() {
         edges={edges}
         nodeTypes={nodeTypes}
         edgeTypes={edgeTypes}
-        onNodesChange={onNodesChange}
+        onNodesChange={handleNodesChange}
         onEdgesChange={onEdgesChange}
         onConnect={onConnect}
         onConnectStart={onConnectStart}
         onConnectEnd={onConnectEnd}
         isValidConnection={isValidConnection}
-        onNodeDragStart={() => store.getState().beginMove()}
-        onNodeClick={(_, node) => store.getState().openInspector(node.id)}
-        onPaneClick={() => store.getState().openInspector(null)}
+        onNodeDragStart={onNodeDragStart}
+        onNodeClick={onNodeClick}
+        onPaneClick={onPaneClick}
         nodesDraggable={!readOnly}
         nodesConnectable={!readOnly}
         elementsSelectable
         deleteKeyCode={null}
         selectionKeyCode="Shift"
-        multiSelectionKeyCode={['Meta', 'Control']}
+        multiSelectionKeyCode={MULTI_SELECTION_KEYS}
         defaultEdgeOptions={DEFAULT_EDGE_OPTIONS}
         proOptions={PRO_OPTIONS}
         minZoom={0.15}
         maxZoom={2}
         snapToGrid
-        snapGrid={[10, 10]}
+        snapGrid={SNAP_GRID}
       >
         <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="#cbd2dd" />
-        <MiniMap<EditorNode> pannable zoomable nodeColor={minimapColor} nodeStrokeWidth={2} ariaLabel="Minimap" style={MINIMAP_STYLE} />
+        {/* The minimap draws every node again: it waits until the canvas has settled and painted. */}
+        {showMinimap && <MiniMap<EditorNode> pannable zoomable nodeColor={minimapColor} nodeStrokeWidth={2} ariaLabel="Minimap" style={MINIMAP_STYLE} />}
         <Controls showInteractive={false} />
       </ReactFlow>
       {nodes.length === 0 && !readOnly && (

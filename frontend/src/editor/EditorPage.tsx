@@ -5,6 +5,7 @@ import { Link, useBlocker, useLocation, useNavigate, useParams, useSearchParams 
 
 import { ApiError } from '../api/client';
 import { runs as runsApi, workflows } from '../api/endpoints';
+import { preconnectRealtime } from '../api/realtime';
 import type { VersionSummary, Workflow } from '../api/types';
 import { TERMINAL_RUN_STATUSES } from '../api/types';
 import { ancestors } from '../graph/connect';
@@ -20,9 +21,13 @@ import { EditorCanvas } from './EditorCanvas';
 import { useLiveValidation, usePerWorkflowDrafts } from './hooks';
 import { NodeInspector } from './inspector/NodeInspector';
 import { NodePalette } from './palette/NodePalette';
+import { prefetchWorkflowOfLocation, takeArrivedWorkflow, takePrefetchedWorkflow } from './prefetch';
 import { EditorStoreProvider, useEditor, useEditorStoreApi } from './storeContext';
 import { useShortcuts } from './useShortcuts';
 import { useTestRun } from './useTestRun';
+
+// A full page load of /workflows/{id}: ask for the workflow now, while the session is being checked.
+prefetchWorkflowOfLocation();
 
 function metaOf(w: Workflow): WorkflowMeta {
   return { workflowId: w.id, version: w.version, title: w.title, description: w.description, options: w.options };
@@ -197,7 +202,16 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
   const navigate = useNavigate();
   const location = useLocation();
   const [search, setSearch] = useSearchParams();
-  const [loaded, setLoaded] = useState(false);
+  // When the prefetched workflow (prefetch.ts) has already arrived, the first render shows the graph:
+  // no empty editor rendered and committed first, then the load effect, then the graph.
+  const [loaded, setLoaded] = useState(() => {
+    if (viewVersion !== null || (location.state as { restoreVersion?: number } | null)?.restoreVersion) return false;
+    const arrived = takeArrivedWorkflow(workflowId);
+    if (!arrived) return false;
+    store.getState().load(metaOf(arrived), arrived);
+    performance.mark('flowdeck:graph-loaded');
+    return true;
+  });
   const [loadError, setLoadError] = useState<string | null>(null);
   const [saving, setSaving] = useState(false);
   const [conflict, setConflict] = useState<{ latest: number | null } | null>(null);
@@ -220,9 +234,10 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
   const load = useCallback(async () => {
     setLoadError(null);
     try {
-      const latest = await workflows.get(workflowId);
+      const latest = (await takePrefetchedWorkflow(workflowId)) ?? (await workflows.get(workflowId));
       const shown = viewVersion !== null ? await workflows.version(workflowId, viewVersion) : latest;
       store.getState().load(viewVersion !== null ? metaOf(shown) : metaOf(latest), shown, { readOnly });
+      performance.mark('flowdeck:graph-loaded');
       const restore = (location.state as { restoreVersion?: number } | null)?.restoreVersion;
       if (restore && viewVersion === null) {
         const old = await workflows.version(workflowId, restore);
@@ -238,10 +253,21 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
   }, [workflowId, viewVersion, readOnly, store, location.state, location.pathname, navigate]);
 
   useEffect(() => {
-    void load();
+    if (!loaded) void load();
   }, [workflowId, viewVersion]);
 
   useLiveValidation(store, loaded);
+
+  // Connect Socket.IO once the page is idle (after the canvas has rendered), ready for the first Test run.
+  useEffect(() => {
+    if (!loaded || readOnly) return;
+    if (typeof window.requestIdleCallback === 'function') {
+      const handle = window.requestIdleCallback(preconnectRealtime, { timeout: 1000 });
+      return () => window.cancelIdleCallback(handle);
+    }
+    const timer = window.setTimeout(preconnectRealtime, 200);
+    return () => window.clearTimeout(timer);
+  }, [loaded, readOnly]);
   usePerWorkflowDrafts(store, workflowId, loaded && !readOnly);
 
   // "Debug in editor": a production run's outputs become pins.

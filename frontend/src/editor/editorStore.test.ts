@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { starterDefinition } from '../graph/convert';
-import { createEditorStore, definitionJson } from './editorStore';
+import { allMeasured, createEditorStore, definitionJson, nodeIndex } from './editorStore';
 
 function loaded() {
   const store = createEditorStore();
@@ -84,5 +84,41 @@ describe('editor store', () => {
     ]);
     expect(Object.keys(store.getState().problemIndex.byEdge)).toEqual(['e1']);
     expect(Object.keys(store.getState().problemIndex.byNode)).toEqual(['b']);
+  });
+
+  it('records measured sizes on the nodes in place: no new graph, no store update, kept by later copies', () => {
+    const store = loaded();
+    const s = () => store.getState();
+    const before = s().nodes;
+    let updates = 0;
+    const unsubscribe = store.subscribe(() => (updates += 1));
+    expect(allMeasured(before)).toBe(false);
+    s().onNodesChange([
+      { type: 'dimensions', id: 'start', dimensions: { width: 200, height: 60 } },
+      { type: 'dimensions', id: 'end', dimensions: { width: 210, height: 64 } },
+    ]);
+    unsubscribe();
+    expect(updates).toBe(0);
+    expect(s().nodes).toBe(before);
+    expect(s().nodes.map((n) => n.measured)).toEqual([{ width: 200, height: 60 }, { width: 210, height: 64 }]);
+    expect(allMeasured(s().nodes)).toBe(true);
+    s().onNodesChange([{ type: 'select', id: 'start', selected: true }]);
+    expect(s().nodes[0]).toMatchObject({ selected: true, measured: { width: 200, height: 60 } });
+    expect(JSON.parse(definitionJson(s())).nodes[0]).not.toHaveProperty('measured');
+  });
+
+  it('answers definitionJson and nodeIndex from a cache only while their inputs are the same objects', () => {
+    const store = loaded();
+    const s = () => store.getState();
+    const json = definitionJson(s());
+    expect(definitionJson(s())).toBe(json);
+    s().setTitle('Other');
+    expect(definitionJson(s())).not.toBe(json);
+    expect(JSON.parse(definitionJson(s())).title).toBe('Other');
+    const index = nodeIndex(s().nodes);
+    expect(nodeIndex(s().nodes)).toBe(index);
+    expect(index.get('end')?.type).toBe('end');
+    s().addNode('python', { x: 0, y: 0 });
+    expect(nodeIndex(s().nodes).size).toBe(3);
   });
 });

@@ -1,5 +1,6 @@
 import { createContext, useContext, useState, type ReactNode } from 'react';
 import { useStore } from 'zustand';
+import { useShallow } from 'zustand/react/shallow';
 
 import { createEditorStore, type EditorState, type EditorStore } from './editorStore';
 
@@ -19,4 +20,9 @@ export function useEditorStoreApi(): EditorStore {
 /** Read one slice of the page's editor store (keep selectors narrow: they decide re-renders). */
 export function useEditor<T>(selector: (state: EditorState) => T): T {
   return useStore(useEditorStoreApi(), selector);
+}
+
+/** Like useEditor, for a selector that builds a small object or array: re-renders only when a field changes. */
+export function useEditorShallow<T extends object>(selector: (state: EditorState) => T): T {
+  return useStore(useEditorStoreApi(), useShallow(selector));
 }

@@ -59,9 +59,14 @@ export function useTestRun(store: EditorStore, onInputError: (message: string) =
       leave.current = null;
       try {
         const body = Object.keys(pinned).length > 0 ? { ...definition, input: input.value, pinned } : { ...definition, input: input.value };
+        performance.mark('flowdeck:test-run-requested');
         const { instanceId } = await runs.startTest(body);
+        performance.mark('flowdeck:test-run-started');
         store.getState().dispatchRun({ kind: 'started', runId: instanceId, input: input.value, isTest: true });
+        let first = true;
         const onMessage = (msg: RealtimeMessage) => {
+          if (first) performance.mark('flowdeck:test-run-first-message');
+          first = false;
           store.getState().dispatchRun(msg);
           if ((msg.kind === 'status' || msg.kind === 'snapshot') && TERMINAL_RUN_STATUSES.has(msg.status)) void refresh(instanceId);
         };

@@ -1,12 +1,12 @@
 /** The canvas node: icon, label, type, live status, problems, and the handles its type really has. */
 import { Handle, Position, useUpdateNodeInternals, type NodeProps } from '@xyflow/react';
-import { memo, useEffect, useState } from 'react';
+import { memo, useEffect, useRef, useState } from 'react';
 
 import { sourceHandles, TARGET_HANDLE, hasTargetHandle } from '../../graph/handles';
 import { DEFAULT_RETRY, NODE_TYPE_INFO, type EditorNode } from '../../graph/model';
 import { displayStatus, type NodeRun } from '../../runs/runReducer';
 import { PinIcon } from '../../shared/ui/icons';
-import { useEditor } from '../storeContext';
+import { useEditorShallow } from '../storeContext';
 
 const STATUS_TEXT: Record<string, string> = {
   PENDING: 'Waiting',
@@ -42,12 +42,24 @@ function FlowNodeView({ id, data, type, selected }: NodeProps<EditorNode>) {
   const info = NODE_TYPE_INFO[type];
   const node = { id, type, data } as EditorNode;
   const handles = sourceHandles(node);
-  const run = useEditor((s) => s.run?.nodes[id]);
-  const pinned = useEditor((s) => id in s.pins);
-  const problems = useEditor((s) => s.problemIndex.byNode[id]);
+  // One subscription per node, compared shallowly: a store update re-renders only the nodes whose
+  // own run state, pin or problems changed.
+  const { run, pinned, problems } = useEditorShallow((s) => ({
+    run: s.run?.nodes[id],
+    pinned: id in s.pins,
+    problems: s.problemIndex.byNode[id],
+  }));
   const updateInternals = useUpdateNodeInternals();
   const handleKey = handles.map((h) => h.id).join('|');
-  useEffect(() => updateInternals(id), [handleKey, id, updateInternals]);
+  // React Flow measures a node's handles when it mounts (its ResizeObserver, one batch for all nodes);
+  // only a later change of handles (a condition's branches) needs a re-measure. Calling it on mount too
+  // cost one store update per node, each re-running every node's and edge's selectors (quadratic).
+  const measuredKey = useRef(handleKey);
+  useEffect(() => {
+    if (measuredKey.current === handleKey) return;
+    measuredKey.current = handleKey;
+    updateInternals(id);
+  }, [handleKey, id, updateInternals]);
 
   const status = displayStatus(run);
   const errors = problems?.filter((p) => p.severity !== 'warning') ?? [];
