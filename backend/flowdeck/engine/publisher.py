@@ -7,13 +7,15 @@ subscriber: a slow or vanished consumer must not stall execution.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 
-__all__ = ("LocalPublisher", "NodeUpdate", "Publisher", "RunUpdate", "Subscription", "Update")
+__all__ = ("Consumer", "LocalPublisher", "NodeUpdate", "Publisher", "RunUpdate", "Subscription", "Update")
 
 log = logging.getLogger(__name__)
 
@@ -110,3 +112,38 @@ class LocalPublisher:
                 for subscription in self._by_run.get(key, ()):
                     if subscription is not skip:
                         subscription.offer(update)
+
+
+class Consumer:
+    """A task of its own that reads one subscription (``consume`` loops over it) until stopped."""
+
+    def __init__(
+        self,
+        publisher: LocalPublisher,
+        consume: Callable[[Subscription], Coroutine[Any, Any, None]],
+        *,
+        name: str,
+        maxsize: int,
+        runs_only: bool = False,
+    ) -> None:
+        self._publisher = publisher
+        self._consume = consume
+        self._name = name
+        self._maxsize = maxsize
+        self._runs_only = runs_only
+        self._subscription: Subscription | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._subscription = self._publisher.subscribe(maxsize=self._maxsize, runs_only=self._runs_only)
+        self._task = asyncio.create_task(self._consume(self._subscription), name=self._name)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None

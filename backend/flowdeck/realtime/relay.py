@@ -14,8 +14,6 @@ snapshot does not already show, then it enters the room with no await in between
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from typing import Any
 
@@ -24,7 +22,7 @@ from socketio import packet as socketio_packet
 
 from flowdeck.domain.statuses import NodeStatus
 from flowdeck.engine.projection import NodeView
-from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, Subscription
+from flowdeck.engine.publisher import Consumer, LocalPublisher, NodeUpdate, RunUpdate, Subscription
 from flowdeck.realtime.messages import update_message
 from flowdeck.storage.run_queries import RunView
 
@@ -68,26 +66,15 @@ def is_news(update: Update, view: RunView) -> bool:
 class RunRelay:
     def __init__(self, sio: socketio.AsyncServer, publisher: LocalPublisher, *, queue_size: int = 100_000) -> None:
         self._sio = sio
-        self._publisher = publisher
-        self._queue_size = queue_size
         self._joining: dict[str, dict[str, list[Update]]] = {}
-        self._subscription: Subscription | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._consumer = Consumer(publisher, self._run, name="flowdeck-socketio-relay", maxsize=queue_size)
         self._dropped = 0
 
     def start(self) -> None:
-        self._subscription = self._publisher.subscribe(maxsize=self._queue_size)
-        self._task = asyncio.create_task(self._run(self._subscription), name="flowdeck-socketio-relay")
+        self._consumer.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        if self._subscription is not None:
-            self._subscription.close()
-            self._subscription = None
+        await self._consumer.stop()
 
     async def _run(self, subscription: Subscription) -> None:
         while True:

@@ -8,8 +8,6 @@ once per run and only while some widget room has members, and kept in a small ca
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Final
@@ -17,7 +15,7 @@ from typing import Final
 import socketio  # type: ignore[import-untyped]
 
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES
-from flowdeck.engine.publisher import LocalPublisher, RunUpdate, Subscription
+from flowdeck.engine.publisher import Consumer, LocalPublisher, RunUpdate, Subscription
 from flowdeck.realtime.messages import WIDGET_RUN_EVENT
 
 __all__ = ("RunWorkflowLookup", "WidgetRooms", "widget_room")
@@ -36,26 +34,16 @@ def widget_room(widget_id: str) -> str:
 class WidgetRooms:
     def __init__(self, sio: socketio.AsyncServer, publisher: LocalPublisher, lookup: RunWorkflowLookup) -> None:
         self._sio = sio
-        self._publisher = publisher
         self._lookup = lookup
         self._members: dict[str, dict[str, set[str]]] = {}  # workflow id -> widget id -> sids
         self._workflows: dict[str, tuple[str | None, bool]] = {}  # run id -> (workflow, is test)
-        self._subscription: Subscription | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._consumer = Consumer(publisher, self._run, name="flowdeck-widget-rooms", maxsize=10_000, runs_only=True)
 
     def start(self) -> None:
-        self._subscription = self._publisher.subscribe(maxsize=10_000, runs_only=True)
-        self._task = asyncio.create_task(self._run(self._subscription), name="flowdeck-widget-rooms")
+        self._consumer.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        if self._subscription is not None:
-            self._subscription.close()
-            self._subscription = None
+        await self._consumer.stop()
 
     async def join(self, sid: str, widget_id: str, workflow_id: str) -> None:
         await self._sio.enter_room(sid, widget_room(widget_id))

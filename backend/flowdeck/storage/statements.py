@@ -203,46 +203,29 @@ def _dispatch_one() -> Any:
         .returning(*JOB_COLUMNS, node_jobs.c.lease_owner)
         .cte("job")
     )
-    started = (
-        postgresql.insert(instance_logs)
-        .from_select(
-            ["instance_id", "node_id", "iteration", "event_type", "node_status", "node_attempt", "created_at"],
-            sa.select(
-                job.c.instance_id,
-                job.c.node_id,
-                job.c.iteration,
-                sa.literal(EventType.NODE_STARTED.value),
-                sa.literal("RUNNING"),
-                job.c.attempt,
-                _typed("p_now", instance_logs.c.created_at),
-            ).where(job.c.lease_owner.is_not(None)),
-        )
-        .on_conflict_do_nothing()
-        .cte("started")
-    )
+    started = _started_rows(job, job.c.lease_owner.is_not(None))
     return sa.select(*(job.c[column.name] for column in JOB_COLUMNS)).add_cte(started)
+
+
+def _started_rows(jobs: Any, *where: Any) -> Any:
+    """A CTE logging NODE_STARTED for each job row of ``jobs`` (a CTE returning job columns)."""
+    rows = sa.select(
+        jobs.c.instance_id,
+        jobs.c.node_id,
+        jobs.c.iteration,
+        sa.literal(EventType.NODE_STARTED.value),
+        sa.literal("RUNNING"),
+        jobs.c.attempt,
+        _typed("p_now", instance_logs.c.created_at),
+    ).where(*where)
+    columns = ["instance_id", "node_id", "iteration", "event_type", "node_status", "node_attempt", "created_at"]
+    return postgresql.insert(instance_logs).from_select(columns, rows).on_conflict_do_nothing().cte("started")
 
 
 def _claim_and_start(claim: Any) -> Any:
     """The claim statement, with the NODE_STARTED row of each job it leases (a data-modifying CTE)."""
     claimed = claim.cte("claimed")
-    started = (
-        postgresql.insert(instance_logs)
-        .from_select(
-            ["instance_id", "node_id", "iteration", "event_type", "node_status", "node_attempt", "created_at"],
-            sa.select(
-                claimed.c.instance_id,
-                claimed.c.node_id,
-                claimed.c.iteration,
-                sa.literal(EventType.NODE_STARTED.value),
-                sa.literal("RUNNING"),
-                claimed.c.attempt,
-                _typed("p_now", instance_logs.c.created_at),
-            ),
-        )
-        .on_conflict_do_nothing()
-        .cte("started")
-    )
+    started = _started_rows(claimed)
     return sa.select(*(claimed.c[column.name] for column in JOB_COLUMNS)).add_cte(started)
 
 
