@@ -23,7 +23,7 @@ async def open_accounts(settings: Settings) -> AsyncIterator[AccountsService]:
         await upgrade(settings.database_url)
     db = Database(settings.database_url)
     try:
-        yield AccountsService(db, PasswordService(), LoginRateLimiter())
+        yield AccountsService(db, PasswordService(), LoginRateLimiter(db))
     finally:
         await db.dispose()
 

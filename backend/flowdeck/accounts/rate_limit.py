@@ -1,16 +1,21 @@
 """Login rate limiting: failed attempts counted per email and per client address, in a sliding window.
 
-In memory, per process: a single ``flowdeck serve`` sees every login. A deployment with several API
-processes gets a limit per process (still a hard ceiling on guessing speed).
+The failures are rows of ``login_failures`` in the database, so every API process (several
+``flowdeck serve`` behind a load balancer) counts the same ones. Only failures are written; a
+correct login costs one indexed read.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from flowdeck.storage.account_tables import login_failures
+from flowdeck.storage.database import Database
 
 __all__ = ("LoginLimits", "LoginRateLimiter", "RateLimitedError")
 
@@ -29,39 +34,36 @@ class LoginLimits:
 
 
 class LoginRateLimiter:
-    def __init__(self, limits: LoginLimits | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, db: Database, limits: LoginLimits | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.db = db
         self.limits = limits or LoginLimits()
         self._clock = clock
-        self._failures: dict[str, deque[float]] = {}
 
-    def check(self, email: str, address: str) -> None:
+    def _keys(self, email: str, address: str) -> dict[str, int]:
+        return {f"e:{email}": self.limits.per_email, f"a:{address}": self.limits.per_address}
+
+    async def check(self, email: str, address: str) -> None:
         """Raise ``RateLimitedError`` when either key has used up its failures in the window."""
         now = self._clock()
-        for key, limit in ((f"e:{email}", self.limits.per_email), (f"a:{address}", self.limits.per_address)):
-            failures = self._recent(key, now)
-            if len(failures) >= limit:
-                raise RateLimitedError(failures[0] + self.limits.window_seconds - now)
+        limits = self._keys(email, address)
+        stmt = (
+            sa.select(login_failures.c.key, sa.func.count(), sa.func.min(login_failures.c.at))
+            .where(login_failures.c.key.in_(list(limits)), login_failures.c.at > now - self.limits.window_seconds)
+            .group_by(login_failures.c.key)
+        )
+        async with self.db.read() as conn:
+            rows = (await conn.execute(stmt)).all()
+        for key, count, first in rows:
+            if count >= limits[key]:
+                raise RateLimitedError(first + self.limits.window_seconds - now)
 
-    def failed(self, email: str, address: str) -> None:
+    async def failed(self, email: str, address: str) -> None:
         now = self._clock()
-        for key in (f"e:{email}", f"a:{address}"):
-            self._failures.setdefault(key, deque()).append(now)
-        if len(self._failures) > 100_000:  # bound memory under a spray of distinct emails
-            self._prune(now)
+        async with self.db.transaction() as conn:
+            await conn.execute(login_failures.insert(), [{"key": k, "at": now} for k in self._keys(email, address)])
+            # Failures older than the window count for nothing: drop them (the index on ``at`` finds them).
+            await conn.execute(login_failures.delete().where(login_failures.c.at <= now - self.limits.window_seconds))
 
-    def succeeded(self, email: str) -> None:
-        self._failures.pop(f"e:{email}", None)
-
-    def _recent(self, key: str, now: float) -> deque[float]:
-        failures = self._failures.get(key)
-        if failures is None:
-            return deque()
-        while failures and failures[0] <= now - self.limits.window_seconds:
-            failures.popleft()
-        if not failures:
-            del self._failures[key]
-        return failures
-
-    def _prune(self, now: float) -> None:
-        for key in list(self._failures):
-            self._recent(key, now)
+    async def succeeded(self, email: str) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(login_failures.delete().where(login_failures.c.key == f"e:{email}"))

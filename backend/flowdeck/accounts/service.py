@@ -120,13 +120,13 @@ class AccountsService:
     async def login(self, email: str, password: str, address: str) -> NewSession:
         """A session for a correct email and password; else ``RateLimitedError`` / ``InvalidCredentialsError``."""
         email = normalize_email(email)
-        self.limiter.check(email, address)
+        await self.limiter.check(email, address)
         user = await self.store.user_by_email(email) if len(email) <= 320 else None
         ok = await self.passwords.verify(user.password_hash if user else None, password)
         if user is None or not ok:
-            self.limiter.failed(email, address)
+            await self.limiter.failed(email, address)
             raise InvalidCredentialsError("wrong email or password")
-        self.limiter.succeeded(email)
+        await self.limiter.succeeded(email)
         if user.password_hash and self.passwords.needs_rehash(user.password_hash):
             await self.store.set_password(user.id, await self.passwords.hash(password))
         return await self._new_session(user)

@@ -34,7 +34,7 @@ class Services:
     def build(cls, runtime: RuntimeLike, config: ApiConfig) -> Services:
         engine = runtime.engine
         accounts = AccountsService(
-            runtime.db, PasswordService(config.password_hasher), LoginRateLimiter(config.login_limits)
+            runtime.db, PasswordService(config.password_hasher), LoginRateLimiter(runtime.db, config.login_limits)
         )
         queries = RunQueries(runtime.db, engine.state)
         widgets = WidgetStore(runtime.db)

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from flowdeck.storage.tables import Epoch, Id, metadata
 
-__all__ = ("api_tokens", "login_links", "user_sessions", "users")
+__all__ = ("api_tokens", "login_failures", "login_links", "user_sessions", "users")
 
 SecretHash = sa.String(64)  # hex SHA-256
 
@@ -65,4 +65,16 @@ login_links = sa.Table(
     sa.Column("created_at", Epoch, nullable=False),
     sa.Column("expires_at", Epoch, nullable=False),
     sa.Column("used_at", Epoch, nullable=True),
+)
+
+# Failed logins, per key ("e:<email>" or "a:<client address>"), kept for the rate limit's window: in the
+# database, so every API process counts the same failures.
+login_failures = sa.Table(
+    "login_failures",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    sa.Column("key", sa.String(400), nullable=False),
+    sa.Column("at", Epoch, nullable=False),
+    sa.Index(None, "key", "at"),
+    sa.Index(None, "at"),
 )
