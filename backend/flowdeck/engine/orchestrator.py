@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _MAX_CAS_ATTEMPTS = 200
-_NOT_A_CHAIN_STEP = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,9 +299,9 @@ class Orchestrator:
 
         async with self._serialized(job.instance_id):
             if delivery.claim_for is not None and isinstance(outcome, Completed):
-                step = await self._try_chain_step(plan, job, outcome, delivery.claim_for)
-                if step is not _NOT_A_CHAIN_STEP:
-                    return step  # type: ignore[return-value]
+                taken, follow = await self._try_chain_step(plan, job, outcome, delivery.claim_for)
+                if taken:
+                    return follow
             if isinstance(outcome, Completed) and await self._try_end_step(plan, job, outcome):
                 return None
             return await self._decide_with_cas(job.instance_id, decide)
@@ -339,12 +338,12 @@ class Orchestrator:
             follow = await self._claim_due(tx, claim_for, effects)
         return follow
 
-    async def _try_chain_step(self, plan: RunPlan, job: Job, outcome: Completed, owner: str) -> Job | object | None:
+    async def _try_chain_step(self, plan: RunPlan, job: Job, outcome: Completed, owner: str) -> tuple[bool, Job | None]:
         """Take a chain's step (one successor, nothing else decided) in one statement where the database
         allows it (PostgreSQL): the same rows as the general decision, in one round trip instead of five.
 
-        Returns ``_NOT_A_CHAIN_STEP`` when this is not one, or nothing was written (the general path
-        then decides, reading the instance version afresh).
+        Returns (taken, the successor's job): not taken when this is not one, or nothing was written
+        (the general path then decides, reading the instance version afresh).
         """
         known = self._versions.get(job.instance_id)
         if (
@@ -353,11 +352,11 @@ class Orchestrator:
             or outcome.iterations is not None
             or outcome.queue_delay
         ):
-            return _NOT_A_CHAIN_STEP
+            return False, None
         graph = plan.graph
         successor = sole_successor(graph, job.node_id, outcome.handle) if outcome.handle else None
         if successor is None or successor in plan.pinned:
-            return _NOT_A_CHAIN_STEP
+            return False, None
         payload: dict[str, Any] = {"output": outcome.output, "handle": outcome.handle}
         if outcome.logs:
             payload["logs"] = outcome.logs
@@ -372,10 +371,10 @@ class Orchestrator:
         )
         if step.status is None:
             self._versions.forget(job.instance_id)
-            return _NOT_A_CHAIN_STEP
+            return False, None
         self._versions.remember(job.instance_id, known + 1)
         if not step.logged:
-            return None  # a duplicate delivery (its compare-and-swap changed nothing else)
+            return True, None  # a duplicate delivered concurrently: recorded by the other, nothing to do
         effects = _Effects(step.now)
         effects.node(_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
         if step.next_job is not None:
@@ -393,7 +392,7 @@ class Orchestrator:
                     await self._settle(tx, plan, job.iteration, loop_id, effects)
 
             await self._decide_with_cas(job.instance_id, settle)
-        return step.next_job
+        return True, step.next_job
 
     async def _try_end_step(self, plan: RunPlan, job: Job, outcome: Completed) -> bool:
         """Decide a top-level end node's result in one statement where the database allows it
