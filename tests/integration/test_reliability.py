@@ -8,8 +8,10 @@ from itertools import pairwise
 
 import pytest
 
+from flowdeck.domain.statuses import NodeStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.orchestrator import Completed
+from flowdeck.engine.publisher import NodeUpdate
 from flowdeck.storage.database import Database
 from tests.support.graphs import definition, edge, end, linear, node
 from tests.support.handlers import make_test_registry
@@ -217,3 +219,21 @@ async def _wait_for_event(engine: Engine, instance_id: str, event_type: str, nod
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"no {event_type} for {node_id} within {timeout} s")
+
+
+async def test_a_node_queued_behind_a_delay_is_announced_with_its_due_time(engine: Engine, tenant_id: str) -> None:
+    with engine.publisher.subscribe() as updates:
+        d = _chain(node("wait", "delay", config={"seconds": 0.3}), node("after"))
+        instance_id = await start(engine, tenant_id, d)
+        run = await engine.wait_for_run(instance_id, 10)
+        assert run.status == "COMPLETED"
+        seen: list[NodeUpdate] = []
+        while not updates.queue.empty():
+            update = await updates.get()
+            if isinstance(update, NodeUpdate) and update.node_id in ("wait", "after"):
+                seen.append(update)
+    completed = next(u for u in seen if u.node_id == "wait" and u.status == NodeStatus.COMPLETED)
+    queued = next(u for u in seen if u.node_id == "after" and u.status == NodeStatus.DISPATCHED)
+    assert queued.next_attempt_at == pytest.approx(completed.at + 0.3)
+    started = next(u for u in seen if u.node_id == "after" and u.status == NodeStatus.RUNNING)
+    assert started.at >= queued.next_attempt_at - 0.01

@@ -779,7 +779,7 @@ class Orchestrator:
         effects.jobs_added += len(jobs)
         claimed: Job | None = None
         for job in jobs:
-            effects.node(_key(job), NodeStatus.DISPATCHED, job.attempt)
+            effects.node(_key(job), NodeStatus.DISPATCHED, job.attempt, next_attempt_at=_due(tx, delay))
             if claim and job.node_id == queued[0].node_id:
                 claimed = job
         if claimed is not None:
@@ -818,7 +818,7 @@ class Orchestrator:
         if job is None:
             return None
         effects.jobs_added += 1
-        effects.node(_key(job), NodeStatus.DISPATCHED, job.attempt)
+        effects.node(_key(job), NodeStatus.DISPATCHED, job.attempt, next_attempt_at=_due(tx, delay))
         if claim:
             effects.node(_key(job), NodeStatus.RUNNING, job.attempt)
             return job
@@ -1017,6 +1017,11 @@ class _KnownVersions:
 
     def forget(self, instance_id: str) -> None:
         self._versions.pop(instance_id, None)
+
+
+def _due(tx: StateTransaction, delay: float | None) -> float | None:
+    """When a delayed dispatch falls due (a delay node's successors): shown while it waits."""
+    return tx.now + delay if delay else None
 
 
 def _key(job: Job) -> tuple[str, str, str]:

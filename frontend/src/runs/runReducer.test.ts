@@ -45,6 +45,14 @@ describe('runReducer', () => {
     expect(s.nodes.a).toMatchObject({ status: 'COMPLETED', error: null });
   });
 
+  it('keeps when a node queued behind a delay falls due, until it starts', () => {
+    let s = started();
+    s = runReducer(s, nodeMsg('after', 'DISPATCHED', 1, { nextAttemptAt: 130 })) as RunView;
+    expect(s.nodes.after).toMatchObject({ status: 'DISPATCHED', nextAttemptAt: 130 });
+    s = runReducer(s, nodeMsg('after', 'RUNNING', 1)) as RunView;
+    expect(s.nodes.after?.nextAttemptAt).toBeNull();
+  });
+
   it('merges a snapshot without going backwards', () => {
     let s = started();
     s = runReducer(s, nodeMsg('a', 'COMPLETED', 1, { output: 1 })) as RunView;

@@ -67,7 +67,8 @@ function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRu
     output: msg.status === 'COMPLETED' || msg.status === 'SKIPPED' ? msg.output : base.output,
     error: msg.error ?? (msg.status === 'COMPLETED' ? null : base.error),
     pinned: msg.pinned ?? base.pinned ?? false,
-    nextAttemptAt: msg.status === 'RETRYING' ? (msg.nextAttemptAt ?? null) : null,
+    // RETRYING: when the next attempt starts; DISPATCHED: when a delayed node falls due.
+    nextAttemptAt: msg.status === 'RETRYING' || msg.status === 'DISPATCHED' ? (msg.nextAttemptAt ?? null) : null,
   };
 }
 

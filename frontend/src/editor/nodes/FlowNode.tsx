@@ -5,6 +5,7 @@ import { memo, useEffect, useRef, useState } from 'react';
 import { sourceHandles, TARGET_HANDLE, hasTargetHandle } from '../../graph/handles';
 import { DEFAULT_RETRY, NODE_TYPE_INFO, type EditorNode } from '../../graph/model';
 import { displayStatus, type NodeRun } from '../../runs/runReducer';
+import { formatWait } from '../../shared/format';
 import { PinIcon } from '../../shared/ui/icons';
 import { useEditorShallow } from '../storeContext';
 
@@ -36,6 +37,13 @@ function RetryLine({ run, maxAttempts }: { run: NodeRun; maxAttempts: number }) 
       Attempt {run.attempt}/{maxAttempts} failed · retrying{wait !== null ? ` in ${wait}s` : '…'}
     </>
   );
+}
+
+/** A node queued behind a delay: it starts when its due time comes. */
+function DueLine({ dueAt }: { dueAt: number }) {
+  const now = useNow(true);
+  const wait = Math.max(0, Math.ceil(dueAt - now));
+  return <span data-testid="node-due">Waiting · starts in {formatWait(wait)}</span>;
 }
 
 function FlowNodeView({ id, data, type, selected }: NodeProps<EditorNode>) {
@@ -117,7 +125,13 @@ function FlowNodeView({ id, data, type, selected }: NodeProps<EditorNode>) {
       )}
       {status && status !== 'PENDING' && (
         <div className={`fd-node__status fd-node__status--${status.toLowerCase()}`} data-testid="node-status">
-          {status === 'RETRYING' && run ? <RetryLine run={run} maxAttempts={maxAttempts} /> : STATUS_TEXT[status]}
+          {status === 'RETRYING' && run ? (
+            <RetryLine run={run} maxAttempts={maxAttempts} />
+          ) : status === 'DISPATCHED' && run?.nextAttemptAt ? (
+            <DueLine dueAt={run.nextAttemptAt} />
+          ) : (
+            STATUS_TEXT[status]
+          )}
           {status === 'RUNNING' && run && run.attempt > 1 && ` (attempt ${run.attempt}/${maxAttempts})`}
           {iterations > 0 && ` · ${iterations} iteration${iterations === 1 ? '' : 's'}`}
           {run?.pinned && ' · pinned'}
