@@ -245,7 +245,9 @@ _TARGETS = {
 async def run_bench(settings: Settings, *, quick: bool = False, json_path: str | None = None) -> int:
     scale = 10 if quick else 1
     target = {name: pair[0 if settings.is_sqlite else 1] for name, pair in _TARGETS.items()}
-    async with open_runtime(settings, migrate=settings.is_sqlite, extra_handlers=[NoopHandler()]) as runtime:
+    async with open_runtime(
+        settings, migrate=settings.is_sqlite, extra_handlers=[NoopHandler()], with_scheduler=False
+    ) as runtime:
         bench = _Bench(runtime.engine, await runtime.engine.tenants.ensure("bench"))
         try:
             results = [

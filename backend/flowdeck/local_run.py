@@ -46,7 +46,7 @@ async def run_file(settings: Settings, path: Path, run_input: Any, *, timeout: f
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         print(f"cannot read {path}: {exc}", file=sys.stderr)
         return 2
-    async with open_runtime(settings, migrate=settings.is_sqlite) as runtime:
+    async with open_runtime(settings, migrate=settings.is_sqlite, with_scheduler=False) as runtime:
         engine = runtime.engine
         problems = engine.validate(definition, raw_size=len(text.encode()))
         if problems:

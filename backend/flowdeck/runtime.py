@@ -27,6 +27,7 @@ from flowdeck.settings import Settings
 from flowdeck.storage.data_sources import DataSourceStore
 from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import upgrade
+from flowdeck.triggers.schedules import Scheduler
 
 __all__ = ("Runtime", "freeze_startup_heap", "open_runtime")
 
@@ -40,6 +41,8 @@ class Runtime:
     engine: Engine
     sandbox: SandboxPool
     data: DataService
+    scheduler: Scheduler | None = None
+    """Fires the workflows' schedules (SPEC §8); runs wherever a worker runs."""
 
 
 @asynccontextmanager
@@ -49,10 +52,12 @@ async def open_runtime(
     with_worker: bool = True,
     migrate: bool = True,
     extra_handlers: Sequence[NodeHandler] = (),
+    with_scheduler: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Open the database (migrating it first when asked), start the engine, close everything after.
 
-    ``extra_handlers`` adds node types to the built-in ones (the benchmark's no-op).
+    ``extra_handlers`` adds node types to the built-in ones (the benchmark's no-op). The scheduler runs
+    with the worker (``flowdeck serve`` and ``flowdeck worker``) unless ``with_scheduler`` is false.
     """
     if migrate:
         await upgrade(settings.database_url)
@@ -73,14 +78,19 @@ async def open_runtime(
         poll_interval=settings.poll_interval_seconds,
     )
     bridge = RedisBridge(settings.redis_url, engine.publisher) if settings.redis_url else None
+    scheduler = Scheduler(engine) if with_worker and with_scheduler else None
     try:
         if with_worker:
             await sandbox.start()
         await engine.start(with_worker=with_worker)
         if bridge is not None:
             await bridge.start()
-        yield Runtime(settings, db, engine, sandbox, DataService(sources, queries))
+        if scheduler is not None:
+            await scheduler.start()
+        yield Runtime(settings, db, engine, sandbox, DataService(sources, queries), scheduler)
     finally:
+        if scheduler is not None:
+            await scheduler.stop()
         if bridge is not None:
             await bridge.stop()
         await engine.stop()

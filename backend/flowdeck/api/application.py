@@ -18,6 +18,7 @@ from flowdeck.api.dependencies import DEPENDENCIES
 from flowdeck.api.errors import EXCEPTION_HANDLERS
 from flowdeck.api.routes import API_ROUTES
 from flowdeck.api.routes.spa import spa_routes
+from flowdeck.triggers.webhooks import SECRET_HEADER
 
 __all__ = ("Lifespan", "announce_ready", "create_api")
 
@@ -36,6 +37,12 @@ def _openapi() -> OpenAPIConfig:
                 "token": SecurityScheme(type="http", scheme="bearer", description="an API token (POST /api/tokens)"),
                 "session": SecurityScheme(
                     type="apiKey", name=SESSION_COOKIE, security_scheme_in="cookie", description="browser session"
+                ),
+                "webhookSecret": SecurityScheme(
+                    type="apiKey",
+                    name=SECRET_HEADER,
+                    security_scheme_in="header",
+                    description="a workflow's webhook secret (POST /api/workflows/{id}/webhook/secret); /hooks only",
                 ),
             }
         ),

@@ -15,7 +15,9 @@ from flowdeck.api.services.workflows import WorkflowService
 from flowdeck.engine.engine import Engine
 from flowdeck.queries.service import DataService
 from flowdeck.storage.run_queries import RunQueries
+from flowdeck.storage.webhooks import WebhookStore
 from flowdeck.storage.widgets import WidgetStore
+from flowdeck.triggers.webhooks import WebhookService
 
 __all__ = ("AppContext", "Services")
 
@@ -29,6 +31,7 @@ class Services:
     data: DataService
     widgets: WidgetService
     widget_data: WidgetDataService
+    webhooks: WebhookService
 
     @classmethod
     def build(cls, runtime: RuntimeLike, config: ApiConfig) -> Services:
@@ -46,6 +49,7 @@ class Services:
             runtime.data,
             WidgetService(widgets),
             WidgetDataService(widgets, engine),
+            WebhookService(WebhookStore(runtime.db), engine, accounts),
         )
 
 

@@ -24,6 +24,8 @@ __all__ = (
     "EventOut",
     "EventPage",
     "HealthOut",
+    "HookFinished",
+    "HookPending",
     "LoginRequest",
     "NodeStateOut",
     "Problem",
@@ -45,6 +47,8 @@ __all__ = (
     "ValidationOut",
     "VersionOut",
     "VersionPage",
+    "WebhookOut",
+    "WebhookSecretOut",
     "WidgetDataOut",
     "WidgetErrorOut",
     "WidgetIn",
@@ -357,3 +361,33 @@ class EmbedTokenCreated(Camel):
 class EmbedTokenPage(Camel):
     items: list[EmbedTokenOut]
     next_cursor: str | None = None
+
+
+# -- triggers -----------------------------------------------------------------------------------------
+class WebhookOut(Camel):
+    url: str
+    """The path to POST to: ``/hooks/<workflow id>``."""
+    has_secret: bool
+    created_at: float | None
+    """When the current secret was made (null: no secret; only API tokens are accepted)."""
+    last_used_at: float | None
+    """The last call the secret authenticated (written at most once a minute)."""
+
+
+class WebhookSecretOut(Camel):
+    url: str
+    secret: str
+    """``fdh_…``: shown this once, stored only as a hash. Send it in ``X-Flowdeck-Secret``."""
+
+
+class HookPending(Camel):
+    instance_id: str
+    status: RunStatus
+    """``RUNNING``: the run did not finish within ``wait`` seconds."""
+
+
+class HookFinished(Camel):
+    instance_id: str
+    status: RunStatus
+    output: Any
+    error: str | None

@@ -23,6 +23,7 @@ import msgspec
 
 from flowdeck.domain.definition import DEFAULT_RUN_TIMEOUT_SECONDS, parse_definition
 from flowdeck.domain.problems import Problem, Severity
+from flowdeck.domain.schedules import schedule_problems
 from flowdeck.handlers.base import ConfigIssue, NodeHandler
 from flowdeck.handlers.registry import HandlerRegistry
 from flowdeck.sandbox.templates import nested_strings, referenced_variables, template_issues
@@ -225,6 +226,8 @@ class _Validator:
         schedules = options.get("schedules", [])
         if not isinstance(schedules, list) or not all(isinstance(s, dict) for s in schedules):
             self.bad_field("the workflow", "options.schedules", "a list of objects", schedules)
+        else:
+            self.problems.extend(schedule_problems(schedules))
 
     def check_counts(self, nodes_raw: list[Any], edges_raw: list[Any]) -> bool:
         """Report the size limits; ``False`` when the definition is too big to analyse further."""

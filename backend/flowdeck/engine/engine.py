@@ -102,20 +102,32 @@ class Engine:
 
     # -- runs ----------------------------------------------------------------------------------------
     async def start_workflow_run(
-        self, tenant_id: str, workflow_id: str, run_input: Any = None, *, trigger: str = "api"
+        self,
+        tenant_id: str,
+        workflow_id: str,
+        run_input: Any = None,
+        *,
+        trigger: str = "api",
+        version: int | None = None,
+        instance_id: str | None = None,
     ) -> str:
-        """A production run of the latest saved version."""
-        version = await self.workflows.latest_version(tenant_id, workflow_id)
-        if version is None:
-            raise LookupError(f"workflow {workflow_id} does not exist")
-        graph = await self.plans.version_graph(workflow_id, version)  # versions never change: cached
+        """A production run of the latest saved version (or of ``version``, which must be the latest).
+
+        ``instance_id`` lets a caller choose the run's id: a second start with the same id fails on
+        the primary key, which is how a schedule's due time starts exactly once across processes.
+        """
+        latest = await self.workflows.latest_version(tenant_id, workflow_id)
+        if latest is None or (version is not None and version != latest):
+            raise LookupError(f"workflow {workflow_id} does not exist at version {version or 'latest'}")
+        graph = await self.plans.version_graph(workflow_id, latest)  # versions never change: cached
         return await self.orchestrator.start_run(
             tenant_id=tenant_id,
             graph=graph,
             run_input=run_input,
             workflow_id=workflow_id,
-            workflow_version=version,
+            workflow_version=latest,
             trigger=trigger,
+            instance_id=instance_id,
         )
 
     async def start_test_run(

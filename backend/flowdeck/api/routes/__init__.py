@@ -8,6 +8,7 @@ from flowdeck.api.routes.auth import AuthController
 from flowdeck.api.routes.data import DataSourceController, QueryController
 from flowdeck.api.routes.embed import EmbedController
 from flowdeck.api.routes.health import health
+from flowdeck.api.routes.hooks import HookController, WebhookController
 from flowdeck.api.routes.runs import RunController
 from flowdeck.api.routes.testruns import TestRunController
 from flowdeck.api.routes.tokens import TokenController
@@ -21,6 +22,8 @@ API_ROUTES: list[ControllerRouterHandler] = [
     AuthController,
     TokenController,
     WorkflowController,
+    WebhookController,
+    HookController,
     RunController,
     TestRunController,
     DataSourceController,

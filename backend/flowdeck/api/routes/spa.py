@@ -16,7 +16,7 @@ from flowdeck.api.auth import PUBLIC
 
 __all__ = ("spa_routes",)
 
-_NOT_SPA: Final = frozenset({"api", "embed", "schema", "socket.io"})
+_NOT_SPA: Final = frozenset({"api", "embed", "hooks", "schema", "socket.io"})
 _PLACEHOLDER: Final = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Flowdeck</title></head>
 <body><h1>Flowdeck is running</h1>
