@@ -15,6 +15,8 @@ import type {
   TimelineRow,
   ValidationResult,
   VersionSummary,
+  WebhookInfo,
+  WebhookSecret,
   Workflow,
   WorkflowSummary,
 } from './types';
@@ -47,6 +49,12 @@ export const workflows = {
   validate: (definition: DefinitionJson, signal?: AbortSignal) =>
     request<ValidationResult>('POST', '/api/workflows/validate', definition, signal),
   execute: (id: string, input: unknown) => request<RunAccepted>('POST', `/api/workflows/${encodeURIComponent(id)}/runs`, { input }),
+};
+
+export const webhooks = {
+  get: (workflowId: string) => request<WebhookInfo>('GET', `/api/workflows/${encodeURIComponent(workflowId)}/webhook`),
+  /** Make (or replace) the secret: the answer is the only time it is shown. */
+  rotateSecret: (workflowId: string) => request<WebhookSecret>('POST', `/api/workflows/${encodeURIComponent(workflowId)}/webhook/secret`),
 };
 
 export type TestRunBody = DefinitionJson & { input: unknown; pinned?: Record<string, unknown> };

@@ -104,3 +104,8 @@ export type SavedQuery = {
   sql?: string;
   parameters?: string[];
 };
+
+/** SPEC §8 webhook of a workflow (GET /api/workflows/{id}/webhook); `url` is a path (`/hooks/<id>`). */
+export type WebhookInfo = { url: string; hasSecret: boolean; createdAt: number | null; lastUsedAt: number | null };
+/** POST /api/workflows/{id}/webhook/secret: the new secret, shown once (the old one stops working). */
+export type WebhookSecret = { url: string; secret: string };

@@ -1,6 +1,6 @@
 /** The editor screen: toolbar, palette, canvas, node panel, bottom panel; save, test run, execute, versions. */
 import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, useBlocker, useLocation, useNavigate, useParams, useSearchParams } from 'react-router';
 
 import { ApiError } from '../api/client';
@@ -25,6 +25,9 @@ import { prefetchWorkflowOfLocation, takeArrivedWorkflow, takePrefetchedWorkflow
 import { EditorStoreProvider, useEditor, useEditorStoreApi } from './storeContext';
 import { useShortcuts } from './useShortcuts';
 import { useTestRun } from './useTestRun';
+
+// Settings (schedules, webhook) load on first open, in their own chunk with the cron library.
+const SettingsPanel = lazy(() => import('./settings/SettingsPanel'));
 
 // A full page load of /workflows/{id}: ask for the workflow now, while the session is being checked.
 prefetchWorkflowOfLocation();
@@ -70,6 +73,8 @@ function Toolbar({
   onStop,
   onExecute,
   onHelp,
+  onSettings,
+  settingsOpen,
   saving,
   starting,
 }: {
@@ -78,6 +83,8 @@ function Toolbar({
   onStop: () => void;
   onExecute: () => void;
   onHelp: () => void;
+  onSettings: () => void;
+  settingsOpen: boolean;
   saving: boolean;
   starting: boolean;
 }) {
@@ -148,6 +155,16 @@ function Toolbar({
           Widgets
         </Link>
       )}
+      <button
+        type="button"
+        className={`btn${settingsOpen ? ' is-active' : ''}`}
+        title="Workflow settings: title, timeouts, schedules, webhook (Ctrl+,)"
+        aria-pressed={settingsOpen}
+        onClick={onSettings}
+        data-testid="settings-button"
+      >
+        ⚙ Settings
+      </button>
       <button type="button" className="btn btn--icon" title="Keyboard shortcuts (?)" onClick={onHelp} data-testid="help-button">
         ?
       </button>
@@ -217,12 +234,24 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
   const [conflict, setConflict] = useState<{ latest: number | null } | null>(null);
   const [executing, setExecuting] = useState(false);
   const [help, setHelp] = useState(false);
+  const [settingsOpen, setSettingsOpen] = useState(false);
   const [bottomTab, setBottomTab] = useState<BottomTab>('problems');
   const [bottomOpen, setBottomOpen] = useState(false);
   const [inputError, setInputError] = useState<string | null>(null);
   const readOnly = viewVersion !== null;
   const inspectorOpen = useEditor((s) => s.inspectorNodeId !== null);
   const dirty = useDirty();
+
+  // Settings and the node panel share the right side: opening a node closes the settings, and back.
+  const toggleSettings = useCallback(() => {
+    setSettingsOpen((open) => {
+      if (!open) store.getState().openInspector(null);
+      return !open;
+    });
+  }, [store]);
+  useEffect(() => {
+    if (inspectorOpen) setSettingsOpen(false);
+  }, [inspectorOpen]);
 
   const onInputError = useCallback((message: string) => {
     setInputError(message);
@@ -242,7 +271,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
       if (restore && viewVersion === null) {
         const old = await workflows.version(workflowId, restore);
         store.getState().replaceGraph(old);
-        store.getState().setTitle(old.title);
+        store.getState().updateWorkflow({ title: old.title, description: old.description, options: old.options });
         toast('info', `Version ${restore} restored into the editor: save to make it the latest.`);
         navigate(location.pathname, { replace: true, state: null });
       }
@@ -307,7 +336,10 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
       setSaving(true);
       try {
         const saved = await workflows.save(workflowId, { ...definition, version: baseVersion ?? s.version });
-        store.getState().markSaved(metaOf(saved), sent);
+        // Keep the fields as edited (the server may spell defaults out, e.g. a schedule's timezone), so a
+        // save does not look like a change; edits made while saving stay unsaved.
+        const now = store.getState();
+        store.getState().markSaved({ ...metaOf(saved), title: now.title, description: now.description, options: now.options }, sent);
         toast('success', `Saved as version ${saved.version}.`);
       } catch (err) {
         if (err instanceof ApiError && err.status === 409) setConflict({ latest: err.latestVersion });
@@ -413,7 +445,11 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
     testRun: editable ? () => void testRun.start() : undefined,
     pin: editable ? togglePin : undefined,
     help: () => setHelp(true),
-    escape: () => store.getState().clearSelection(),
+    settings: toggleSettings,
+    escape: () => {
+      setSettingsOpen(false);
+      store.getState().clearSelection();
+    },
   });
 
   // Leave guard: in-app navigation asks, closing the tab warns.
@@ -453,6 +489,8 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
         onStop={() => void testRun.stop()}
         onExecute={() => setExecuting(true)}
         onHelp={() => setHelp(true)}
+        onSettings={toggleSettings}
+        settingsOpen={settingsOpen}
         saving={saving}
         starting={testRun.starting}
       />
@@ -471,7 +509,13 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
             onRunAgain={() => void testRun.start()}
           />
         </div>
-        {inspectorOpen && <NodeInspector onTestFromHere={testFromHere} />}
+        {settingsOpen ? (
+          <Suspense fallback={<aside className="inspector" data-testid="settings-loading" />}>
+            <SettingsPanel onClose={() => setSettingsOpen(false)} />
+          </Suspense>
+        ) : (
+          inspectorOpen && <NodeInspector onTestFromHere={testFromHere} />
+        )}
       </div>
       {conflict && (
         <ConflictDialog

@@ -121,4 +121,47 @@ describe('editor store', () => {
     s().addNode('python', { x: 0, y: 0 });
     expect(nodeIndex(s().nodes).size).toBe(3);
   });
+
+  it('edits title, description and options through the undo history, with the graph', () => {
+    const store = loaded();
+    const s = () => store.getState();
+    const saved = s().savedJson;
+    s().updateWorkflow({ description: 'Nightly import' }, 'workflow:description');
+    s().updateWorkflow({ description: 'Nightly import of orders' }, 'workflow:description');
+    expect(s().history.past).toHaveLength(1);
+    const options = { timeoutSeconds: 600, schedules: [{ cron: '0 2 * * *', timezone: 'Europe/Paris' }] };
+    s().updateWorkflow({ options });
+    s().setTitle('Renamed');
+    const id = s().addNode('python', { x: 0, y: 0 });
+    expect(s().history.past).toHaveLength(4);
+    const json = JSON.parse(definitionJson(s()));
+    expect(json).toMatchObject({ title: 'Renamed', description: 'Nightly import of orders', options });
+    expect(s().savedJson).not.toBe(definitionJson(s()));
+
+    s().undo();
+    expect(s().nodes.some((n) => n.id === id)).toBe(false);
+    expect(s().title).toBe('Renamed');
+    s().undo();
+    expect(s().title).toBe('T');
+    expect(s().options).toBe(options);
+    s().undo();
+    expect(s().options).toBeNull();
+    s().undo();
+    expect(s().description).toBeNull();
+    expect(definitionJson(s())).toBe(saved);
+    s().redo();
+    s().redo();
+    expect(s().options).toBe(options);
+    expect(s().description).toBe('Nightly import of orders');
+  });
+
+  it('ignores workflow edits that change nothing, and all of them when read-only', () => {
+    const store = loaded();
+    const s = () => store.getState();
+    s().updateWorkflow({ title: 'T', description: null });
+    expect(s().history.past).toHaveLength(0);
+    store.getState().load({ workflowId: 'w1', version: 1, title: 'T', description: null, options: null }, starterDefinition('T'), { readOnly: true });
+    s().updateWorkflow({ title: 'X' });
+    expect(s().title).toBe('T');
+  });
 });

@@ -18,7 +18,10 @@ import { autoLayout } from '../graph/layout';
 import { createNode, type EditorEdge, type EditorNode, type NodeData, type NodeType } from '../graph/model';
 import { runReducer, type RunAction, type RunView } from '../runs/runReducer';
 
-export type Snapshot = { nodes: EditorNode[]; edges: EditorEdge[] };
+/** What undo/redo restores: the graph and the workflow's own fields (title, description, options). */
+export type Snapshot = { nodes: EditorNode[]; edges: EditorEdge[] } & WorkflowFields;
+
+export type WorkflowFields = { title: string; description: string | null; options: WorkflowOptions | null };
 
 export type WorkflowMeta = {
   workflowId: string | null;
@@ -52,6 +55,8 @@ export type EditorState = WorkflowMeta & {
   markSaved(meta: WorkflowMeta, savedJson: string): void;
   replaceGraph(definition: Pick<DefinitionJson, 'nodes' | 'edges'>): void;
   setTitle(title: string): void;
+  /** Edit title, description or options like a node edit: one undo step (same `coalesceKey` typing folds). */
+  updateWorkflow(patch: Partial<WorkflowFields>, coalesceKey?: string): void;
   definition(): DefinitionJson;
   onNodesChange(changes: NodeChange<EditorNode>[]): void;
   onEdgesChange(changes: EdgeChange<EditorEdge>[]): void;
@@ -143,13 +148,20 @@ const EMPTY_META: WorkflowMeta = { workflowId: null, version: 0, title: '', desc
 export function createEditorStore(): EditorStore {
   return createStore<EditorState>()((set, get) => {
     /** Apply a graph change and remember the state before it for undo. */
-    const change = (mutate: (s: Snapshot) => Snapshot, key?: string) => {
+    const snapshot = (state: EditorState): Snapshot => ({
+      nodes: state.nodes,
+      edges: state.edges,
+      title: state.title,
+      description: state.description,
+      options: state.options,
+    });
+    const change = (mutate: (s: Snapshot) => Pick<Snapshot, 'nodes' | 'edges'>, key?: string) => {
       const state = get();
       if (state.readOnly) return;
-      const before: Snapshot = { nodes: state.nodes, edges: state.edges };
+      const before = snapshot(state);
       const after = mutate(before);
       if (after.nodes === before.nodes && after.edges === before.edges) return;
-      set({ ...after, history: record(state.history, before, key === undefined ? {} : { key }) });
+      set({ nodes: after.nodes, edges: after.edges, history: record(state.history, before, key === undefined ? {} : { key }) });
     };
 
     return {
@@ -190,7 +202,17 @@ export function createEditorStore(): EditorStore {
       },
 
       setTitle(title) {
-        set({ title });
+        get().updateWorkflow({ title }, 'workflow:title');
+      },
+
+      updateWorkflow(patch, coalesceKey) {
+        const state = get();
+        if (state.readOnly) return;
+        const changed = (Object.keys(patch) as (keyof WorkflowFields)[]).filter((k) => patch[k] !== undefined && patch[k] !== state[k]);
+        if (changed.length === 0) return;
+        const next: Partial<WorkflowFields> = {};
+        for (const k of changed) Object.assign(next, { [k]: patch[k] });
+        set({ ...next, history: record(state.history, snapshot(state), coalesceKey === undefined ? {} : { key: coalesceKey }) });
       },
 
       definition() {
@@ -219,7 +241,7 @@ export function createEditorStore(): EditorStore {
       beginMove() {
         const state = get();
         if (state.readOnly) return;
-        set({ history: record(state.history, { nodes: state.nodes, edges: state.edges }) });
+        set({ history: record(state.history, snapshot(state)) });
       },
 
       connect(connection) {
@@ -337,14 +359,14 @@ export function createEditorStore(): EditorStore {
       undo() {
         const s = get();
         if (s.readOnly) return;
-        const step = undo(s.history, { nodes: s.nodes, edges: s.edges });
+        const step = undo(s.history, snapshot(s));
         if (step) set({ ...step.present, history: step.history });
       },
 
       redo() {
         const s = get();
         if (s.readOnly) return;
-        const step = redo(s.history, { nodes: s.nodes, edges: s.edges });
+        const step = redo(s.history, snapshot(s));
         if (step) set({ ...step.present, history: step.history });
       },
 

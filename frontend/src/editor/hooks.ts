@@ -34,7 +34,14 @@ export function useLiveValidation(store: EditorStore, enabled: boolean): void {
     };
     run();
     const unsubscribe = store.subscribe((state, previous) => {
-      if (state.nodes !== previous.nodes || state.edges !== previous.edges || state.title !== previous.title) run();
+      if (
+        state.nodes !== previous.nodes ||
+        state.edges !== previous.edges ||
+        state.title !== previous.title ||
+        state.description !== previous.description ||
+        state.options !== previous.options
+      )
+        run();
     });
     return () => {
       unsubscribe();

@@ -21,6 +21,10 @@ describe('shortcuts', () => {
     expect(matchShortcut(key('?', { shiftKey: true }))).toBe('help');
     expect(matchShortcut(key('s', { ctrlKey: true }))).toBe('save');
     expect(matchShortcut(key('Enter', { ctrlKey: true }))).toBe('testRun');
+    expect(matchShortcut(key(',', { ctrlKey: true }))).toBe('settings');
+    expect(matchShortcut(key(',', { metaKey: true }), true)).toBe('settings');
+    expect(matchShortcut(key(','))).toBeNull();
+    expect(describeBinding({ key: ',', mod: true }, false)).toBe('Ctrl+,');
   });
 
   it('does not fire on plain typing or wrong modifiers', () => {

@@ -17,6 +17,7 @@ export type ShortcutId =
   | 'testRun'
   | 'pin'
   | 'help'
+  | 'settings'
   | 'escape';
 
 export type KeyEventLike = {
@@ -62,6 +63,13 @@ export const SHORTCUTS: readonly Shortcut[] = [
   { id: 'zoomOut', group: 'Canvas', description: 'Zoom out', bindings: [{ key: '-' }] },
   { id: 'save', group: 'Workflow', description: 'Save a new version', bindings: [{ key: 's', mod: true }], inFields: true },
   { id: 'testRun', group: 'Workflow', description: 'Test run', bindings: [{ key: 'Enter', mod: true }], inFields: true },
+  {
+    id: 'settings',
+    group: 'Workflow',
+    description: 'Workflow settings: title, timeouts, schedules, webhook',
+    bindings: [{ key: ',', mod: true }],
+    inFields: true,
+  },
   { id: 'help', group: 'Workflow', description: 'Show this list', bindings: [{ key: '?' }] },
   { id: 'escape', group: 'Canvas', description: 'Close panels, clear the selection', bindings: [{ key: 'Escape' }] },
 ];
