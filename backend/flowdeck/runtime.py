@@ -86,6 +86,7 @@ async def open_runtime(
         if bridge is not None:
             await bridge.start()
         if scheduler is not None:
+            engine.definition_listeners.append(scheduler.poke)  # a new or changed schedule counts at once
             await scheduler.start()
         yield Runtime(settings, db, engine, sandbox, DataService(sources, queries), scheduler)
     finally:

@@ -171,3 +171,28 @@ async def test_the_loop_sleeps_until_the_next_due_time(engine: Engine, tenant_id
         assert [r[0] for r in await schedule_runs(engine, record.id)] == [fire_id(record.id, 0, due)]
     finally:
         await scheduler.stop()
+
+
+async def test_a_saved_or_deleted_schedule_reaches_a_running_scheduler_at_once(engine: Engine, tenant_id: str) -> None:
+    scheduler = Scheduler(engine, refresh_seconds=3600)  # it would not look again by itself for an hour
+    engine.definition_listeners.append(scheduler.poke)  # as open_runtime wires it
+    await scheduler.start()
+
+    async def indexed_soon(workflow_id: str, wanted: bool) -> bool:
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if (workflow_id in scheduler.scheduled) is wanted:
+                return True
+        return False
+
+    try:
+        record = await engine.create_workflow(tenant_id, scheduled({"cron": EVERY_5_MIN}))
+        assert await indexed_soon(record.id, wanted=True)
+        await engine.save_workflow(tenant_id, record.id, 1, scheduled())
+        assert await indexed_soon(record.id, wanted=False)
+        await engine.save_workflow(tenant_id, record.id, 2, scheduled({"cron": EVERY_5_MIN}))
+        assert await indexed_soon(record.id, wanted=True)
+        assert await engine.delete_workflow(tenant_id, record.id)
+        assert await indexed_soon(record.id, wanted=False)
+    finally:
+        await scheduler.stop()

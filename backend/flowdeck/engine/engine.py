@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flowdeck.domain.problems import Problem, has_errors
@@ -72,6 +72,8 @@ class Engine:
             worker_id=worker_id,
         )
         self._worker_running = False
+        self.definition_listeners: list[Callable[[], None]] = []
+        """Called after a workflow is created, saved or deleted in this process (the scheduler re-reads)."""
 
     async def start(self, *, with_worker: bool = True) -> None:
         if with_worker:
@@ -94,11 +96,26 @@ class Engine:
 
     async def create_workflow(self, tenant_id: str, definition: dict[str, Any]) -> WorkflowRecord:
         self._require_valid(definition)
-        return await self.workflows.create(tenant_id, definition)
+        record = await self.workflows.create(tenant_id, definition)
+        self.definitions_changed()
+        return record
 
     async def save_workflow(self, tenant_id: str, workflow_id: str, based_on: int, definition: dict[str, Any]) -> int:
         self._require_valid(definition)
-        return await self.workflows.save_version(tenant_id, workflow_id, based_on, definition)
+        version = await self.workflows.save_version(tenant_id, workflow_id, based_on, definition)
+        self.definitions_changed()
+        return version
+
+    async def delete_workflow(self, tenant_id: str, workflow_id: str) -> bool:
+        """Delete a workflow (and what belongs to it); ``False`` if the tenant has no such workflow."""
+        deleted = await self.workflows.delete(tenant_id, workflow_id)
+        if deleted:
+            self.definitions_changed()
+        return deleted
+
+    def definitions_changed(self) -> None:
+        for listener in self.definition_listeners:
+            listener()
 
     # -- runs ----------------------------------------------------------------------------------------
     async def start_workflow_run(

@@ -83,7 +83,7 @@ class WorkflowService:
         return await self.get(tenant_id, workflow_id, version)
 
     async def delete(self, tenant_id: str, workflow_id: str) -> None:
-        if not await self.store.delete(tenant_id, workflow_id):
+        if not await self.engine.delete_workflow(tenant_id, workflow_id):
             raise _missing(workflow_id)
 
     async def list(self, tenant_id: str, cursor: str | None, limit: int) -> WorkflowPage:
