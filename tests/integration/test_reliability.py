@@ -8,9 +8,10 @@ from itertools import pairwise
 
 import pytest
 
-from flowdeck.domain.statuses import NodeStatus
+from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.orchestrator import Completed
+from flowdeck.engine.projection import fold_nodes
 from flowdeck.engine.publisher import NodeUpdate
 from flowdeck.storage.database import Database
 from tests.support.graphs import definition, edge, end, linear, node
@@ -237,3 +238,37 @@ async def test_a_node_queued_behind_a_delay_is_announced_with_its_due_time(engin
     assert queued.next_attempt_at == pytest.approx(completed.at + 0.3)
     started = next(u for u in seen if u.node_id == "after" and u.status == NodeStatus.RUNNING)
     assert started.at >= queued.next_attempt_at - 0.01
+
+
+async def test_a_runs_view_shows_when_a_waiting_node_starts(engine: Engine, tenant_id: str) -> None:
+    slow_retry = {"maxAttempts": 2, "backoffSeconds": 30.0, "maxBackoffSeconds": 30.0}
+    d = definition(
+        [
+            node("start", "start"),
+            node("wait", "delay", config={"seconds": 60}),
+            node("after"),
+            node("flaky", config={"failTimes": 1}, retry=slow_retry),
+            end(),
+        ],
+        [
+            edge("start", "wait"),
+            edge("wait", "after"),
+            edge("after", "end"),
+            edge("start", "flaky"),
+            edge("flaky", "end"),
+        ],
+    )
+    instance_id = await start(engine, tenant_id, d)
+    await _wait_for_event(engine, instance_id, "NODE_COMPLETED", "wait")
+    await _wait_for_event(engine, instance_id, "NODE_FAILED", "flaky")
+    rows = await engine.state.read_log(instance_id)
+    nodes = fold_nodes(rows, RunStatus.RUNNING)
+    waited = next(r for r in rows if r.node_id == "wait" and r.event_type == "NODE_COMPLETED")
+    failed = next(r for r in rows if r.node_id == "flaky" and r.event_type == "NODE_FAILED")
+    assert nodes["after"].status is NodeStatus.DISPATCHED
+    assert nodes["after"].next_attempt_at == pytest.approx(waited.created_at + 60)
+    assert nodes["flaky"].status is NodeStatus.RETRYING
+    assert nodes["flaky"].next_attempt_at is not None and nodes["flaky"].next_attempt_at > failed.created_at
+    assert nodes["wait"].to_json().get("nextAttemptAt") is None
+    assert nodes["after"].to_json()["nextAttemptAt"] == nodes["after"].next_attempt_at
+    assert await engine.cancel_run(instance_id)

@@ -222,6 +222,8 @@ class NodeStateOut(Camel, omit_defaults=True):
     error: str | None
     pinned: bool = False
     logs: str | None = None
+    next_attempt_at: float | None = None
+    """RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due."""
     iterations: dict[str, NodeStateOut] | None = None
 
 

@@ -751,6 +751,7 @@ class Orchestrator:
                         node_id=d.node_id,
                         iteration=iteration,
                         node_status=NodeStatus.DISPATCHED.value,
+                        payload=None if d.node_id in plan.pinned else _due_payload(tx, delay),
                         node_attempt=d.attempt,
                     )
                     for d in dispatches
@@ -1022,6 +1023,11 @@ class _KnownVersions:
 def _due(tx: StateTransaction, delay: float | None) -> float | None:
     """When a delayed dispatch falls due (a delay node's successors): shown while it waits."""
     return tx.now + delay if delay else None
+
+
+def _due_payload(tx: StateTransaction, delay: float | None) -> dict[str, float] | None:
+    """A delayed NODE_DISPATCHED row says when the node falls due (the run's views show the wait)."""
+    return {"dueAt": tx.now + delay} if delay else None
 
 
 def _key(job: Job) -> tuple[str, str, str]:

@@ -31,6 +31,8 @@ class NodeView:
     error: str | None = None
     pinned: bool = False
     logs: str | None = None
+    next_attempt_at: float | None = None
+    """RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due."""
     iterations: dict[str, NodeView] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -46,6 +48,8 @@ class NodeView:
             data["pinned"] = True
         if self.logs:
             data["logs"] = self.logs
+        if self.next_attempt_at is not None:
+            data["nextAttemptAt"] = self.next_attempt_at
         if self.iterations:
             data["iterations"] = {key: view.to_json() for key, view in self.iterations.items()}
         return data
@@ -55,7 +59,9 @@ def _apply(view: NodeView, row: LogRow) -> None:
     event = EventType(row.event_type)
     view.attempt = max(view.attempt, row.node_attempt)
     if event is EventType.NODE_FAILED:
-        view.status = NodeStatus.RETRYING if (row.payload or {}).get("retry") else NodeStatus.FAILED
+        retrying = bool((row.payload or {}).get("retry"))
+        view.status = NodeStatus.RETRYING if retrying else NodeStatus.FAILED
+        view.next_attempt_at = (row.payload or {}).get("nextAttemptAt") if retrying else None
         view.error = row.error_message
         if view.status is NodeStatus.FAILED:
             view.completed_at = row.created_at
@@ -66,6 +72,7 @@ def _apply(view: NodeView, row: LogRow) -> None:
     if view.status is NodeStatus.COMPLETED and status is not NodeStatus.COMPLETED:
         return  # nothing after a completion changes it (a late duplicate dispatch, say)
     view.status = status
+    view.next_attempt_at = (row.payload or {}).get("dueAt") if status is NodeStatus.DISPATCHED else None
     if status is NodeStatus.RUNNING and view.started_at is None:
         view.started_at = row.created_at
     elif status in (NodeStatus.COMPLETED, NodeStatus.SKIPPED):

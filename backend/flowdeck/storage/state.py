@@ -116,8 +116,9 @@ class StateTransaction:
         and NODE_STARTED when the job is leased to its dispatcher. ``None`` when it was dispatched before.
         One round trip on PostgreSQL.
         """
+        due = self.jobs.due_at(job) if job.delay_seconds and not job.lease_owner else None
         if self.db.sql.dispatch_one is None:
-            if not await self.log_event_bulk([dispatched_event(job)]):
+            if not await self.log_event_bulk([dispatched_event(job, due)]):
                 return None
             added = await self.jobs.add([job])
             if added and job.lease_owner:
@@ -132,6 +133,7 @@ class StateTransaction:
             "p_available_at": self.jobs.due_at(job),
             "p_lease_owner": job.lease_owner,
             "p_now": self.now,
+            "p_payload": None if due is None else {"dueAt": due},
         }
         row = (await self.conn.execute(self.db.sql.dispatch_one, params)).first()
         return None if row is None else Job(*row)
@@ -660,13 +662,15 @@ def _merged_end_outputs(payloads: Iterable[Any]) -> dict[str, Any]:
     return merged
 
 
-def dispatched_event(job: NewJob) -> LogEvent:
+def dispatched_event(job: NewJob, due_at: float | None = None) -> LogEvent:
+    """The dispatch guard row; a delayed node's says when it falls due."""
     return LogEvent(
         instance_id=job.instance_id,
         event_type=EventType.NODE_DISPATCHED,
         node_id=job.node_id,
         iteration=job.iteration,
         node_status="DISPATCHED",
+        payload=None if due_at is None else {"dueAt": due_at},
         node_attempt=job.attempt,
     )
 

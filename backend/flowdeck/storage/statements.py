@@ -177,6 +177,7 @@ def _dispatch_one() -> Any:
             iteration=_p("p_iteration"),
             event_type=EventType.NODE_DISPATCHED.value,
             node_status="DISPATCHED",
+            payload=_p("p_payload"),
             node_attempt=_p("p_attempt"),
             created_at=_p("p_now"),
         )
@@ -584,7 +585,7 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         finish_run=c(core.finish_run, json_names=["p_output"]),
         reopen_run=c(core.reopen_run),
         record_result=c(core.record_result, json_names=["p_payload"]),
-        dispatch_one=c(core.dispatch_one),
+        dispatch_one=c(core.dispatch_one, json_names=["p_payload"]),
         claim_and_start=c(core.claim_and_start),
         chain_step=c(core.chain_step, json_names=["p_payload"], returns_rows=True),
         outputs_if_idle=c(core.outputs_if_idle, json_columns=[2]),

@@ -66,6 +66,8 @@ export type NodeState = {
   error: string | null;
   pinned?: boolean;
   logs?: string | null;
+  /** RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due. */
+  nextAttemptAt?: number | null;
   iterations?: Record<string, NodeState> | null;
 };
 

@@ -3,7 +3,7 @@ import type { NodeUpdateMessage, RealtimeMessage } from '../api/realtime-types';
 import type { NodeState, NodeStatus, RunDetail, RunStatus } from '../api/types';
 import { TERMINAL_NODE_STATUSES } from '../graph/runPath';
 
-export type NodeRun = NodeState & { nextAttemptAt?: number | null };
+export type NodeRun = NodeState;
 
 export type LogLine = {
   at: number;

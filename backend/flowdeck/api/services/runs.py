@@ -56,6 +56,7 @@ def _node_out(view: NodeView) -> NodeStateOut:
         error=view.error,
         pinned=view.pinned,
         logs=view.logs,
+        next_attempt_at=view.next_attempt_at,
         iterations={k: _node_out(v) for k, v in view.iterations.items()} if view.iterations else None,
     )
 
