@@ -194,7 +194,7 @@ class Database:
         """A connection for one statement that is atomic by itself, run without BEGIN and COMMIT round
         trips (PostgreSQL only: SQLite has no data-modifying CTEs to make such statements of)."""
         if self.is_sqlite:
-            raise NotImplementedError("single-statement writes are a PostgreSQL path")
+            raise RuntimeError("single-statement writes are a PostgreSQL path (SQLite has no data-modifying CTEs)")
         async with self.engine.connect() as conn:
             await conn.execution_options(isolation_level="AUTOCOMMIT")
             yield _AsyncpgConnection(conn, self.counter)

@@ -9,7 +9,7 @@ import { errorMessage, toast } from '../../shared/toasts';
 import { CopyIcon } from '../../shared/ui/icons';
 import { buildCurl, MAX_WAIT_SECONDS, SECRET_HEADER, SECRET_PLACEHOLDER, webhookUrl } from '../../triggers/curl';
 import { useEditor } from '../storeContext';
-import { copyText } from './copy';
+import { copyText } from '../../shared/copy';
 
 type Load = { state: 'loading' } | { state: 'ready'; info: WebhookInfo } | { state: 'unavailable' } | { state: 'error'; message: string };
 

@@ -1,6 +1,7 @@
 /** Embed tokens of a saved widget: create (the URL and iframe snippet are shown once), list, revoke. */
 import { useCallback, useEffect, useState } from 'react';
 
+import { copyText } from '../../shared/copy';
 import { formatTime } from '../../shared/format';
 import { formatValue } from '../format';
 import { errorMessage, toast } from '../../shared/toasts';
@@ -8,15 +9,6 @@ import { CopyIcon } from '../../shared/ui/icons';
 import { widgetsApi } from '../api';
 import type { CreatedEmbedToken, EmbedToken } from '../types';
 import { iframeSnippet } from './config';
-
-async function copy(text: string, what: string): Promise<void> {
-  try {
-    await navigator.clipboard.writeText(text);
-    toast('success', `${what} copied`);
-  } catch {
-    toast('warning', `Copy failed: select the ${what.toLowerCase()} and copy it by hand`);
-  }
-}
 
 export function EmbedTokens({ widgetId, widgetName }: { widgetId: string; widgetName: string }) {
   const [tokens, setTokens] = useState<EmbedToken[] | null>(null);
@@ -88,13 +80,13 @@ export function EmbedTokens({ widgetId, widgetName }: { widgetId: string; widget
           <p className="small">Copy the link now: it is shown only once.</p>
           <div className="wd-copy">
             <input className="input input--mono" readOnly value={url} onFocus={(e) => e.target.select()} data-testid="embed-url" aria-label="Embed URL" />
-            <button type="button" className="btn btn--small" onClick={() => void copy(url, 'Link')} data-testid="embed-copy-url">
+            <button type="button" className="btn btn--small" onClick={() => void copyText(url, 'Link')} data-testid="embed-copy-url">
               <CopyIcon /> Link
             </button>
           </div>
           <div className="wd-copy">
             <textarea className="input input--mono" readOnly rows={3} value={snippet} onFocus={(e) => e.target.select()} data-testid="embed-snippet" aria-label="Iframe snippet" />
-            <button type="button" className="btn btn--small" onClick={() => void copy(snippet, 'Snippet')} data-testid="embed-copy-snippet">
+            <button type="button" className="btn btn--small" onClick={() => void copyText(snippet, 'Snippet')} data-testid="embed-copy-snippet">
               <CopyIcon /> Snippet
             </button>
           </div>

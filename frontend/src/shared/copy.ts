@@ -1,5 +1,5 @@
 /** Copy text to the clipboard with a toast either way (the user can still select the text by hand). */
-import { toast } from '../../shared/toasts';
+import { toast } from './toasts';
 
 export async function copyText(text: string, what: string): Promise<void> {
   try {
