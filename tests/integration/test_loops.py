@@ -6,7 +6,9 @@ import asyncio
 from typing import Any
 
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.orchestrator import Completed
 from flowdeck.storage.database import Database
+from flowdeck.storage.records import Job
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
 from tests.support.runs import Outcome, read_outcome, run_to_end, start
@@ -214,3 +216,27 @@ async def test_an_iteration_whose_worker_died_completes_once_after_the_lease(
     assert run.output == {"result": {"items": ["a", "b", "c"], "count": 3}}
     outcome = await read_outcome(rescuer, instance_id)
     assert iterations_of(outcome, "slow") == ["0", "1", "2"]  # each iteration completed exactly once
+
+
+async def test_a_duplicate_result_ending_an_iteration_changes_nothing(db: Database) -> None:
+    engine = Engine(db, make_test_registry(), lease_seconds=5)
+    await engine.start(with_worker=False)  # no worker: the test delivers results by hand
+    tenant_id = await engine.tenants.ensure("acme")
+    instance_id = await start(engine, tenant_id, loop_over([1, 2, 3], [node("body")], []))
+    [job] = await engine.state.claim_jobs("me", 10, 5)
+    follow: Job | None = job
+    for _ in range(2):  # start, then the loop's expansion: each leases the next job to "me"
+        assert follow is not None
+        outcome, _ = await engine.executor.run(follow)
+        follow = await engine.orchestrator.handle_result(follow, outcome, claim_for="me")
+    assert follow is not None and (follow.node_id, follow.iteration) == ("body", "0")
+    outcome, _ = await engine.executor.run(follow)
+    assert isinstance(outcome, Completed)
+    following = await engine.orchestrator.handle_result(follow, outcome, claim_for="me")
+    assert following is not None and (following.node_id, following.iteration) == ("body", "1")
+    rows_before = await engine.state.read_log(instance_id)
+    version_before = (await engine.state.get_instance(instance_id)).version  # type: ignore[union-attr]
+    assert await engine.orchestrator.handle_result(follow, outcome, claim_for="me") is None
+    assert await engine.state.read_log(instance_id) == rows_before
+    assert (await engine.state.get_instance(instance_id)).version == version_before  # type: ignore[union-attr]
+    assert await engine.state.count_jobs(instance_id) == 1  # iteration 1, once

@@ -25,7 +25,7 @@ from flowdeck.engine.plans import PlanCache, RunNotFoundError, RunPlan
 from flowdeck.engine.publisher import NodeUpdate, Publisher, RunUpdate, Update
 from flowdeck.engine.retry import backoff_seconds
 from flowdeck.engine.retry_plan import child_scope, parent_scope, plan_retry
-from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict, sole_successor
+from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, loop_entry, node_verdict, sole_successor
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.jobs import NewJob
 from flowdeck.storage.records import Job, LogEvent
@@ -302,6 +302,10 @@ class Orchestrator:
                 taken, follow = await self._try_chain_step(plan, job, outcome, delivery.claim_for)
                 if taken:
                     return follow
+            if delivery.claim_for is not None and isinstance(outcome, Completed):
+                taken, follow = await self._try_iteration_step(plan, job, outcome, delivery.claim_for)
+                if taken:
+                    return follow
             if isinstance(outcome, Completed) and await self._try_end_step(plan, job, outcome):
                 return None
             return await self._decide_with_cas(job.instance_id, decide)
@@ -392,6 +396,51 @@ class Orchestrator:
                     await self._settle(tx, plan, job.iteration, loop_id, effects)
 
             await self._decide_with_cas(job.instance_id, settle)
+        return True, step.next_job
+
+    async def _try_iteration_step(
+        self, plan: RunPlan, job: Job, outcome: Completed, owner: str
+    ) -> tuple[bool, Job | None]:
+        """Decide the node that ends a loop iteration in one statement where the database allows it
+        (PostgreSQL): one more finished iteration and the next item started, as the general decision
+        writes them. Not taken (nothing written) when this is not one or the loop finishes with it."""
+        known = self._versions.get(job.instance_id)
+        graph = plan.graph
+        loop_id = graph.loop_of(job.node_id)
+        if not self.state.decides_in_one_statement or known is None or loop_id is None or not job.iteration:
+            return False, None
+        if outcome.iterations is not None or outcome.queue_delay or graph.edges_from(job.node_id):
+            return False, None
+        entry = loop_entry(graph, loop_id)
+        if entry is None or entry in plan.pinned:
+            return False, None
+        payload: dict[str, Any] = {"output": outcome.output, "handle": outcome.handle}
+        if outcome.logs:
+            payload["logs"] = outcome.logs
+        step = await self.state.iteration_step(
+            job=job,
+            expected_version=known,
+            output_variable=graph.node(job.node_id).variable,
+            payload=payload,
+            loop_id=loop_id,
+            body=graph.bodies[loop_id],
+            entry=entry,
+            concurrency=loop_concurrency(graph.node(loop_id).config),
+            owner=owner,
+            lease_seconds=self.lease_seconds,
+        )
+        if step is None:
+            self._versions.forget(job.instance_id)
+            return False, None
+        self._versions.remember(job.instance_id, known + 1)
+        effects = _Effects(step.now)
+        if step.logged:
+            effects.node(_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
+        if step.next_job is not None:
+            effects.jobs_added += 1
+            effects.node(_key(step.next_job), NodeStatus.DISPATCHED, step.next_job.attempt)
+            effects.node(_key(step.next_job), NodeStatus.RUNNING, step.next_job.attempt)
+        self._announce(effects)
         return True, step.next_job
 
     async def _try_end_step(self, plan: RunPlan, job: Job, outcome: Completed) -> bool:

@@ -15,7 +15,7 @@ from enum import Enum
 
 from flowdeck.domain.graph import Graph
 
-__all__ = ("Verdict", "edge_deltas", "node_verdict", "settle_from_states", "sole_successor")
+__all__ = ("Verdict", "edge_deltas", "loop_entry", "node_verdict", "settle_from_states", "sole_successor")
 
 EdgeCounts = tuple[int, int]
 """(resolved incoming edges, taken incoming edges)."""
@@ -59,8 +59,15 @@ def sole_successor(graph: Graph, node_id: str, handle: str) -> str | None:
     True of a chain's step: one target, fed by this node alone (no barrier), which runs; nothing
     is skipped. Such a decision can be taken in one statement (``StateManager.chain_step``).
     """
-    if graph.is_loop(node_id):
-        return None
+    return None if graph.is_loop(node_id) else _sole_target(graph, node_id, handle)
+
+
+def loop_entry(graph: Graph, loop_id: str) -> str | None:
+    """The one node each iteration of a loop starts with, when its ``loop`` handle has exactly one."""
+    return _sole_target(graph, loop_id, "loop")
+
+
+def _sole_target(graph: Graph, node_id: str, handle: str) -> str | None:
     deltas = edge_deltas(graph, node_id, handle)
     if len(deltas) != 1:
         return None

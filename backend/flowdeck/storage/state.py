@@ -435,6 +435,52 @@ class StateManager:
             now, None if status is None else RunStatus(status), log_id is not None, removed is not None, next_job
         )
 
+    async def iteration_step(
+        self,
+        *,
+        job: Job,
+        expected_version: int,
+        output_variable: str,
+        payload: Any,
+        loop_id: str,
+        body: Iterable[str],
+        entry: str,
+        concurrency: int,
+        owner: str,
+        lease_seconds: float,
+    ) -> ChainStep | None:
+        """The node ending a loop iteration, as one atomic statement (PostgreSQL): see
+        ``statements._iteration_step``. ``None`` when nothing was written."""
+        now = self.clock()
+        scope = job.iteration
+        params = {
+            "p_instance_id": job.instance_id,
+            "p_expected": expected_version,
+            "p_next": expected_version + 1,
+            "p_now": now,
+            "p_node_id": job.node_id,
+            "p_iteration": scope,
+            "p_nested": f"{scope}.%",
+            "p_parent": scope.rsplit(".", 1)[0] if "." in scope else "",
+            "p_output_variable": output_variable,
+            "p_payload": payload,
+            "p_attempt": job.attempt,
+            "p_job": job.id,
+            "p_loop_id": loop_id,
+            "p_body": list(body),
+            "p_entry": entry,
+            "p_concurrency": concurrency,
+            "p_lease_until": now + lease_seconds,
+            "p_owner": owner,
+        }
+        async with self.db.autocommit() as conn:
+            row = (await conn.execute(self.db.sql.iteration_step, params)).first()
+        if row is None:
+            return None
+        status, log_id, *job_columns = row
+        next_job = None if job_columns[0] is None else Job(*job_columns)
+        return ChainStep(now, RunStatus(status), log_id is not None, log_id is not None, next_job)
+
     async def end_step(
         self, *, job: Job, expected_version: int, output_variable: str, payload: Any, end_output: Any
     ) -> EndStep | None:

@@ -85,6 +85,9 @@ class Statements:
     end_step: Any
     """PostgreSQL only: an end node's result, and the run's completion if it was the last, as one
     statement (see ``_end_step``)."""
+    iteration_step: Any
+    """PostgreSQL only: a loop body's last node of an iteration, the iteration's count and the next
+    iteration's start, as one statement (see ``_iteration_step``)."""
 
 
 def _context_rows() -> Any:
@@ -296,6 +299,97 @@ WITH pre AS (
 )
 SELECT cas.before, cas.finishing, cas.output, (SELECT log_id FROM logged), (SELECT id FROM removed)
 FROM cas
+"""
+    )
+
+
+def _iteration_step() -> Any:
+    """The node that ends a loop iteration (a body node with no outgoing edge), decided in one statement.
+
+    Taken only when the run is RUNNING, the node's job is still there, no other job of the loop's
+    body is left in the iteration's scope (or scopes nested in it), and the loop does not finish
+    with this iteration. Then: CAS, NODE_COMPLETED, the job removed, one more finished iteration and,
+    when there is a next item (``finished + concurrency - 1``), the loop's body entry dispatched in that
+    item's scope with its job leased to the worker and its NODE_STARTED row. This is what the general
+    decision (``Orchestrator._settle``) writes in that case; the conditions are read before the CAS,
+    whose row lock and version check keep them true (every change to jobs or loop counts is a decision).
+
+    One row (status before, log id, then the next iteration's job columns or NULLs); no row when
+    nothing was written (the general path then decides).
+    """
+    return sa.text(
+        """
+WITH pre AS (
+    SELECT i.status, ls.item_count, ls.finished + 1 AS finished,
+        ls.finished + CAST(:p_concurrency AS INTEGER) AS next_index
+    FROM instances i
+    JOIN loop_states ls
+        ON ls.instance_id = i.id AND ls.node_id = :p_loop_id AND ls.iteration = :p_parent
+    WHERE i.id = :p_instance_id AND i.version = :p_expected AND i.status = 'RUNNING'
+        AND ls.finished + 1 < ls.item_count
+        AND EXISTS (SELECT 1 FROM node_jobs WHERE id = :p_job AND attempt = :p_attempt)
+        AND NOT EXISTS (
+            SELECT 1 FROM node_jobs
+            WHERE instance_id = :p_instance_id AND id <> :p_job
+                AND node_id = ANY(CAST(:p_body AS VARCHAR[]))
+                AND (iteration = :p_iteration OR iteration LIKE :p_nested)
+        )
+        AND NOT EXISTS (
+            SELECT 1 FROM instance_logs
+            WHERE instance_id = :p_instance_id AND node_id = :p_node_id AND iteration = :p_iteration
+                AND event_type = 'NODE_COMPLETED' AND node_attempt = :p_attempt
+        )
+), cas AS (
+    UPDATE instances i SET version = :p_next, updated_at = CAST(:p_now AS DOUBLE PRECISION)
+    FROM pre
+    WHERE i.id = :p_instance_id AND i.version = :p_expected
+    RETURNING pre.status, pre.item_count, pre.next_index
+), logged AS (
+    INSERT INTO instance_logs
+        (instance_id, node_id, iteration, event_type, node_status, output_variable, payload, node_attempt, created_at)
+    SELECT CAST(:p_instance_id AS VARCHAR), CAST(:p_node_id AS VARCHAR), CAST(:p_iteration AS VARCHAR),
+        'NODE_COMPLETED', 'COMPLETED', CAST(:p_output_variable AS VARCHAR), CAST(:p_payload AS JSONB),
+        CAST(:p_attempt AS INTEGER), CAST(:p_now AS DOUBLE PRECISION)
+    FROM cas
+    ON CONFLICT DO NOTHING
+    RETURNING log_id
+), removed AS (
+    DELETE FROM node_jobs WHERE id = :p_job AND attempt = :p_attempt AND EXISTS (SELECT 1 FROM logged)
+    RETURNING id
+), counted AS (
+    UPDATE loop_states SET finished = finished + 1
+    WHERE instance_id = :p_instance_id AND node_id = :p_loop_id AND iteration = :p_parent
+        AND EXISTS (SELECT 1 FROM removed)
+    RETURNING item_count
+), next_scope AS (
+    SELECT CASE WHEN :p_parent = '' THEN CAST(cas.next_index AS VARCHAR)
+        ELSE :p_parent || '.' || CAST(cas.next_index AS VARCHAR) END AS iteration
+    FROM cas, counted
+    WHERE cas.next_index < counted.item_count
+), dispatched AS (
+    INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, node_attempt, created_at)
+    SELECT CAST(:p_instance_id AS VARCHAR), CAST(:p_entry AS VARCHAR), iteration, 'NODE_DISPATCHED', 'DISPATCHED', 1,
+        CAST(:p_now AS DOUBLE PRECISION)
+    FROM next_scope
+    ON CONFLICT DO NOTHING
+    RETURNING instance_id, node_id, iteration
+), job AS (
+    INSERT INTO node_jobs
+        (instance_id, node_id, iteration, attempt, retry_base, available_at, lease_owner, created_at)
+    SELECT instance_id, node_id, iteration, 1, 1, CAST(:p_lease_until AS DOUBLE PRECISION),
+        CAST(:p_owner AS VARCHAR), CAST(:p_now AS DOUBLE PRECISION)
+    FROM dispatched
+    ON CONFLICT DO NOTHING
+    RETURNING id, instance_id, node_id, iteration, attempt, retry_base, available_at
+), started AS (
+    INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, node_attempt, created_at)
+    SELECT instance_id, node_id, iteration, 'NODE_STARTED', 'RUNNING', attempt, CAST(:p_now AS DOUBLE PRECISION)
+    FROM job
+    ON CONFLICT DO NOTHING
+)
+SELECT cas.status, (SELECT log_id FROM logged),
+    job.id, job.instance_id, job.node_id, job.iteration, job.attempt, job.retry_base, job.available_at
+FROM cas LEFT JOIN job ON TRUE
 """
     )
 
@@ -537,6 +631,7 @@ def statements_for(is_sqlite: bool) -> Statements:
         chain_step=None if is_sqlite else _chain_step(),
         start_run=None if is_sqlite else _start_run(),
         end_step=None if is_sqlite else _end_step(),
+        iteration_step=None if is_sqlite else _iteration_step(),
     )
     return _compiled(core, is_sqlite)
 
@@ -590,6 +685,7 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         chain_step=c(core.chain_step, json_names=["p_payload"], returns_rows=True),
         outputs_if_idle=c(core.outputs_if_idle, json_columns=[2]),
         finish_run_logged=c(core.finish_run_logged, json_names=["p_output", "p_payload"]),
+        iteration_step=c(core.iteration_step, json_names=["p_payload"], returns_rows=True),
         end_step=c(core.end_step, json_names=["p_payload", "p_end_output", "p_status_payload"], returns_rows=True),
         start_run=c(core.start_run, json_names=["p_input", "p_input_payload", "p_status_payload"], returns_rows=True),
     )
