@@ -219,6 +219,16 @@ def test_invalid_field_on_a_node(change: dict[str, Any], path: str) -> None:
     assert path.split(".")[-1] in problem.message
 
 
+@pytest.mark.parametrize(("title", "valid"), [("t" * 200, True), ("t" * 201, False), (7, False)])
+def test_the_title_fits_what_is_stored(title: Any, valid: bool) -> None:
+    raw = {**example(), "title": title}
+    if valid:
+        assert validate(raw) == []
+    else:
+        problem = only(validate(raw), "invalid_field")
+        assert problem.path == "title" and "at most 200 characters" in problem.message
+
+
 @pytest.mark.parametrize("node_id", ["", "a b", "x" * 65, "a/b", "é", "a\x00", 5, None])
 def test_invalid_field_node_id(node_id: Any) -> None:
     raw = example()

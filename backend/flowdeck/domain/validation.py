@@ -46,7 +46,7 @@ MAX_DEFINITION_BYTES: Final = 1024 * 1024
 ANALYSIS_FACTOR: Final = 4
 MAX_CYCLES_REPORTED: Final = 50
 MAX_LABEL_CHARS: Final = 500
-MAX_TITLE_CHARS: Final = 500
+MAX_TITLE_CHARS: Final = 200  # the workflows.title column, and what the API accepts
 MAX_RETRY_ATTEMPTS: Final = 10
 
 PROBLEM_CODES: Final = (
