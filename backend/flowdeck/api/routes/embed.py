@@ -27,7 +27,14 @@ __all__ = ("EmbedController",)
 
 _GONE: Final = 410
 _MISSING_PAGE: Final = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Flowdeck widget</title></head>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Flowdeck widget</title>
+<style>
+  html, body {{ height: 100%; margin: 0; }}
+  body {{ display: flex; align-items: center; justify-content: center; background: #f8fafc;
+    font: 14px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #475569; }}
+  p {{ margin: 0; padding: 12px 16px; border: 1px solid #e2e8f0; border-radius: 8px; background: #fff; }}
+</style></head>
 <body><p>{message}</p></body></html>
 """
 _MESSAGES: Final = {
