@@ -29,7 +29,14 @@ from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, loop_en
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.jobs import NewJob
 from flowdeck.storage.records import Job, LogEvent
-from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager, StateTransaction, started_event
+from flowdeck.storage.state import (
+    DEFINITION_KEY,
+    PINNED_KEY,
+    ChainStep,
+    StateManager,
+    StateTransaction,
+    started_event,
+)
 
 __all__ = ("Completed", "Failed", "NodeOutcome", "Orchestrator", "RunStateError")
 
@@ -361,9 +368,7 @@ class Orchestrator:
         successor = sole_successor(graph, job.node_id, outcome.handle) if outcome.handle else None
         if successor is None or successor in plan.pinned:
             return False, None
-        payload: dict[str, Any] = {"output": outcome.output, "handle": outcome.handle}
-        if outcome.logs:
-            payload["logs"] = outcome.logs
+        payload = _completed_payload(outcome)
         step = await self.state.chain_step(
             job=job,
             expected_version=known,
@@ -379,13 +384,7 @@ class Orchestrator:
         self._versions.remember(job.instance_id, known + 1)
         if not step.logged:
             return True, None  # a duplicate delivered concurrently: recorded by the other, nothing to do
-        effects = _Effects(step.now)
-        effects.node(_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
-        if step.next_job is not None:
-            effects.jobs_added += 1
-            effects.node(_key(step.next_job), NodeStatus.DISPATCHED, step.next_job.attempt)
-            effects.node(_key(step.next_job), NodeStatus.RUNNING, step.next_job.attempt)
-        self._announce(effects)
+        self._announce_step(step, job, outcome)
         if step.next_job is None and step.job_removed and step.status is RunStatus.RUNNING:
             # The successor had been dispatched before (its guard row exists): what is left of the
             # general decision is to see whether that finished the scope or the run.
@@ -414,9 +413,7 @@ class Orchestrator:
         entry = loop_entry(graph, loop_id)
         if entry is None or entry in plan.pinned:
             return False, None
-        payload: dict[str, Any] = {"output": outcome.output, "handle": outcome.handle}
-        if outcome.logs:
-            payload["logs"] = outcome.logs
+        payload = _completed_payload(outcome)
         step = await self.state.iteration_step(
             job=job,
             expected_version=known,
@@ -433,6 +430,11 @@ class Orchestrator:
             self._versions.forget(job.instance_id)
             return False, None
         self._versions.remember(job.instance_id, known + 1)
+        self._announce_step(step, job, outcome)
+        return True, step.next_job
+
+    def _announce_step(self, step: ChainStep, job: Job, outcome: Completed) -> None:
+        """What a one-statement step wrote: the node completed, and the next job dispatched and started."""
         effects = _Effects(step.now)
         if step.logged:
             effects.node(_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
@@ -441,7 +443,6 @@ class Orchestrator:
             effects.node(_key(step.next_job), NodeStatus.DISPATCHED, step.next_job.attempt)
             effects.node(_key(step.next_job), NodeStatus.RUNNING, step.next_job.attempt)
         self._announce(effects)
-        return True, step.next_job
 
     async def _try_end_step(self, plan: RunPlan, job: Job, outcome: Completed) -> bool:
         """Decide a top-level end node's result in one statement where the database allows it
@@ -452,9 +453,7 @@ class Orchestrator:
         node = plan.graph.node(job.node_id)
         if node.type != "end" or outcome.iterations is not None or plan.graph.edges_from(job.node_id):
             return False
-        payload: dict[str, Any] = {"output": outcome.output, "handle": outcome.handle, "end": True}
-        if outcome.logs:
-            payload["logs"] = outcome.logs
+        payload = _completed_payload(outcome, end=True)
         step = await self.state.end_step(
             job=job,
             expected_version=known,
@@ -487,11 +486,7 @@ class Orchestrator:
         node = plan.graph.node(job.node_id)
         if outcome.iterations is not None and plan.graph.is_loop(node.id):
             return await self._start_loop(tx, plan, job, outcome.iterations, status, claim_for, effects)
-        payload: dict[str, Any] = {"output": outcome.output, "handle": outcome.handle}
-        if node.type == "end":
-            payload["end"] = True
-        if outcome.logs:
-            payload["logs"] = outcome.logs
+        payload = _completed_payload(outcome, end=node.type == "end")
         event = LogEvent(
             job.instance_id,
             EventType.NODE_COMPLETED,
@@ -1072,6 +1067,16 @@ class _KnownVersions:
 def _due(tx: StateTransaction, delay: float | None) -> float | None:
     """When a delayed dispatch falls due (a delay node's successors): shown while it waits."""
     return tx.now + delay if delay else None
+
+
+def _completed_payload(outcome: Completed, *, end: bool = False) -> dict[str, Any]:
+    """The NODE_COMPLETED row's payload: the output, the handle taken, the end mark and the logs."""
+    payload: dict[str, Any] = {"output": outcome.output, "handle": outcome.handle}
+    if end:
+        payload["end"] = True
+    if outcome.logs:
+        payload["logs"] = outcome.logs
+    return payload
 
 
 def _due_payload(tx: StateTransaction, delay: float | None) -> dict[str, float] | None:

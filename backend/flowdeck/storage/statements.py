@@ -303,6 +303,36 @@ FROM cas
     )
 
 
+# Fragments of the one-statement decisions below. ``_LOGGED_RESULT`` (left open: the next CTE
+# closes it) appends the node's NODE_COMPLETED row once the ``cas`` CTE succeeded;
+# ``_LEASED_JOB_STARTED`` queues the ``dispatched`` node's job, leased to the deciding worker, and
+# logs its NODE_STARTED row.
+_LOGGED_RESULT = """, logged AS (
+    INSERT INTO instance_logs
+        (instance_id, node_id, iteration, event_type, node_status, output_variable, payload, node_attempt, created_at)
+    SELECT CAST(:p_instance_id AS VARCHAR), CAST(:p_node_id AS VARCHAR), CAST(:p_iteration AS VARCHAR),
+        'NODE_COMPLETED', 'COMPLETED', CAST(:p_output_variable AS VARCHAR), CAST(:p_payload AS JSONB),
+        CAST(:p_attempt AS INTEGER), CAST(:p_now AS DOUBLE PRECISION)
+    FROM cas
+    ON CONFLICT DO NOTHING
+    RETURNING log_id
+"""
+_LEASED_JOB_STARTED = """, job AS (
+    INSERT INTO node_jobs
+        (instance_id, node_id, iteration, attempt, retry_base, available_at, lease_owner, created_at)
+    SELECT instance_id, node_id, iteration, 1, 1, CAST(:p_lease_until AS DOUBLE PRECISION),
+        CAST(:p_owner AS VARCHAR), CAST(:p_now AS DOUBLE PRECISION)
+    FROM dispatched
+    ON CONFLICT DO NOTHING
+    RETURNING id, instance_id, node_id, iteration, attempt, retry_base, available_at
+), started AS (
+    INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, node_attempt, created_at)
+    SELECT instance_id, node_id, iteration, 'NODE_STARTED', 'RUNNING', attempt, CAST(:p_now AS DOUBLE PRECISION)
+    FROM job
+    ON CONFLICT DO NOTHING
+)"""
+
+
 def _iteration_step() -> Any:
     """The node that ends a loop iteration (a body node with no outgoing edge), decided in one statement.
 
@@ -318,7 +348,7 @@ def _iteration_step() -> Any:
     nothing was written (the general path then decides).
     """
     return sa.text(
-        """
+        f"""
 WITH pre AS (
     SELECT i.status, ls.item_count, ls.finished + 1 AS finished,
         ls.finished + CAST(:p_concurrency AS INTEGER) AS next_index
@@ -344,15 +374,7 @@ WITH pre AS (
     FROM pre
     WHERE i.id = :p_instance_id AND i.version = :p_expected
     RETURNING pre.status, pre.item_count, pre.next_index
-), logged AS (
-    INSERT INTO instance_logs
-        (instance_id, node_id, iteration, event_type, node_status, output_variable, payload, node_attempt, created_at)
-    SELECT CAST(:p_instance_id AS VARCHAR), CAST(:p_node_id AS VARCHAR), CAST(:p_iteration AS VARCHAR),
-        'NODE_COMPLETED', 'COMPLETED', CAST(:p_output_variable AS VARCHAR), CAST(:p_payload AS JSONB),
-        CAST(:p_attempt AS INTEGER), CAST(:p_now AS DOUBLE PRECISION)
-    FROM cas
-    ON CONFLICT DO NOTHING
-    RETURNING log_id
+){_LOGGED_RESULT}
 ), removed AS (
     DELETE FROM node_jobs WHERE id = :p_job AND attempt = :p_attempt AND EXISTS (SELECT 1 FROM logged)
     RETURNING id
@@ -373,20 +395,7 @@ WITH pre AS (
     FROM next_scope
     ON CONFLICT DO NOTHING
     RETURNING instance_id, node_id, iteration
-), job AS (
-    INSERT INTO node_jobs
-        (instance_id, node_id, iteration, attempt, retry_base, available_at, lease_owner, created_at)
-    SELECT instance_id, node_id, iteration, 1, 1, CAST(:p_lease_until AS DOUBLE PRECISION),
-        CAST(:p_owner AS VARCHAR), CAST(:p_now AS DOUBLE PRECISION)
-    FROM dispatched
-    ON CONFLICT DO NOTHING
-    RETURNING id, instance_id, node_id, iteration, attempt, retry_base, available_at
-), started AS (
-    INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, node_attempt, created_at)
-    SELECT instance_id, node_id, iteration, 'NODE_STARTED', 'RUNNING', attempt, CAST(:p_now AS DOUBLE PRECISION)
-    FROM job
-    ON CONFLICT DO NOTHING
-)
+){_LEASED_JOB_STARTED}
 SELECT cas.status, (SELECT log_id FROM logged),
     job.id, job.instance_id, job.node_id, job.iteration, job.attempt, job.retry_base, job.available_at
 FROM cas LEFT JOIN job ON TRUE
@@ -492,7 +501,7 @@ def _chain_step() -> Any:
     the deleted job id or NULL, then the successor's job columns or NULLs).
     """
     return sa.text(
-        """
+        f"""
 WITH cas AS (
     UPDATE instances SET version = :p_next, updated_at = :p_now
     WHERE id = :p_instance_id AND version = :p_expected
@@ -502,15 +511,7 @@ WITH cas AS (
                 AND event_type = 'NODE_COMPLETED' AND node_attempt = :p_attempt
         )
     RETURNING status
-), logged AS (
-    INSERT INTO instance_logs
-        (instance_id, node_id, iteration, event_type, node_status, output_variable, payload, node_attempt, created_at)
-    SELECT CAST(:p_instance_id AS VARCHAR), CAST(:p_node_id AS VARCHAR), CAST(:p_iteration AS VARCHAR),
-        'NODE_COMPLETED', 'COMPLETED', CAST(:p_output_variable AS VARCHAR), CAST(:p_payload AS JSONB),
-        CAST(:p_attempt AS INTEGER), CAST(:p_now AS DOUBLE PRECISION)
-    FROM cas
-    ON CONFLICT DO NOTHING
-    RETURNING log_id
+){_LOGGED_RESULT}
 ), removed AS (
     DELETE FROM node_jobs
     WHERE id = :p_job AND attempt = :p_attempt AND EXISTS (SELECT 1 FROM logged)
@@ -523,20 +524,7 @@ WITH cas AS (
     WHERE cas.status = 'RUNNING'
     ON CONFLICT DO NOTHING
     RETURNING instance_id, node_id, iteration
-), job AS (
-    INSERT INTO node_jobs
-        (instance_id, node_id, iteration, attempt, retry_base, available_at, lease_owner, created_at)
-    SELECT instance_id, node_id, iteration, 1, 1, CAST(:p_lease_until AS DOUBLE PRECISION),
-        CAST(:p_owner AS VARCHAR), CAST(:p_now AS DOUBLE PRECISION)
-    FROM dispatched
-    ON CONFLICT DO NOTHING
-    RETURNING id, instance_id, node_id, iteration, attempt, retry_base, available_at
-), started AS (
-    INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, node_attempt, created_at)
-    SELECT instance_id, node_id, iteration, 'NODE_STARTED', 'RUNNING', attempt, CAST(:p_now AS DOUBLE PRECISION)
-    FROM job
-    ON CONFLICT DO NOTHING
-)
+){_LEASED_JOB_STARTED}
 SELECT (SELECT status FROM cas), (SELECT log_id FROM logged), (SELECT id FROM removed),
     job.id, job.instance_id, job.node_id, job.iteration, job.attempt, job.retry_base, job.available_at
 FROM (SELECT 1) AS one LEFT JOIN job ON TRUE
