@@ -40,17 +40,6 @@ PASSWORD = "e2e-password-0451"
 VIEWPORT = {"width": 1440, "height": 900}
 SCREENSHOTS = REPO / "e2e" / "screenshots"
 
-# Until the backend ships an Alembic migration for the account tables, create any table the
-# migrations do not (``checkfirst``: a no-op once they do).
-_CREATE_MISSING_TABLES = """
-import sys
-import sqlalchemy as sa
-from flowdeck.storage.schema import metadata
-engine = sa.create_engine("sqlite:///" + sys.argv[1])
-metadata.create_all(engine, checkfirst=True)
-engine.dispose()
-"""
-
 
 def _flowdeck() -> str:
     local = Path(sys.executable).parent / "flowdeck"
@@ -116,7 +105,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     }
     flowdeck = _flowdeck()
     subprocess.run([flowdeck, "migrate"], env=env, check=True, capture_output=True)
-    subprocess.run([sys.executable, "-c", _CREATE_MISSING_TABLES, str(db)], env=env, check=True)
     subprocess.run(
         [flowdeck, "users", "create", "--email", EMAIL, "--tenant", "e2e"],
         input=PASSWORD + "\n",

@@ -20,13 +20,13 @@ from typing import Any
 
 from flowdeck.domain.graph import Graph
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
-from flowdeck.domain.validation import MAX_NODES
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.publisher import RunUpdate
 from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
 from flowdeck.runtime import open_runtime
 from flowdeck.sandbox.pool import SandboxPool
 from flowdeck.settings import Settings
+from flowdeck.validation.limits import MAX_NODES
 
 __all__ = ("NoopHandler", "run_bench")
 

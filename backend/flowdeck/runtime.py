@@ -22,9 +22,9 @@ from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.secrets import SecretBox
 from flowdeck.queries.service import DataService
+from flowdeck.queries.store import DataSourceStore
 from flowdeck.sandbox.pool import SandboxPool
 from flowdeck.settings import Settings
-from flowdeck.storage.data_sources import DataSourceStore
 from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import upgrade
 from flowdeck.triggers.schedules import Scheduler

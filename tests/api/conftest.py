@@ -30,8 +30,8 @@ from flowdeck.engine.engine import Engine
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.secrets import SecretBox
 from flowdeck.queries.service import DataService
+from flowdeck.queries.store import DataSourceStore
 from flowdeck.settings import Settings
-from flowdeck.storage.data_sources import DataSourceStore
 from flowdeck.storage.database import Database
 from flowdeck.storage.schema import metadata
 from tests.support.handlers import make_test_registry

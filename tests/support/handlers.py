@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from flowdeck.handlers.base import HandlerResult, NodeError, NodeHandler, NodeHelpers
+from flowdeck.domain.errors import NodeError
+from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
 
 

@@ -9,16 +9,17 @@ from typing import Any
 
 import pytest
 
-from flowdeck.handlers.base import ConfigIssue
-from flowdeck.sandbox import templates
+from flowdeck.domain.errors import ConfigIssue
 from flowdeck.sandbox.templates import (
     MAX_OUTPUT_CHARS,
     MAX_SOURCE_CHARS,
     TemplateError,
+    budget,
     evaluate,
     expression_issues,
     referenced_variables,
     render,
+    rendering,
     template_issues,
 )
 
@@ -319,7 +320,7 @@ def test_rendered_output_length_is_capped() -> None:
 
 
 def test_slow_templates_hit_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(templates, "TIME_LIMIT_SECONDS", 0.05)
+    monkeypatch.setattr(budget, "TIME_LIMIT_SECONDS", 0.05)
     started = time.perf_counter()
     with pytest.raises(TemplateError, match="ran longer than"):
         render("{{ range(100000)|map('string')|join|length }}" * 50, {})
@@ -486,7 +487,7 @@ def test_hostile_nesting_does_not_break_the_issue_walk() -> None:
 
 def test_compiled_templates_are_cached() -> None:
     render("{{ ctx.input.id + 1000 }}", CTX)
-    before = templates._compile_template.cache_info().hits
+    before = rendering._compile_template.cache_info().hits
     for _ in range(5):
         assert render("{{ ctx.input.id + 1000 }}", CTX) == 1042
-    assert templates._compile_template.cache_info().hits == before + 5
+    assert rendering._compile_template.cache_info().hits == before + 5

@@ -13,9 +13,10 @@ import pytest
 
 from flowdeck.domain.definition import parse_definition
 from flowdeck.domain.problems import Problem, has_errors
-from flowdeck.domain.validation import PROBLEM_CODES, validate_definition
 from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
+from flowdeck.validation.definition import validate_definition
+from flowdeck.validation.limits import PROBLEM_CODES
 
 
 class PythonHandler(NodeHandler):

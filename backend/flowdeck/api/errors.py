@@ -19,10 +19,10 @@ from litestar.types import ExceptionHandlersMap
 from flowdeck.accounts.rate_limit import RateLimitedError
 from flowdeck.accounts.service import AccountError, InvalidCredentialsError
 from flowdeck.api.inputs import InputInvalidError
+from flowdeck.domain.errors import NodeError
 from flowdeck.engine.engine import DefinitionInvalidError
 from flowdeck.engine.orchestrator import RunStateError
 from flowdeck.engine.plans import RunNotFoundError
-from flowdeck.handlers.base import NodeError
 from flowdeck.queries.errors import DataSourceInUseError, NameTakenError, NotFoundError, QueryValidationError
 from flowdeck.queries.secrets import SecretKeyMissingError
 from flowdeck.storage.workflows import StaleVersionError

@@ -1,6 +1,6 @@
 """The workflow definition of SPEC §1 as typed, immutable structs (camelCase on the wire).
 
-A definition is validated as raw JSON first (``domain.validation``), so that every problem is
+A definition is validated as raw JSON first (``flowdeck.validation``), so that every problem is
 reported at once; only a definition without errors is converted into these structs.
 """
 

@@ -135,9 +135,6 @@ class Graph:
         """Every incoming edge comes from one node: its result decides this node alone, no barrier needed."""
         return len(self.sources.get(node_id, ())) <= 1
 
-    def end_ids(self) -> list[str]:
-        return [node.id for node in self.definition.nodes if node.type == "end"]
-
 
 def _topological_order(
     nodes: Mapping[str, NodeSpec], outgoing: Mapping[str, list[EdgeSpec]], incoming: Mapping[str, list[EdgeSpec]]

@@ -14,7 +14,6 @@ from typing import Any
 
 from flowdeck.domain.problems import Problem, has_errors
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
-from flowdeck.domain.validation import validate_definition
 from flowdeck.engine.executor import NodeExecutor
 from flowdeck.engine.orchestrator import Orchestrator
 from flowdeck.engine.plans import PlanCache, RunNotFoundError
@@ -26,6 +25,7 @@ from flowdeck.storage.records import InstanceRecord
 from flowdeck.storage.state import StateManager
 from flowdeck.storage.tenants import TenantStore
 from flowdeck.storage.workflows import WorkflowRecord, WorkflowStore
+from flowdeck.validation.definition import validate_definition
 
 __all__ = ("DefinitionInvalidError", "Engine", "RunNotFoundError")
 

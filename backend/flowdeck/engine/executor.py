@@ -8,10 +8,11 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from flowdeck.domain.errors import NodeError
 from flowdeck.domain.graph import Graph
 from flowdeck.engine.orchestrator import Completed, Failed, NodeOutcome
 from flowdeck.engine.plans import PlanCache
-from flowdeck.handlers.base import NodeError, NodeHandler, NodeHelpers
+from flowdeck.handlers.base import NodeHandler, NodeHelpers
 from flowdeck.handlers.registry import HandlerRegistry
 from flowdeck.sandbox.templates import TemplateError, render
 from flowdeck.storage.records import Job

@@ -2,7 +2,8 @@
 
 Each node type is one class: its output handles, its config checks (used by validation) and its
 ``execute``. Config values named in ``template_fields`` are resolved against the context before
-``execute`` runs; everything else reaches the handler as written.
+``execute`` runs; everything else reaches the handler as written. A failed attempt raises
+``flowdeck.domain.errors.NodeError``; config checks return ``flowdeck.domain.errors.ConfigIssue``.
 """
 
 from __future__ import annotations
@@ -10,19 +11,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-__all__ = ("ConfigIssue", "HandlerResult", "NodeError", "NodeHandler", "NodeHelpers")
+if TYPE_CHECKING:
+    from flowdeck.domain.errors import ConfigIssue
 
-
-class NodeError(Exception):
-    """A node attempt failed. ``retryable=False`` (compile errors, sandbox violations, bad config) skips retries."""
-
-    def __init__(self, message: str, *, retryable: bool = True, error_type: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retryable = retryable
-        self.error_type = error_type or type(self).__name__
+__all__ = ("HandlerResult", "NodeHandler", "NodeHelpers")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,14 +27,6 @@ class HandlerResult:
     logs: str | None = None
     iterations: list[Any] | None = None
     """Set by ``loop``: the engine runs the node's body once per item, then completes it on ``done``."""
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigIssue:
-    """A config problem, ``path`` relative to the node (``config.branches[0].id``)."""
-
-    path: str
-    message: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from flowdeck.handlers.base import ConfigIssue, HandlerResult, NodeError, NodeHandler, NodeHelpers
+from flowdeck.domain.errors import ConfigIssue, NodeError
+from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
 from flowdeck.sandbox.templates import TemplateError, evaluate, expression_issues
 
 __all__ = ("ConditionHandler",)

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
-from flowdeck.handlers.base import ConfigIssue, HandlerResult, NodeError, NodeHandler, NodeHelpers
+from flowdeck.domain.errors import ConfigIssue, NodeError
+from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.placeholders import IDENTIFIER
 from flowdeck.queries.service import run_saved_query
-from flowdeck.storage.data_sources import DataSourceStore
+from flowdeck.queries.store import DataSourceStore
 
 __all__ = ("DataQueryHandler",)
 

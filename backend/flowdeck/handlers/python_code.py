@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from flowdeck.handlers.base import ConfigIssue, HandlerResult, NodeError, NodeHandler, NodeHelpers
+from flowdeck.domain.errors import ConfigIssue, NodeError
+from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
 from flowdeck.sandbox.compiler import check_code
 from flowdeck.sandbox.pool import SandboxPool
 

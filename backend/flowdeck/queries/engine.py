@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from flowdeck.handlers.base import NodeError
+from flowdeck.domain.errors import NodeError
 from flowdeck.queries.http_runner import HttpRunner
 from flowdeck.queries.models import SQL, DataSource, SavedQuery
 from flowdeck.queries.sql_runner import SqlRunner

@@ -1,6 +1,6 @@
 """Errors of the data-source and saved-query API (the REST layer maps them to 4xx answers).
 
-Running a query fails with ``flowdeck.handlers.base.NodeError`` instead: its ``retryable`` flag tells
+Running a query fails with ``flowdeck.domain.errors.NodeError`` instead: its ``retryable`` flag tells
 the node's retry policy (and the REST layer) whether trying again can help.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from flowdeck.handlers.base import ConfigIssue
+from flowdeck.domain.errors import ConfigIssue
 
 __all__ = ("DataSourceInUseError", "NameTakenError", "NotFoundError", "QueryValidationError")
 

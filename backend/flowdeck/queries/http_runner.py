@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import httpx
 
-from flowdeck.handlers.base import NodeError
+from flowdeck.domain.errors import NodeError
 from flowdeck.queries.models import DataSource, SavedQuery
 from flowdeck.queries.placeholders import as_text, render
 from flowdeck.queries.values import json_safe

@@ -49,10 +49,6 @@ class SecretBox:
     def __repr__(self) -> str:
         return f"SecretBox(key={'set' if self._fernet else 'missing'})"
 
-    @property
-    def has_key(self) -> bool:
-        return self._fernet is not None
-
     def _require(self, action: str) -> Fernet:
         if self._fernet is None:
             raise SecretKeyMissingError(

@@ -19,12 +19,12 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from flowdeck.handlers.base import ConfigIssue, NodeError
+from flowdeck.domain.errors import ConfigIssue, NodeError
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.errors import NotFoundError, QueryValidationError
 from flowdeck.queries.models import DataSource, SavedQuery
 from flowdeck.queries.secrets import SecretDecryptionError, SecretKeyMissingError
-from flowdeck.storage.data_sources import DataSourceStore
+from flowdeck.queries.store import DataSourceStore
 
 __all__ = ("SECRET_MASK", "DataService", "query_view", "run_saved_query", "source_view")
 

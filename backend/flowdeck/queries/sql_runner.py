@@ -31,7 +31,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from flowdeck.handlers.base import NodeError
+from flowdeck.domain.errors import NodeError
 from flowdeck.queries.models import DataSource, SavedQuery
 from flowdeck.queries.sqlerrors import classify_sql_error
 from flowdeck.queries.validation import async_sql_url

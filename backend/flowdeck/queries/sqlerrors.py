@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 
 from sqlalchemy import exc as sa_exc
 
-from flowdeck.handlers.base import NodeError
+from flowdeck.domain.errors import NodeError
 
 __all__ = ("classify_sql_error", "driver_message")
 

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from flowdeck.handlers.base import ConfigIssue
+from flowdeck.domain.errors import ConfigIssue
 from flowdeck.queries.errors import QueryValidationError
 from flowdeck.queries.models import KINDS, SQL
 from flowdeck.queries.placeholders import IDENTIFIER, placeholders

@@ -22,7 +22,7 @@ from typing import Final, TypeVar
 from RestrictedPython.compile import compile_restricted_exec
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
-from flowdeck.handlers.base import ConfigIssue
+from flowdeck.domain.errors import ConfigIssue
 
 __all__ = (
     "FILENAME",

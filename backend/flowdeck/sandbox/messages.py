@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from flowdeck.handlers.base import NodeError
+from flowdeck.domain.errors import NodeError
 
 __all__ = (
     "FailureKind",

@@ -32,7 +32,7 @@ from typing import Any, Final, Self, cast
 import msgspec
 
 import flowdeck
-from flowdeck.handlers.base import NodeError
+from flowdeck.domain.errors import NodeError
 from flowdeck.sandbox.messages import (
     Ready,
     RunFailure,

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from flowdeck.handlers.base import NodeError
+from flowdeck.domain.errors import NodeError
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.models import DataSource
 from tests.integration.queries.support import closed_port, query, source

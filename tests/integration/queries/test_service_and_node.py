@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
+from flowdeck.domain.errors import NodeError
 from flowdeck.engine.engine import Engine
-from flowdeck.handlers.base import NodeError
 from flowdeck.handlers.data_query import DataQueryHandler
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.errors import NotFoundError, QueryValidationError
 from flowdeck.queries.secrets import SecretBox
 from flowdeck.queries.service import DataService
-from flowdeck.storage.data_sources import DataSourceStore
+from flowdeck.queries.store import DataSourceStore
 from flowdeck.storage.database import Database
 from flowdeck.storage.tenants import TenantStore
 from tests.integration.queries.support import node_helpers

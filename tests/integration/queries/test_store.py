@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 from flowdeck.queries.errors import DataSourceInUseError, NameTakenError, NotFoundError, QueryValidationError
 from flowdeck.queries.secrets import SecretBox, SecretDecryptionError, SecretKeyMissingError
-from flowdeck.storage.data_sources import DataSourceStore
+from flowdeck.queries.store import DataSourceStore
 from flowdeck.storage.data_tables import data_sources
 from flowdeck.storage.database import Database
 from flowdeck.storage.tenants import TenantStore

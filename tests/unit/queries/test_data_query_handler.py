@@ -10,7 +10,7 @@ import pytest
 from flowdeck.handlers.data_query import DataQueryHandler
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.secrets import SecretBox
-from flowdeck.storage.data_sources import DataSourceStore
+from flowdeck.queries.store import DataSourceStore
 from flowdeck.storage.database import Database
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from flowdeck.handlers.base import NodeError
+from flowdeck.domain.errors import NodeError
 from flowdeck.queries.engine import bind_arguments
 from flowdeck.queries.errors import QueryValidationError
 from flowdeck.queries.models import SavedQuery

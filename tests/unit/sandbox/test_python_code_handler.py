@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flowdeck.handlers.base import ConfigIssue, HandlerResult, NodeError, NodeHelpers
+from flowdeck.domain.errors import ConfigIssue, NodeError
+from flowdeck.handlers.base import HandlerResult, NodeHelpers
 from flowdeck.handlers.python_code import PythonCodeHandler
 from flowdeck.sandbox.messages import SandboxTimeoutError
 from flowdeck.sandbox.pool import SandboxPool

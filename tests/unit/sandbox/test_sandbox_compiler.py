@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from flowdeck.handlers.base import ConfigIssue
+from flowdeck.domain.errors import ConfigIssue
 from flowdeck.sandbox import policy
 from flowdeck.sandbox.compiler import (
     MAX_SOURCE_BYTES,

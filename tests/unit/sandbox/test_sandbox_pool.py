@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from flowdeck.handlers.base import NodeError
+from flowdeck.domain.errors import NodeError
 from flowdeck.sandbox.messages import (
     SandboxCompileError,
     SandboxCrashError,

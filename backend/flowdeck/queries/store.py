@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from flowdeck.handlers.base import ConfigIssue
+from flowdeck.domain.errors import ConfigIssue
 from flowdeck.queries.errors import DataSourceInUseError, NameTakenError, NotFoundError, QueryValidationError
 from flowdeck.queries.models import DataSource, SavedQuery
 from flowdeck.queries.secrets import SecretBox
