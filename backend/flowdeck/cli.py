@@ -155,6 +155,23 @@ def cmd_tokens_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    from flowdeck import codegen
+
+    root = Path(args.root)
+    if not (root / "frontend" / "src").is_dir():
+        print(f"flowdeck generate: {root.resolve()} is not the project root (no frontend/src)", file=sys.stderr)
+        return 2
+    if args.check:
+        stale = codegen.check(root)
+        for relative in stale:
+            print(f"{relative} differs from the Python it is generated from: run `flowdeck generate`")
+        return 1 if stale else 0
+    for relative in codegen.write(root):
+        print(f"wrote {relative}")
+    return 0
+
+
 def _add_account_commands(sub: Any) -> None:
     users = sub.add_parser("users", help="user accounts").add_subparsers(dest="users_command", required=True)
     create = users.add_parser("create", help="create a user (password from stdin, or generated and printed)")
@@ -199,6 +216,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="a small version that finishes in seconds")
     bench.add_argument("--json", help="also write the results as JSON to this path")
     bench.set_defaults(func=cmd_bench)
+
+    generate = sub.add_parser("generate", help="write the TypeScript the editor imports from the Python (statuses)")
+    generate.add_argument("--root", default=".", help="the project root (default: the current directory)")
+    generate.add_argument("--check", action="store_true", help="only report files that differ (exit 1 if any)")
+    generate.set_defaults(func=cmd_generate)
 
     _add_account_commands(sub)
     return parser

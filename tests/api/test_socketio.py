@@ -13,12 +13,11 @@ import pytest_asyncio
 import socketio
 import websockets
 
+from flowdeck.domain.statuses import node_progress
 from tests.api.conftest import Account, Server
 from tests.support.graphs import definition, edge, end, node
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-RANK = {"PENDING": 0, "DISPATCHED": 1, "RUNNING": 2, "RETRYING": 3}
 
 
 class Watcher:
@@ -74,7 +73,7 @@ async def test_a_joined_client_sees_the_snapshot_then_every_update_in_order(
     assert names[-1] == "workflow_status_update"
     assert watcher.events[-1][1] == {"instanceID": run_id, "status": "COMPLETED", "output": {}, "error": None}
 
-    state = {node_id: (view["attempt"], RANK.get(view["status"], 4)) for node_id, view in snapshot["nodes"].items()}
+    state = {node_id: node_progress(view["attempt"], view["status"]) for node_id, view in snapshot["nodes"].items()}
     completed_order = []
     for name, data in watcher.events[1:]:
         if name != "workflow_node_update":
@@ -93,7 +92,7 @@ async def test_a_joined_client_sees_the_snapshot_then_every_update_in_order(
             "nextAttemptAt",
         }
         assert data["instanceID"] == run_id and data["status"].isupper()
-        step = (data["attempt"], RANK.get(data["status"], 4))
+        step = node_progress(data["attempt"], data["status"])
         assert step > state.get(data["nodeID"], (0, -1)), f"{data['nodeID']} went back to {data['status']}"
         state[data["nodeID"]] = step
         if data["status"] == "COMPLETED":

@@ -20,7 +20,7 @@ from typing import Any
 import socketio  # type: ignore[import-untyped]
 from socketio import packet as socketio_packet
 
-from flowdeck.domain.statuses import NodeStatus
+from flowdeck.domain.statuses import node_progress
 from flowdeck.engine.projection import NodeView
 from flowdeck.engine.publisher import Consumer, LocalPublisher, NodeUpdate, RunUpdate, Subscription
 from flowdeck.realtime.messages import update_message
@@ -32,12 +32,6 @@ log = logging.getLogger(__name__)
 
 Update = NodeUpdate | RunUpdate
 _NAMESPACE = "/"
-_RANK = {
-    NodeStatus.PENDING: 0,
-    NodeStatus.DISPATCHED: 1,
-    NodeStatus.RUNNING: 2,
-    NodeStatus.RETRYING: 3,
-}  # every other status is terminal: rank 4
 
 
 def _node_view(view: RunView, update: NodeUpdate) -> NodeView | None:
@@ -50,8 +44,9 @@ def _node_view(view: RunView, update: NodeUpdate) -> NodeView | None:
 def is_news(update: Update, view: RunView) -> bool:
     """Whether a snapshot (``view``) does not already show ``update``.
 
-    A node's updates only ever move it forward, by attempt and then by status, so a node update is
-    news when it is further along than the node in the snapshot. Every run-level decision stamps the
+    A node's updates only ever move it forward, by attempt and then by status (``node_progress``, from
+    the status table in ``domain/statuses.py``), so a node update is news when it is further along
+    than the node in the snapshot. Every run-level decision stamps the
     instance's ``updated_at`` with its own time, which its update carries as ``at``: a run update
     later than the snapshot's ``updated_at`` is not in it.
     """
@@ -60,7 +55,7 @@ def is_news(update: Update, view: RunView) -> bool:
     node = _node_view(view, update)
     if node is None:
         return True
-    return (update.attempt, _RANK.get(update.status, 4)) > (node.attempt, _RANK.get(node.status, 4))
+    return node_progress(update.attempt, update.status) > node_progress(node.attempt, node.status)
 
 
 class RunRelay:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from flowdeck.domain.statuses import EventType, NodeStatus, RunStatus
+from flowdeck.domain.statuses import TERMINAL_NODE_STATUSES, EventType, NodeStatus, RunStatus
 from flowdeck.engine.projection import NodeView, fold_nodes
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import InstanceRecord, LogRow
@@ -41,7 +41,6 @@ _COLUMNS = (
     instances.c.deadline_at,
 )
 _LIST_COLUMNS = tuple(c for c in _COLUMNS if c.name not in ("input", "output"))
-_TERMINAL_NODE = frozenset({NodeStatus.COMPLETED, NodeStatus.FAILED, NodeStatus.SKIPPED, NodeStatus.CANCELLED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +151,7 @@ def timeline_rows(rows: Iterable[LogRow], run: InstanceRecord) -> list[TimelineR
     result = list(bars.values())
     if run.status is RunStatus.CANCELLED:
         for bar in result:
-            if bar.status not in _TERMINAL_NODE:
+            if bar.status not in TERMINAL_NODE_STATUSES:
                 bar.status = NodeStatus.CANCELLED
                 bar.completed_at = run.completed_at
     return result

@@ -3,12 +3,11 @@
  * Hand-written to mirror the msgspec Structs; keep them in step when the backend changes.
  */
 import type { DefinitionJson, EdgeJson, NodeJson, WorkflowOptions } from '../graph/convert';
-import type { NodeStatus } from '../graph/runPath';
+import type { NodeStatus, RunStatus } from '../generated/statuses';
 
-export type { NodeStatus };
-export const RUN_STATUSES = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
-export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
+// The statuses are generated from the backend's domain/statuses.py (`flowdeck generate`).
+export type { NodeStatus, RunStatus };
+export { RUN_STATUSES, TERMINAL_RUN_STATUSES } from '../generated/statuses';
 
 export type Page<T> = { items: T[]; nextCursor: string | null };
 

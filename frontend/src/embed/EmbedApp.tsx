@@ -6,16 +6,16 @@
 import { io, type Socket } from 'socket.io-client';
 import { useCallback, useEffect, useRef, useState } from 'react';
 
+import { TERMINAL_RUN_STATUSES, type RunStatus } from '../generated/statuses';
 import { clockTime } from '../widgets/format';
 import { EMBED_SOCKET_EVENTS, type WidgetAnswer, type WidgetRunCompleted } from '../widgets/types';
 import { WidgetView } from '../widgets/WidgetView';
 import { EmbedError, fetchData, fetchRun } from './api';
 
 export const FALLBACK_REFRESH_MS = 60_000;
-const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
 
 type Live = 'connecting' | 'joined' | 'offline';
-type RunMessage = { instanceID: string; status: string };
+type RunMessage = { instanceID: string; status: RunStatus };
 
 export function EmbedApp({ token, search }: { token: string; search: string }) {
   const [answer, setAnswer] = useState<WidgetAnswer | null>(null);
@@ -101,7 +101,7 @@ export function EmbedApp({ token, search }: { token: string; search: string }) {
       }
     });
     const onRun = (msg: RunMessage) => {
-      if (msg.instanceID === followRef.current && TERMINAL.has(msg.status)) void loadRun(msg.instanceID);
+      if (msg.instanceID === followRef.current && TERMINAL_RUN_STATUSES.has(msg.status)) void loadRun(msg.instanceID);
     };
     socket.on(EMBED_SOCKET_EVENTS.runSnapshot, onRun);
     socket.on(EMBED_SOCKET_EVENTS.runStatus, onRun);

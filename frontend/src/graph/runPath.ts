@@ -1,19 +1,6 @@
 /** Which edges a run took: derived from the node statuses and outputs (SPEC §2 "Edges, skipping"). */
+import { TERMINAL_NODE_STATUSES, type NodeStatus } from '../generated/statuses';
 import type { EditorEdge, EditorNode } from './model';
-
-export const NODE_STATUSES = [
-  'PENDING',
-  'DISPATCHED',
-  'RUNNING',
-  'RETRYING',
-  'COMPLETED',
-  'FAILED',
-  'SKIPPED',
-  'CANCELLED',
-] as const;
-export type NodeStatus = (typeof NODE_STATUSES)[number];
-
-export const TERMINAL_NODE_STATUSES: ReadonlySet<NodeStatus> = new Set(['COMPLETED', 'FAILED', 'SKIPPED', 'CANCELLED']);
 
 export type EdgeRunState = 'idle' | 'taken' | 'not-taken';
 

@@ -1,7 +1,7 @@
 /** A run as the editor shows it: a pure fold of REST snapshots and Socket.IO messages (SPEC §5, §9). */
 import type { NodeUpdateMessage, RealtimeMessage } from '../api/realtime-types';
 import type { NodeState, NodeStatus, RunDetail, RunStatus } from '../api/types';
-import { TERMINAL_NODE_STATUSES } from '../graph/runPath';
+import { NODE_STATUS_RANK, TERMINAL_NODE_STATUSES } from '../generated/statuses';
 
 export type NodeRun = NodeState;
 
@@ -33,22 +33,11 @@ export type RunAction =
 
 const LOG_LIMIT = 1000;
 
-const RANK: Readonly<Record<NodeStatus, number>> = {
-  PENDING: 0,
-  DISPATCHED: 1,
-  RUNNING: 2,
-  RETRYING: 3,
-  COMPLETED: 4,
-  FAILED: 4,
-  SKIPPED: 4,
-  CANCELLED: 4,
-};
-
 /** Whether `next` moves a node forward (by attempt, then by status), as the backend's relay decides. */
 export function isNewer(current: Pick<NodeState, 'attempt' | 'status'> | undefined, next: Pick<NodeState, 'attempt' | 'status'>): boolean {
   if (!current) return true;
   if (next.attempt !== current.attempt) return next.attempt > current.attempt;
-  return RANK[next.status] > RANK[current.status];
+  return NODE_STATUS_RANK[next.status] > NODE_STATUS_RANK[current.status];
 }
 
 export function emptyNode(): NodeRun {

@@ -3,7 +3,8 @@ import { BaseEdge, EdgeLabelRenderer, getBezierPath, type EdgeProps } from '@xyf
 import { memo } from 'react';
 
 import type { EditorEdge } from '../../graph/model';
-import { edgeRunState, TERMINAL_NODE_STATUSES, type EdgeRunState } from '../../graph/runPath';
+import { TERMINAL_NODE_STATUSES } from '../../generated/statuses';
+import { edgeRunState, type EdgeRunState } from '../../graph/runPath';
 import { displayStatus } from '../../runs/runReducer';
 import { nodeIndex, type EditorState } from '../editorStore';
 import { useEditorShallow } from '../storeContext';
