@@ -12,10 +12,12 @@ from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 
 from flowdeck.api.auth import SESSION_COOKIE, auth_middleware
+from flowdeck.api.body_checks import check_body
 from flowdeck.api.config import ApiConfig, ReadyInfo
 from flowdeck.api.context import AppContext, Services
 from flowdeck.api.dependencies import DEPENDENCIES
 from flowdeck.api.errors import EXCEPTION_HANDLERS
+from flowdeck.api.frame_headers import add_frame_headers
 from flowdeck.api.routes import API_ROUTES
 from flowdeck.api.routes.spa import spa_routes
 from flowdeck.triggers.webhooks import SECRET_HEADER
@@ -54,6 +56,8 @@ def create_api(config: ApiConfig, context: AppContext, lifespan: Lifespan) -> Li
         route_handlers=[*API_ROUTES, *spa_routes(config.static_dir)],  # the SPA catch-all last
         dependencies=DEPENDENCIES,
         middleware=[auth_middleware()],
+        before_request=check_body,
+        before_send=[add_frame_headers],
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=_openapi(),
         lifespan=[lifespan],
