@@ -55,6 +55,9 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
+        reason = self.policy.name_refusal(host)  # before any lookup: a metadata name is never even resolved
+        if reason is not None:
+            raise AddressRefusedError(host, reason)
         addresses = await resolve(host, port, timeout)
         self.policy.check_resolved(host, addresses)
         failure: Exception = httpcore.ConnectError(f"{host} resolves to no address")

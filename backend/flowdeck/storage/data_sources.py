@@ -162,6 +162,8 @@ class DataSourceStore:
             new_name = old.name if name is None else name
             new_config = old.config if config is None else config
             moved = points_elsewhere(old.config, new_config) if isinstance(new_config, Mapping) else None
+            if moved is not None:
+                validate_source(new_name, old.kind, new_config, {})  # a bad config is named before the secrets
             merged, token = self._merged_secrets(old, secrets, moved)
             validate_source(new_name, old.kind, new_config, merged)
             now = max(time.time(), old.updated_at + 1e-6)
