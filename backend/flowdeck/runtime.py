@@ -57,6 +57,10 @@ async def open_runtime(
     ``extra_handlers`` adds node types to the built-in ones (the benchmark's no-op). The scheduler runs
     with the worker (``flowdeck serve`` and ``flowdeck worker``) unless ``with_scheduler`` is false.
     """
+    # First: a bad FLOWDECK_HTTP_ALLOW is refused before anything is opened.
+    queries = QueryEngine(
+        sqlite_dirs=settings.sqlite_dirs, own_database_url=settings.database_url, http_allow=settings.http_allow
+    )
     if migrate:
         await upgrade(settings.database_url)
     db = Database(settings.database_url)
@@ -64,9 +68,6 @@ async def open_runtime(
     # Secrets are keyed by the configured FLOWDECK_SECRET_KEY only: a generated key would make
     # stored secrets unreadable after a restart.
     sources = DataSourceStore(db, SecretBox(settings.secret_key or None))
-    queries = QueryEngine(
-        sqlite_dirs=settings.sqlite_dirs, own_database_url=settings.database_url, http_allow=settings.http_allow
-    )
     registry = HandlerRegistry(
         [*builtin_handlers(), PythonCodeHandler(sandbox), DataQueryHandler(sources, queries), *extra_handlers]
     )
