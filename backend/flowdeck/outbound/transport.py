@@ -32,7 +32,7 @@ async def resolve(host: str, port: int, timeout: float | None = None) -> list[IP
             infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except TimeoutError:
         raise httpcore.ConnectTimeout(f"looking up {host} timed out") from None
-    except (socket.gaierror, UnicodeError) as exc:
+    except (OSError, UnicodeError, ValueError) as exc:  # gaierror, an invalid name, a NUL in it
         raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from None
     seen: dict[IPAddress, None] = {}
     for info in infos:

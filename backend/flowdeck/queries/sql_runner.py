@@ -184,6 +184,9 @@ class SqlRunner:
                 async with own.connect() as conn:
                     driver: Any = (await conn.get_raw_connection()).driver_connection
                     self._own_identity = await postgres_identity(driver)
+            except Exception as exc:  # noqa: BLE001  (no source may connect until this is known)
+                message = f"cannot tell Flowdeck's own database apart from data sources yet: {type(exc).__name__}"
+                raise NodeError(message, error_type="ConnectionError") from None
             finally:
                 await own.dispose()
         return self._own_identity
