@@ -176,9 +176,9 @@ class SqlRunner:
     async def _own_postgres(self) -> PostgresIdentity | None:
         """Who Flowdeck's own PostgreSQL server and database are (``None`` when it is not PostgreSQL)."""
         if self._own_identity is None and self.own_database_url:
-            url = make_url(self.own_database_url)
-            if url.get_backend_name() != "postgresql":
+            if make_url(self.own_database_url).get_backend_name() != "postgresql":
                 return None
+            url = async_sql_url(self.own_database_url)  # postgresql:// too, as Flowdeck itself accepts it
             own = create_async_engine(url, poolclass=NullPool)
             try:
                 async with own.connect() as conn:
