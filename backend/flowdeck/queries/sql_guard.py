@@ -127,13 +127,13 @@ class PostgresIdentity:
         return self.started == other.started
 
 
+_WHO: Final = "SELECT current_database(), pg_postmaster_start_time()::text || ' port ' || current_setting('port')"
+
+
 async def postgres_identity(conn: Any) -> PostgresIdentity:
-    """Who the server behind an asyncpg connection is (see the module's note)."""
-    row = await conn.fetchrow(
-        "SELECT current_database(), pg_postmaster_start_time()::text || ' port ' || current_setting('port')"
-    )
+    """Who the server behind an asyncpg connection is (see the module's note); one round trip as a rule."""
     try:
-        system_identifier = await conn.fetchval("SELECT system_identifier::text FROM pg_control_system()")
-    except Exception:  # noqa: BLE001  (not allowed for this role: the start time and port decide)
-        system_identifier = None
-    return PostgresIdentity(str(row[0]), None if system_identifier is None else str(system_identifier), str(row[1]))
+        row = await conn.fetchrow(f"{_WHO}, (SELECT system_identifier::text FROM pg_control_system())")
+    except Exception:  # noqa: BLE001  (pg_control_system not allowed for this role: start time and port decide)
+        row = (*(await conn.fetchrow(_WHO)), None)
+    return PostgresIdentity(str(row[0]), None if row[2] is None else str(row[2]), str(row[1]))
