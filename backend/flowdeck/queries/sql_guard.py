@@ -11,7 +11,9 @@ PostgreSQL: a data source may not reach Flowdeck's own database. Every new conne
 source asks the server who it is (``current_database()`` and the cluster's ``system_identifier``,
 which a physical replica shares; the postmaster's start time and port where that function is not
 allowed) and compares that with Flowdeck's own connection, so no spelling of the URL (another host
-name, address, port forward or proxy) gets around it.
+name, address, port forward or proxy) gets around it. On that same server a data source may not
+connect as a superuser (or a member of ``pg_read_server_files`` / ``pg_execute_server_program``):
+such a role could reach Flowdeck's database from any other one (``dblink``, server files).
 """
 
 from __future__ import annotations
@@ -118,16 +120,32 @@ class PostgresIdentity:
     database: str
     system_identifier: str | None
     started: str
+    powerful: bool = False
+    """The role is a superuser or may read server files or run programs (it could reach any database)."""
 
-    def same_database(self, other: PostgresIdentity) -> bool:
-        if self.database != other.database:
-            return False
+    def same_server(self, other: PostgresIdentity) -> bool:
         if self.system_identifier is not None and other.system_identifier is not None:
             return self.system_identifier == other.system_identifier
         return self.started == other.started
 
+    def same_database(self, other: PostgresIdentity) -> bool:
+        return self.database == other.database and self.same_server(other)
 
-_WHO: Final = "SELECT current_database(), pg_postmaster_start_time()::text || ' port ' || current_setting('port')"
+    def refusal(self, own: PostgresIdentity) -> str | None:
+        """Why a data source connected as ``self`` may not stay connected, given Flowdeck's ``own`` identity."""
+        if self.same_database(own):
+            return "it reaches Flowdeck's own database; that is never allowed"
+        if self.powerful and self.same_server(own):
+            return ("it connects as a superuser (or a role that reads server files or runs programs) to the server "
+                    "that holds Flowdeck's own database; use a role without those rights")  # fmt: skip
+        return None
+
+
+_WHO: Final = (
+    "SELECT current_database(), pg_postmaster_start_time()::text || ' port ' || current_setting('port'), "
+    "current_setting('is_superuser') = 'on' OR pg_has_role('pg_read_server_files', 'MEMBER') "
+    "OR pg_has_role('pg_execute_server_program', 'MEMBER')"
+)
 
 
 async def postgres_identity(conn: Any) -> PostgresIdentity:
@@ -136,4 +154,4 @@ async def postgres_identity(conn: Any) -> PostgresIdentity:
         row = await conn.fetchrow(f"{_WHO}, (SELECT system_identifier::text FROM pg_control_system())")
     except Exception:  # noqa: BLE001  (pg_control_system not allowed for this role: start time and port decide)
         row = (*(await conn.fetchrow(_WHO)), None)
-    return PostgresIdentity(str(row[0]), None if row[2] is None else str(row[2]), str(row[1]))
+    return PostgresIdentity(str(row[0]), None if row[3] is None else str(row[3]), str(row[1]), bool(row[2]))

@@ -132,14 +132,14 @@ def _sqlite_opener(path: str, read_only: bool) -> Any:
 
 
 def _refuse_own_database(engine: AsyncEngine, source: DataSource, own: PostgresIdentity) -> None:
-    """Check every new connection of ``engine``: it must not reach Flowdeck's own database."""
+    """Check every new connection of ``engine``: never Flowdeck's own database, nor its server as a superuser."""
 
     @event.listens_for(engine.sync_engine, "connect")
     def check(dbapi_connection: Any, _record: Any) -> None:
-        identity = dbapi_connection.run_async(postgres_identity)
-        if identity.same_database(own):
+        reason = dbapi_connection.run_async(postgres_identity).refusal(own)
+        if reason is not None:
             dbapi_connection.run_async(lambda conn: conn.close())
-            raise _refused(source, SourceRefusedError("it reaches Flowdeck's own database; that is never allowed"))
+            raise _refused(source, SourceRefusedError(reason))
 
 
 _READ_ONLY_HINTS: Final = ("read-only transaction", "readonly database", "query_only")

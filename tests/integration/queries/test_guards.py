@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from flowdeck.handlers.base import NodeError
 from flowdeck.queries.engine import QueryEngine
@@ -119,7 +123,22 @@ def _spellings(url: str) -> list[str]:
             u.set(drivername="postgresql").render_as_string(hide_password=False)]  # fmt: skip
 
 
-async def test_flowdecks_own_postgres_database_is_refused_by_connecting(postgres_url: str) -> None:
+@pytest.fixture
+async def reader_role(postgres_url: str) -> AsyncIterator[str]:
+    """A login role without special rights (the test server trusts local connections)."""
+    role = f"fd_reader_{uuid.uuid4().hex[:8]}"
+    engine = create_async_engine(postgres_url)
+    async with engine.begin() as conn:
+        await conn.execute(sa.text(f"CREATE ROLE {role} LOGIN"))
+    try:
+        yield role
+    finally:
+        async with engine.begin() as conn:
+            await conn.execute(sa.text(f"DROP ROLE {role}"))
+        await engine.dispose()
+
+
+async def test_flowdecks_own_postgres_database_is_refused_by_connecting(postgres_url: str, reader_role: str) -> None:
     async with QueryEngine(own_database_url=postgres_url) as engine:
         for url in _spellings(postgres_url):
             src = sql(url, name="mine")
@@ -127,11 +146,17 @@ async def test_flowdecks_own_postgres_database_is_refused_by_connecting(postgres
             assert "Flowdeck's own database" in await refusal(engine, src), url  # ... using does
             probe = await engine.probe(src, {})
             assert probe["ok"] is False and "Flowdeck's own database" in probe["message"]
-        other = sql(make_url(postgres_url).set(database="postgres").render_as_string(hide_password=False))
+        as_reader = make_url(postgres_url).set(username=reader_role)
+        assert "Flowdeck's own database" in await refusal(engine, sql(as_reader.render_as_string(False)))
+        # another database of the same server: allowed for a plain role ...
+        other = sql(as_reader.set(database="postgres").render_as_string(hide_password=False), name="other")
         assert (await engine.run(other, {}, query(other, [], sql="SELECT current_database() AS d"), {}))["rows"] == [
             {"d": "postgres"}
         ]
         assert (await engine.probe(other, {}))["ok"] is True
+        # ... not for a superuser, who could reach Flowdeck's database from there (dblink, server files)
+        admin = sql(make_url(postgres_url).set(database="postgres").render_as_string(hide_password=False))
+        assert "superuser" in await refusal(engine, admin)
 
 
 async def test_postgres_is_read_only_unless_the_source_opts_into_writes(postgres_url: str) -> None:
