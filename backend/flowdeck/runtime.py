@@ -11,8 +11,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from sqlalchemy.engine import make_url
-
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.redis_bridge import RedisBridge
 from flowdeck.handlers.base import NodeHandler
@@ -59,6 +57,10 @@ async def open_runtime(
     ``extra_handlers`` adds node types to the built-in ones (the benchmark's no-op). The scheduler runs
     with the worker (``flowdeck serve`` and ``flowdeck worker``) unless ``with_scheduler`` is false.
     """
+    # First: a bad FLOWDECK_HTTP_ALLOW is refused before anything is opened.
+    queries = QueryEngine(
+        sqlite_dirs=settings.sqlite_dirs, own_database_url=settings.database_url, http_allow=settings.http_allow
+    )
     if migrate:
         await upgrade(settings.database_url)
     db = Database(settings.database_url)
@@ -66,7 +68,6 @@ async def open_runtime(
     # Secrets are keyed by the configured FLOWDECK_SECRET_KEY only: a generated key would make
     # stored secrets unreadable after a restart.
     sources = DataSourceStore(db, SecretBox(settings.secret_key or None))
-    queries = QueryEngine(protected_paths=_own_database_files(settings.database_url))
     registry = HandlerRegistry(
         [*builtin_handlers(), PythonCodeHandler(sandbox), DataQueryHandler(sources, queries), *extra_handlers]
     )
@@ -106,9 +107,3 @@ def freeze_startup_heap() -> None:
     took 130-200 ms and landed on requests (a workflow GET answered in 250 ms instead of 35)."""
     gc.collect()
     gc.freeze()
-
-
-def _own_database_files(database_url: str) -> tuple[str, ...]:
-    """Flowdeck's own SQLite file: a data source must never read or write it."""
-    url = make_url(database_url)
-    return (url.database,) if url.get_backend_name() == "sqlite" and url.database else ()

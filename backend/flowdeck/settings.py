@@ -25,6 +25,10 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> i
     return value
 
 
+def _list(env: Mapping[str, str], name: str, separator: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in (env.get(name) or "").split(separator) if part.strip())
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -36,6 +40,10 @@ class Settings:
     port: int = 8000
     lease_seconds: float = 30.0
     poll_interval_seconds: float = 0.5
+    sqlite_dirs: tuple[str, ...] | None = None
+    """``FLOWDECK_SQLITE_DIRS`` (os.pathsep-separated): where SQLite data sources may open files; unset: nowhere."""
+    http_allow: tuple[str, ...] = ()
+    """``FLOWDECK_HTTP_ALLOW`` (comma-separated hosts, addresses, CIDRs) users' requests may reach anyway."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -48,6 +56,8 @@ class Settings:
             sandbox_workers=_int(env, "FLOWDECK_SANDBOX_WORKERS", 2),
             host=env.get("FLOWDECK_HOST") or "127.0.0.1",
             port=_int(env, "FLOWDECK_PORT", 8000),
+            sqlite_dirs=_list(env, "FLOWDECK_SQLITE_DIRS", os.pathsep) or None,
+            http_allow=_list(env, "FLOWDECK_HTTP_ALLOW", ","),
         )
 
     def with_generated_secret(self) -> Settings:

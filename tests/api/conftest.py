@@ -89,12 +89,24 @@ class Server:
         return Account(email, tenant, token, self.client(headers={"Authorization": f"Bearer {token}"}))
 
 
+LOCAL_HTTP = ("127.0.0.1",)
+"""``FLOWDECK_HTTP_ALLOW`` of the API tests (their HTTP servers listen on 127.0.0.1)."""
+
+
 @asynccontextmanager
-async def serve(db: Database, tmp_path: Path, **config: Any) -> AsyncIterator[Server]:
+async def serve(
+    db: Database, tmp_path: Path, *, queries: dict[str, Any] | None = None, **config: Any
+) -> AsyncIterator[Server]:
+    """``queries``: the QueryEngine's settings (default: SQLite files under pytest's temporary directory,
+    HTTP to 127.0.0.1, and this server's database as Flowdeck's own)."""
+    query_options = {
+        "sqlite_dirs": [str(tmp_path.parent)], "own_database_url": db.url, "http_allow": LOCAL_HTTP, **(queries or {})
+    }  # fmt: skip
+
     @asynccontextmanager
     async def runtime(_: Settings) -> AsyncIterator[_Runtime]:
         engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05)
-        queries = QueryEngine()
+        queries = QueryEngine(**query_options)
         await engine.start()
         try:
             yield _Runtime(db, engine, DataService(DataSourceStore(db, SecretBox("api-test-secret")), queries))

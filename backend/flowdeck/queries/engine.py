@@ -4,20 +4,32 @@
 other), then hands over to the SQL or HTTP runner under the time and row limits. Results:
 SQL ``{rows, rowCount, columns, truncated}``, HTTP ``{status, headers, body}``. Every failure is a
 ``NodeError`` whose ``retryable`` flag says whether another attempt can help.
+
+Where a data source may point is decided by the operator's settings, given here:
+``sqlite_dirs`` (``FLOWDECK_SQLITE_DIRS``; ``None`` refuses SQLite), ``own_database_url``
+(Flowdeck's own database, never reachable) and ``http_allow`` (``FLOWDECK_HTTP_ALLOW``).
+``check_source`` is what saving a data source checks without connecting; ``probe`` tests a
+connection through the very path a query takes.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
+from urllib.parse import urlsplit
 
-from flowdeck.domain.errors import NodeError
+from sqlalchemy.engine import make_url
+
+from flowdeck.domain.errors import ConfigIssue, NodeError
+from flowdeck.outbound import OutboundPolicy
 from flowdeck.queries.http_runner import HttpRunner
 from flowdeck.queries.models import SQL, DataSource, SavedQuery
+from flowdeck.queries.sql_guard import SourceRefusedError, SqlitePolicy
 from flowdeck.queries.sql_runner import SqlRunner
+from flowdeck.queries.validation import async_sql_url
 
 __all__ = ("DEFAULT_ROW_LIMIT", "DEFAULT_TIMEOUT_SECONDS", "QueryEngine", "bind_arguments")
 
@@ -62,6 +74,13 @@ def bind_arguments(query: SavedQuery, args: Any) -> dict[str, Any]:
     return {name: _sql_value(query, name, args[name]) for name in declared}
 
 
+def _own_sqlite_files(database_url: str | None) -> tuple[str, ...]:
+    if not database_url:
+        return ()
+    url = make_url(database_url)
+    return (url.database,) if url.get_backend_name() == "sqlite" and url.database else ()
+
+
 class QueryEngine:
     def __init__(
         self,
@@ -70,15 +89,57 @@ class QueryEngine:
         statement_timeout: float = DEFAULT_TIMEOUT_SECONDS,
         connect_timeout: float = 10.0,
         max_response_bytes: int = 10 * 1024 * 1024,
-        protected_paths: Sequence[str | Path] = (),
-        allow_sqlite: bool = True,
+        sqlite_dirs: Sequence[str] | None = None,
+        own_database_url: str | None = None,
+        http_allow: OutboundPolicy | Sequence[str] = (),
     ) -> None:
         self.row_limit = row_limit
         self.statement_timeout = statement_timeout
-        self.sql = SqlRunner(
-            connect_timeout=connect_timeout, protected_paths=protected_paths, allow_sqlite=allow_sqlite
+        self.connect_timeout = connect_timeout
+        own_files = _own_sqlite_files(own_database_url)
+        self.sqlite = SqlitePolicy.create(sqlite_dirs, own_files)
+        policy = http_allow if isinstance(http_allow, OutboundPolicy) else OutboundPolicy.from_entries(http_allow)
+        self.outbound = policy
+        self.sql = SqlRunner(connect_timeout=connect_timeout, sqlite=self.sqlite, own_database_url=own_database_url)
+        self.http = HttpRunner(
+            max_response_bytes=max_response_bytes, connect_timeout=connect_timeout, policy=self.outbound
         )
-        self.http = HttpRunner(max_response_bytes=max_response_bytes, connect_timeout=connect_timeout)
+
+    def check_source(self, kind: str, config: Mapping[str, Any]) -> list[ConfigIssue]:
+        """Where a (valid) data source points, checked without connecting: what saving it refuses.
+
+        A SQLite file outside ``FLOWDECK_SQLITE_DIRS``, given with URI parameters, missing, or
+        Flowdeck's own; an HTTP base URL whose host is a refused address (any spelling) or a known
+        internal name. A name that merely resolves to a refused address is refused when it is used.
+        """
+        if kind == SQL:
+            try:
+                url = async_sql_url(str(config.get("url", "")))
+                if url.get_backend_name() == "sqlite":
+                    self.sqlite.file_of(url)
+            except (ValueError, SourceRefusedError) as exc:
+                return [ConfigIssue("config.url", str(exc))]
+            return []
+        host = urlsplit(str(config.get("baseUrl", ""))).hostname or ""
+        reason = self.outbound.name_refusal(host)
+        if reason is None:
+            return []
+        return [ConfigIssue("config.baseUrl", f"{reason} (an operator can allow it with FLOWDECK_HTTP_ALLOW)")]
+
+    async def probe(self, source: DataSource, secrets: Mapping[str, str]) -> dict[str, Any]:
+        """Test a connection: ``{ok, message, latencyMs}`` (SQL: ``SELECT 1``; HTTP: ``GET`` the base URL)."""
+        began = time.monotonic()
+        timeout = min(self.statement_timeout, max(self.connect_timeout, 1.0))
+        try:
+            if source.kind == SQL:
+                await self.sql.probe(source, secrets, timeout=timeout)
+                ok, message = True, "connected and ran SELECT 1"
+            else:
+                status, reason = await self.http.probe(source, secrets, timeout=timeout)
+                ok, message = status < 400, f"GET {source.config['baseUrl']} answered HTTP {status} {reason}".rstrip()
+        except NodeError as exc:
+            ok, message = False, exc.message
+        return {"ok": ok, "message": message, "latencyMs": round((time.monotonic() - began) * 1000, 1)}
 
     async def run(
         self,

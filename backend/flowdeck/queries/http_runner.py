@@ -4,7 +4,9 @@ The request is ``method baseUrl + path`` with the query's ``query`` parameters, 
 ``body`` (placeholders resolved from the arguments). Headers merge in this order, later winning: the
 data source's ``config.headers``, the query's ``headers``, the data source's secret headers. Path
 values are percent-encoded as one segment, so an argument cannot leave the base URL; redirects are not
-followed and proxy settings from the environment are ignored. The response is read up to
+followed and proxy settings from the environment are ignored. Every connection goes through
+``flowdeck.outbound``: the host is resolved once and refused when it is (or resolves to) loopback,
+link-local, private ... unless ``FLOWDECK_HTTP_ALLOW`` lists it; that is not retried. The response is read up to
 ``max_response_bytes`` (decompressed); a JSON content type gives a parsed body, text gives a string,
 anything else base64 (then ``bodyEncoding: "base64"``).
 
@@ -24,6 +26,7 @@ from urllib.parse import quote
 import httpx
 
 from flowdeck.domain.errors import NodeError
+from flowdeck.outbound import AddressRefusedError, OutboundPolicy, guarded_transport
 from flowdeck.queries.models import DataSource, SavedQuery
 from flowdeck.queries.placeholders import as_text, render
 from flowdeck.queries.values import json_safe
@@ -65,14 +68,22 @@ def _body(response: httpx.Response, data: bytes, where: str) -> tuple[Any, str |
 
 
 class HttpRunner:
-    def __init__(self, *, max_response_bytes: int = 10 * 1024 * 1024, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        *,
+        max_response_bytes: int = 10 * 1024 * 1024,
+        connect_timeout: float = 10.0,
+        policy: OutboundPolicy | None = None,
+    ) -> None:
         self.max_response_bytes = max_response_bytes
         self.connect_timeout = connect_timeout
+        self.policy = policy or OutboundPolicy()
         self._client: httpx.AsyncClient | None = None
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+            transport = guarded_transport(self.policy)
+            self._client = httpx.AsyncClient(transport=transport, follow_redirects=False, trust_env=False)
         return self._client
 
     async def close(self) -> None:
@@ -116,10 +127,19 @@ class HttpRunner:
         if isinstance(configured, int | float) and not isinstance(configured, bool):
             timeout = min(timeout, float(configured))
         where = f"saved query {query.name!r} ({request['method']} {query.definition.get('path') or '/'})"
+        data, response = await self._send(source, request, where, timeout)
+        return self._result(response, data, where)
+
+    async def _send(
+        self, source: DataSource, request: dict[str, Any], where: str, timeout: float
+    ) -> tuple[bytes, httpx.Response]:
         limits = httpx.Timeout(timeout, connect=min(timeout, self.connect_timeout))
         try:
             async with asyncio.timeout(timeout), self._http().stream(**request, timeout=limits) as response:
-                data = await self._read(response, where)
+                return await self._read(response, where), response
+        except AddressRefusedError as exc:
+            message = f"data source {source.name!r}: {exc}"
+            raise NodeError(message, retryable=False, error_type="AddressRefused") from None
         except (httpx.TimeoutException, TimeoutError):
             raise NodeError(f"{where}: timed out after {timeout:g} s", error_type="QueryTimeout") from None
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
@@ -129,7 +149,14 @@ class HttpRunner:
         except httpx.TransportError as exc:
             message = f"cannot reach data source {source.name!r}: {str(exc) or type(exc).__name__}"
             raise NodeError(message, error_type="ConnectionError") from None
-        return self._result(response, data, where)
+
+    async def probe(self, source: DataSource, secrets: Mapping[str, str], *, timeout: float) -> tuple[int, str]:
+        """``GET`` the base URL (with the source's headers and secrets): the status and its reason phrase."""
+        headers = {**dict(source.config.get("headers") or {}), **secrets}
+        request = {"method": "GET", "url": str(source.config["baseUrl"]), "headers": headers}
+        where = f"connection test of data source {source.name!r} (GET {source.config['baseUrl']})"
+        _, response = await self._send(source, request, where, timeout)
+        return response.status_code, response.reason_phrase
 
     async def _read(self, response: httpx.Response, where: str) -> bytes:
         declared = response.headers.get("content-length", "")

@@ -6,6 +6,11 @@ On update, a secret whose value is ``"set"`` (the mask, sent back by a form) is 
 ``null`` removes it. A saved query answers ``{id, name, dataSourceId, kind, parameters, sql}`` or, for
 HTTP, ``{..., method, path, query, body, headers}``. Lists are ``{items, nextCursor}`` by name.
 
+Saving also checks where a source points (``QueryEngine.check_source``: SQLite directories, refused
+addresses); an update that changes ``config.url`` / ``config.baseUrl`` must send the secrets again.
+``test_data_source`` / ``test_saved_data_source`` try a connection through the very path a query
+takes and answer ``{ok, message, latencyMs}``.
+
 Errors: ``NotFoundError`` (404), ``QueryValidationError`` (422, ``problems``), ``NameTakenError`` and
 ``DataSourceInUseError`` (409); ``preview`` raises the query's ``NodeError`` (``retryable`` says 502/504
 rather than 400).
@@ -25,6 +30,7 @@ from flowdeck.queries.errors import NotFoundError, QueryValidationError
 from flowdeck.queries.models import DataSource, SavedQuery
 from flowdeck.queries.secrets import SecretDecryptionError, SecretKeyMissingError
 from flowdeck.queries.store import DataSourceStore
+from flowdeck.queries.validation import validate_source
 
 __all__ = ("SECRET_MASK", "DataService", "query_view", "run_saved_query", "source_view")
 
@@ -123,8 +129,16 @@ class DataService:
         self.store = store
         self.engine = engine
 
+    def _check_target(self, name: Any, kind: Any, config: Any) -> None:
+        """Refuse (400 naming the field) what is invalid or points where a data source may not."""
+        validate_source(name, kind, config, {})
+        issues = self.engine.check_source(kind, config)
+        if issues:
+            raise QueryValidationError(issues)
+
     async def create_data_source(self, tenant_id: str, body: Any) -> dict[str, Any]:
         fields = _body(body, _SOURCE_KEYS)
+        self._check_target(fields.get("name"), fields.get("kind"), fields.get("config", {}))
         source = await self.store.create_source(
             tenant_id,
             name=fields.get("name"),
@@ -155,6 +169,8 @@ class DataService:
             raise NotFoundError("data source", source_id)
         if "kind" in fields and fields["kind"] != current.kind:
             raise QueryValidationError([ConfigIssue("kind", "the kind of a data source cannot change")])
+        if fields.get("config") is not None and fields["config"] != current.config:
+            self._check_target(fields.get("name") or current.name, current.kind, fields["config"])
         source = await self.store.update_source(
             tenant_id, source_id, name=fields.get("name"), config=fields.get("config"), secrets=secrets
         )
@@ -165,6 +181,27 @@ class DataService:
         if not await self.store.delete_source(tenant_id, source_id):
             raise NotFoundError("data source", source_id)
         await self.engine.forget(source_id)
+
+    async def test_data_source(self, tenant_id: str, body: Any) -> dict[str, Any]:
+        """Try an unsaved data source (a body as for create; ``name`` optional): ``{ok, message, latencyMs}``."""
+        fields = _body(body, _SOURCE_KEYS)
+        name, kind, config = fields.get("name") or "unsaved", fields.get("kind"), fields.get("config", {})
+        secrets = fields.get("secrets") or {}
+        validate_source(name, kind, config, secrets)
+        self._check_target(name, kind, config)
+        source = DataSource("unsaved", tenant_id, str(name).strip(), str(kind), dict(config), tuple(secrets), 0.0, 0.0)
+        return await self.engine.probe(source, secrets)
+
+    async def test_saved_data_source(self, tenant_id: str, source_id: str) -> dict[str, Any]:
+        """Try one of the tenant's saved data sources as it is stored: ``{ok, message, latencyMs}``."""
+        source = await self.store.get_source(tenant_id, source_id)
+        if source is None:
+            raise NotFoundError("data source", source_id)
+        try:
+            secrets = self.store.secrets_of(source)
+        except (SecretKeyMissingError, SecretDecryptionError) as exc:
+            return {"ok": False, "message": f"data source {source.name!r}: {exc}", "latencyMs": 0.0}
+        return await self.engine.probe(source, secrets)
 
     async def create_query(self, tenant_id: str, body: Any) -> dict[str, Any]:
         fields = _body(body, _QUERY_KEYS)

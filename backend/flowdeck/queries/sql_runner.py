@@ -1,18 +1,24 @@
 """The SQL runner: one SQLAlchemy async engine per data source, a statement timeout, a row limit.
 
 Engines are cached per data source and rebuilt when the source changes (``updated_at``); the old one
-is disposed. Every run is one transaction: it commits when the statement succeeds, so a saved query
-may write. Timeouts: PostgreSQL gets ``statement_timeout`` for the transaction (``set_config(...,
-true)`` is ``SET LOCAL`` with a bound value); SQLite gets a progress handler that interrupts the
-statement at its deadline; every dialect also runs under ``asyncio.timeout`` as a backstop.
+is disposed. Every run is one transaction, read-only unless the data source sets ``readOnly: false``
+(PostgreSQL: ``SET TRANSACTION READ ONLY`` first; SQLite: the file is opened ``mode=ro`` with
+``query_only``; other databases are refused in read-only mode, since nothing would enforce it); a
+writing source commits when the statement succeeds. Timeouts: PostgreSQL gets ``statement_timeout``
+for the transaction (``set_config(..., true)`` is ``SET LOCAL`` with a bound value); SQLite gets a
+progress handler that interrupts the statement at its deadline; every dialect also runs under
+``asyncio.timeout`` as a backstop.
 A statement that starts with SELECT / WITH / VALUES / TABLE / SHOW / EXPLAIN / PRAGMA is streamed
 and read up to ``row_limit + 1`` rows, so a huge result is never loaded; any other statement is run
 buffered, so ``rowCount`` is the number of rows it changed (``INSERT ... RETURNING`` gives its rows).
 ``truncated`` says whether rows were left out. If the caller is cancelled (the node's own timeout, a
 cancelled run) the statement is interrupted before the connection is given up.
 
-SQLite data sources open files on the server: a path in ``protected_paths`` (Flowdeck's own database)
-is refused, and ATTACH / DETACH are denied by an authorizer, so a query cannot reach other files.
+Where a source may point is ``sql_guard``'s call: SQLite files only inside ``FLOWDECK_SQLITE_DIRS``
+and never Flowdeck's own, opened by Flowdeck from a plain path; a PostgreSQL connection that turns out
+to reach Flowdeck's own database is refused (checked on every new connection). ATTACH / DETACH are
+denied by an authorizer, so a SQLite query cannot reach other files. ``probe`` opens a fresh engine
+through the same path and runs ``SELECT 1`` (the "test connection" of the API).
 """
 
 from __future__ import annotations
@@ -24,17 +30,26 @@ import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final, cast
 
+import aiosqlite
 import sqlalchemy as sa
-from sqlalchemy.engine import URL
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from flowdeck.domain.errors import NodeError
 from flowdeck.queries.models import DataSource, SavedQuery
+from flowdeck.queries.sql_guard import (
+    PostgresIdentity,
+    SourceRefusedError,
+    SqlitePolicy,
+    postgres_identity,
+    sqlite_uri,
+)
 from flowdeck.queries.sqlerrors import classify_sql_error
-from flowdeck.queries.validation import async_sql_url
+from flowdeck.queries.validation import async_sql_url, is_read_only
 from flowdeck.queries.values import json_safe
 
 __all__ = ("SqlRunner",)
@@ -49,15 +64,6 @@ _DENIED_ACTIONS: Final = frozenset({sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH
 
 def _authorize(action: int, *_: Any) -> int:
     return sqlite3.SQLITE_DENY if action in _DENIED_ACTIONS else sqlite3.SQLITE_OK
-
-
-def _sqlite_path(url: URL) -> Path | None:
-    database = url.database or ""
-    if database.startswith("file:"):
-        database = database[5:].split("?", 1)[0]
-    if not database or database == ":memory:":
-        return None
-    return Path(database).expanduser().resolve()
 
 
 def _unique(names: Sequence[str]) -> list[str]:
@@ -91,6 +97,7 @@ def _positions(statement: sa.TextClause, engine: AsyncEngine) -> Sequence[str]:
 @dataclass(slots=True)
 class _Attempt:
     connecting: bool = True
+    read_only: bool = True
     deadline: list[float] | None = None  # the SQLite progress handler's deadline, shared with its thread
 
 
@@ -112,51 +119,111 @@ async def _unless_cancelled(session: asyncio.Future[dict[str, Any]], state: _Att
         raise
 
 
+def _sqlite_opener(path: str, read_only: bool) -> Any:
+    """Opens the checked file with Flowdeck's own URI (``mode=ro`` / ``rw``: never creates it)."""
+
+    async def connect() -> aiosqlite.Connection:
+        conn = await aiosqlite.connect(sqlite_uri(path, read_only=read_only), uri=True, timeout=5)
+        if read_only:
+            await conn.execute("PRAGMA query_only = ON")
+        return conn
+
+    return connect
+
+
+def _refuse_own_database(engine: AsyncEngine, source: DataSource, own: PostgresIdentity) -> None:
+    """Check every new connection of ``engine``: never Flowdeck's own database, nor its server as a superuser."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def check(dbapi_connection: Any, _record: Any) -> None:
+        reason = dbapi_connection.run_async(postgres_identity).refusal(own)
+        if reason is not None:
+            dbapi_connection.run_async(lambda conn: conn.close())
+            raise _refused(source, SourceRefusedError(reason))
+
+
+_READ_ONLY_HINTS: Final = ("read-only transaction", "readonly database", "query_only")
+
+
+def _explain_read_only(failure: NodeError, read_only: bool) -> NodeError:
+    if not read_only or not any(hint in failure.message for hint in _READ_ONLY_HINTS):
+        return failure
+    message = f"{failure.message} (this data source is read-only: set config.readOnly to false to allow writes)"
+    return NodeError(message, retryable=False, error_type=failure.error_type)
+
+
+def _refused(source: DataSource, exc: SourceRefusedError) -> NodeError:
+    return NodeError(f"data source {source.name!r}: {exc}", retryable=False, error_type="ConfigError")
+
+
 class SqlRunner:
     def __init__(
         self,
         *,
         connect_timeout: float = 10.0,
         pool_size: int = 5,
-        protected_paths: Sequence[str | Path] = (),
-        allow_sqlite: bool = True,
+        sqlite: SqlitePolicy | None = None,
+        own_database_url: str | None = None,
     ) -> None:
         self.connect_timeout = connect_timeout
         self.pool_size = pool_size
-        self.protected_paths = [Path(p).expanduser().resolve() for p in protected_paths]
-        self.allow_sqlite = allow_sqlite
+        self.sqlite = sqlite or SqlitePolicy()
+        self.own_database_url = own_database_url
+        self._own_identity: PostgresIdentity | None = None
         self._engines: dict[str, tuple[float, AsyncEngine]] = {}
         self._lock = asyncio.Lock()
 
-    def _create_engine(self, source: DataSource, secrets: Mapping[str, str]) -> AsyncEngine:
+    async def _own_postgres(self) -> PostgresIdentity | None:
+        """Who Flowdeck's own PostgreSQL server and database are (``None`` when it is not PostgreSQL)."""
+        if self._own_identity is None and self.own_database_url:
+            if make_url(self.own_database_url).get_backend_name() != "postgresql":
+                return None
+            url = async_sql_url(self.own_database_url)  # postgresql:// too, as Flowdeck itself accepts it
+            own = create_async_engine(url, poolclass=NullPool)
+            try:
+                async with own.connect() as conn:
+                    driver: Any = (await conn.get_raw_connection()).driver_connection
+                    self._own_identity = await postgres_identity(driver)
+            except Exception as exc:  # noqa: BLE001  (no source may connect until this is known)
+                message = f"cannot tell Flowdeck's own database apart from data sources yet: {type(exc).__name__}"
+                raise NodeError(message, error_type="ConnectionError") from None
+            finally:
+                await own.dispose()
+        return self._own_identity
+
+    async def _create_engine(self, source: DataSource, secrets: Mapping[str, str]) -> AsyncEngine:
         try:
             url = async_sql_url(str(source.config.get("url", "")), secrets.get("password"))
         except ValueError as exc:
             raise NodeError(f"data source {source.name!r}: {exc}", retryable=False, error_type="ConfigError") from None
+        read_only = is_read_only(source.config)
         kwargs: dict[str, Any] = {"pool_pre_ping": True, "pool_recycle": 1800}
         backend = url.get_backend_name()
         if backend == "sqlite":
-            self._check_sqlite(source, url)
-            kwargs["connect_args"] = {"timeout": 5}
+            try:
+                path = self.sqlite.file_of(url)
+            except SourceRefusedError as exc:
+                raise _refused(source, exc) from None
+            kwargs["async_creator"] = _sqlite_opener(path, read_only)
+            url = URL.create("sqlite+aiosqlite")
+        elif backend != "postgresql" and read_only:
+            message = (f"data source {source.name!r}: read-only mode is enforced for PostgreSQL and SQLite only; "
+                       f"set config.readOnly to false to use {url.drivername}")  # fmt: skip
+            raise NodeError(message, retryable=False, error_type="ConfigError")
         else:
             kwargs.update(pool_size=self.pool_size, max_overflow=self.pool_size)
             if url.get_driver_name() == "asyncpg":
                 kwargs["connect_args"] = {"timeout": self.connect_timeout}
         try:
-            return create_async_engine(url, **kwargs)
+            engine = create_async_engine(url, **kwargs)
         except (sa.exc.ArgumentError, sa.exc.InvalidRequestError, ImportError) as exc:
             message = f"data source {source.name!r}: cannot use this URL: {exc}"
             raise NodeError(message, retryable=False, error_type="ConfigError") from None
-
-    def _check_sqlite(self, source: DataSource, url: URL) -> None:
-        if not self.allow_sqlite:
-            raise NodeError(
-                "SQLite data sources are disabled on this server", retryable=False, error_type="ConfigError"
-            )
-        path = _sqlite_path(url)
-        if path is not None and any(path == p or (path.exists() and path.samefile(p)) for p in self.protected_paths):
-            message = f"data source {source.name!r}: this SQLite file is Flowdeck's own database"
-            raise NodeError(message, retryable=False, error_type="ConfigError")
+        if backend == "postgresql":
+            own = await self._own_postgres()
+            if own is not None:
+                _refuse_own_database(engine, source, own)
+        return engine
 
     async def _engine_for(self, source: DataSource, secrets: Mapping[str, str]) -> AsyncEngine:
         cached = self._engines.get(source.id)
@@ -166,7 +233,7 @@ class SqlRunner:
             cached = self._engines.get(source.id)
             if cached is not None and cached[0] == source.updated_at:
                 return cached[1]
-            engine = self._create_engine(source, secrets)
+            engine = await self._create_engine(source, secrets)
             self._engines[source.id] = (source.updated_at, engine)
         if cached is not None:
             await cached[1].dispose()
@@ -207,12 +274,31 @@ class SqlRunner:
         row_limit: int,
     ) -> dict[str, Any]:
         engine = await self._engine_for(source, secrets)
-        sql = str(query.definition["sql"])
+        return await self._run_on(engine, source, query.name, str(query.definition["sql"]), args, timeout, row_limit)
+
+    async def probe(self, source: DataSource, secrets: Mapping[str, str], *, timeout: float) -> None:
+        """Connect the way a query would (every guard included) and run ``SELECT 1``; a ``NodeError`` says why not."""
+        engine = await self._create_engine(source, secrets)
+        try:
+            await self._run_on(engine, source, "connection test", "SELECT 1", {}, timeout, 1)
+        finally:
+            await engine.dispose()
+
+    async def _run_on(
+        self,
+        engine: AsyncEngine,
+        source: DataSource,
+        name: str,
+        sql: str,
+        args: Mapping[str, Any],
+        timeout: float,
+        row_limit: int,
+    ) -> dict[str, Any]:
         expanding: list[sa.BindParameter[Any]] = [
-            sa.bindparam(name, expanding=True) for name, value in args.items() if isinstance(value, list)
+            sa.bindparam(key, expanding=True) for key, value in args.items() if isinstance(value, list)
         ]
         statement = sa.text(sql).bindparams(*expanding)
-        state = _Attempt()
+        state = _Attempt(read_only=is_read_only(source.config))
         session = asyncio.ensure_future(self._session(engine, state, statement, dict(args), sql, timeout, row_limit))
         try:
             async with asyncio.timeout(timeout + min(2.0, 0.25 + timeout / 10)):
@@ -221,9 +307,10 @@ class SqlRunner:
             raise
         except Exception as error:  # noqa: BLE001  (any driver's failure becomes a classified NodeError)
             positions = _positions(statement, engine)
-            raise classify_sql_error(
-                error, query=query.name, source=source.name, connecting=state.connecting, positions=positions
-            ) from None
+            failure = classify_sql_error(
+                error, query=name, source=source.name, connecting=state.connecting, positions=positions
+            )
+            raise _explain_read_only(failure, state.read_only) from None
 
     async def _session(
         self,
@@ -242,6 +329,8 @@ class SqlRunner:
             try:
                 async with conn.begin():
                     if engine.dialect.name == "postgresql":
+                        if state.read_only:  # first: it must come before any query of the transaction
+                            await conn.execute(sa.text("SET TRANSACTION READ ONLY"))
                         await conn.execute(
                             sa.text("SELECT set_config('statement_timeout', :ms, true)"),
                             {"ms": str(max(1, int(timeout * 1000)))},

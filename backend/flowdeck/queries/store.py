@@ -3,7 +3,10 @@
 Every method takes the tenant: another tenant's id behaves exactly like an id that does not exist.
 What is saved is validated first (``QueryValidationError`` lists every problem); names are unique per
 tenant (``NameTakenError``); a data source with saved queries cannot be deleted (``DataSourceInUseError``).
-Secret values are only ever decrypted by ``secrets_of``, for the query engine.
+Secret values are only ever decrypted by ``secrets_of``, for the query engine. An update that changes
+where a source points (``config.url`` / ``config.baseUrl``) drops the stored secrets: it must send
+each of them again (or ``null`` to remove it), else it is refused naming ``secrets.<name>``, so a
+stored secret is never sent to a place its owner did not type it for.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from flowdeck.domain.errors import ConfigIssue
 from flowdeck.queries.errors import DataSourceInUseError, NameTakenError, NotFoundError, QueryValidationError
 from flowdeck.queries.models import DataSource, SavedQuery
 from flowdeck.queries.secrets import SecretBox
-from flowdeck.queries.validation import validate_query, validate_source
+from flowdeck.queries.validation import points_elsewhere, validate_query, validate_source
 from flowdeck.storage.data_tables import data_sources, saved_queries
 from flowdeck.storage.database import Connection, Database
 
@@ -115,13 +118,30 @@ class DataSourceStore:
             row = (await conn.execute(stmt)).first()
         return None if row is None else _source(row)
 
-    def _merged_secrets(self, old: DataSource, secrets: Any) -> tuple[dict[str, str], str | None]:
-        """The secrets after an update (values only when they change) and their token."""
-        if secrets is None:
-            return dict.fromkeys(old.secret_names, ""), old.secrets_token
-        if not isinstance(secrets, Mapping):
+    def _merged_secrets(
+        self, old: DataSource, secrets: Any, moved: str | None = None
+    ) -> tuple[dict[str, str], str | None]:
+        """The secrets after an update (values only when they change) and their token.
+
+        ``moved`` (the config key that now points elsewhere) drops every stored secret: each must be sent again.
+        """
+        if secrets is not None and not isinstance(secrets, Mapping):
             raise QueryValidationError([ConfigIssue("secrets", "secrets must be an object of names to strings")])
-        merged = {k: v for k, v in {**self.secrets_of(old), **secrets}.items() if v is not None}
+        if moved is not None:
+            sent = secrets or {}
+            again = [
+                ConfigIssue(f"secrets.{name}", f"{moved} changed, so the stored secret is not sent there: "
+                            f"send secrets.{name} again (or null to remove it)")
+                for name in old.secret_names if name not in sent
+            ]  # fmt: skip
+            if again:
+                raise QueryValidationError(again)
+            base: Mapping[str, Any] = {}
+        elif secrets is None:
+            return dict.fromkeys(old.secret_names, ""), old.secrets_token
+        else:
+            base = self.secrets_of(old)
+        merged = {k: v for k, v in {**base, **(secrets or {})}.items() if v is not None}
         bad = [ConfigIssue(f"secrets.{k}", "a secret is a string (null removes it)") for k, v in merged.items()
                if not isinstance(v, str)]  # fmt: skip
         if bad:
@@ -141,7 +161,10 @@ class DataSourceStore:
             old = _source(row)
             new_name = old.name if name is None else name
             new_config = old.config if config is None else config
-            merged, token = self._merged_secrets(old, secrets)
+            moved = points_elsewhere(old.config, new_config) if isinstance(new_config, Mapping) else None
+            if moved is not None:
+                validate_source(new_name, old.kind, new_config, {})  # a bad config is named before the secrets
+            merged, token = self._merged_secrets(old, secrets, moved)
             validate_source(new_name, old.kind, new_config, merged)
             now = max(time.time(), old.updated_at + 1e-6)
             source = DataSource(

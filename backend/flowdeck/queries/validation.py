@@ -25,6 +25,8 @@ __all__ = (
     "HTTP_METHODS",
     "MAX_SQL_CHARS",
     "async_sql_url",
+    "is_read_only",
+    "points_elsewhere",
     "sql_parameters",
     "validate_query",
     "validate_source",
@@ -43,7 +45,8 @@ _ASYNC_DRIVERS: Final = {
     "postgresql": "postgresql+asyncpg",
     "postgresql+psycopg2": "postgresql+asyncpg",
 }
-_SQL_CONFIG_KEYS: Final = frozenset({"url"})
+_SQL_CONFIG_KEYS: Final = frozenset({"url", "readOnly"})
+_TARGET_KEYS: Final = ("url", "baseUrl")  # where a source points: changing one drops its secrets
 _HTTP_CONFIG_KEYS: Final = frozenset({"baseUrl", "headers", "timeoutSeconds"})
 
 
@@ -61,6 +64,20 @@ def async_sql_url(raw: str, password: str | None = None) -> URL:
     if not getattr(dialect, "is_async", False):
         raise ValueError(f"{url.drivername!r} is not an async driver (use e.g. postgresql+asyncpg or sqlite+aiosqlite)")
     return url if password is None else url.set(password=password)
+
+
+def is_read_only(config: Mapping[str, Any]) -> bool:
+    """Queries are read-only unless the source opts into writes with ``readOnly: false``."""
+    return config.get("readOnly") is not False
+
+
+def points_elsewhere(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """The config key whose change moves the source to another place (host, port, database, URL), if any.
+
+    Any change of ``url`` / ``baseUrl`` counts (a username or path too): stored secrets are only ever
+    sent where the user who typed them pointed the source.
+    """
+    return next((f"config.{key}" for key in _TARGET_KEYS if old.get(key) != new.get(key)), None)
 
 
 def sql_parameters(sql: str) -> set[str]:
@@ -101,6 +118,8 @@ def _sql_source_issues(config: Mapping[str, Any], secrets: Mapping[str, Any]) ->
         parsed = async_sql_url(url)
     except ValueError as exc:
         return [*issues, ConfigIssue("config.url", str(exc))]
+    if "readOnly" in config and not isinstance(config["readOnly"], bool):
+        issues.append(ConfigIssue("config.readOnly", "readOnly must be true or false (default true)"))
     if parsed.password is not None:
         issues.append(
             ConfigIssue("config.url", "put the password in secrets.password, not in the URL (config is shown)")

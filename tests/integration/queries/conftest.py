@@ -21,9 +21,14 @@ def http_base() -> Iterator[str]:
         yield base
 
 
+LOCAL = ("127.0.0.1",)
+"""``FLOWDECK_HTTP_ALLOW`` of these tests: their HTTP server listens on 127.0.0.1."""
+
+
 @pytest.fixture
-async def query_engine() -> AsyncIterator[QueryEngine]:
-    async with QueryEngine() as engine:
+async def query_engine(tmp_path: Path) -> AsyncIterator[QueryEngine]:
+    """The engine as an operator would set it up for these tests: SQLite files in ``tmp_path``, HTTP to 127.0.0.1."""
+    async with QueryEngine(sqlite_dirs=[str(tmp_path)], http_allow=LOCAL) as engine:
         yield engine
 
 

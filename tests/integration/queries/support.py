@@ -81,6 +81,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"y" * int(params["bytes"]))
             self.close_connection = True
+        elif parts[0] == "redirect":
+            self._send(302, b"", "text/plain", Location=params["to"])
         elif parts[0] == "binary":
             self._send(200, bytes(range(256)), "application/octet-stream")
         elif parts[0] == "text":

@@ -10,6 +10,7 @@ import pytest
 from flowdeck.domain.errors import NodeError
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.models import DataSource
+from tests.integration.queries.conftest import LOCAL
 from tests.integration.queries.support import closed_port, query, source
 
 
@@ -72,7 +73,7 @@ async def test_status_codes(query_engine: QueryEngine, http_base: str, status: i
 
 async def test_responses_over_the_size_cap_are_refused(http_base: str) -> None:
     src = source("http", {"baseUrl": http_base})
-    async with QueryEngine(max_response_bytes=1000) as engine:
+    async with QueryEngine(max_response_bytes=1000, http_allow=LOCAL) as engine:
         exact = await engine.run(src, {}, query(src, [], path="/big", query={"bytes": 1000}), {})
         assert len(exact["body"]) == 1000
         for path in ("/big", "/stream"):  # declared too large, or found too large while reading
@@ -85,7 +86,7 @@ async def test_responses_over_the_size_cap_are_refused(http_base: str) -> None:
 
 async def test_timeouts_and_refused_connections_are_retryable(http_base: str) -> None:
     src = source("http", {"baseUrl": http_base, "timeoutSeconds": 0.3})
-    async with QueryEngine() as engine:
+    async with QueryEngine(http_allow=LOCAL) as engine:
         began = time.monotonic()
         with pytest.raises(NodeError) as slow:
             await engine.run(src, {}, query(src, [], path="/slow", query={"seconds": 2}), {})

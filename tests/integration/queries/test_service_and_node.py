@@ -22,6 +22,7 @@ from flowdeck.queries.service import DataService
 from flowdeck.queries.store import DataSourceStore
 from flowdeck.storage.database import Database
 from flowdeck.storage.tenants import TenantStore
+from tests.integration.queries.conftest import LOCAL
 from tests.integration.queries.support import node_helpers
 from tests.support.graphs import definition, edge, end, node
 from tests.support.runs import run_to_end
@@ -36,10 +37,10 @@ class Setup:
 
 
 @pytest.fixture
-async def setup(db: Database) -> AsyncIterator[Setup]:
+async def setup(db: Database, sqlite_data: Path) -> AsyncIterator[Setup]:
     tenants = TenantStore(db)
     store = DataSourceStore(db, SecretBox("a-test-secret-key"))
-    async with QueryEngine() as engine:
+    async with QueryEngine(sqlite_dirs=[str(sqlite_data.parent)], http_allow=LOCAL, own_database_url=db.url) as engine:
         yield Setup(DataService(store, engine), DataQueryHandler(store, engine), await tenants.ensure("acme"),
                     await tenants.ensure("other"))  # fmt: skip
 

@@ -14,9 +14,16 @@ from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.models import DataSource
 from tests.integration.queries.support import closed_port, query, source
 
+WRITES = {"readOnly": False}
 
-def sqlite_source(path: Path, **kw: str) -> DataSource:
-    return source("sql", {"url": f"sqlite:///{path}"}, **kw)
+
+def sqlite_source(path: Path, *, writes: bool = False, **kw: str) -> DataSource:
+    return source("sql", {"url": f"sqlite:///{path}", **(WRITES if writes else {})}, **kw)
+
+
+def allowed(path: Path) -> list[str]:
+    """``FLOWDECK_SQLITE_DIRS`` for a file of the test: its directory."""
+    return [str(path.parent)]
 
 
 # -- SQLite -----------------------------------------------------------------------------------------
@@ -46,14 +53,14 @@ async def test_sqlite_list_arguments_bind_as_an_in_list(query_engine: QueryEngin
 async def test_row_limit_truncates_and_says_so(sqlite_data: Path) -> None:
     src = sqlite_source(sqlite_data)
     q = query(src, [], sql="SELECT id FROM orders ORDER BY id")
-    async with QueryEngine(row_limit=10) as engine:
+    async with QueryEngine(row_limit=10, sqlite_dirs=allowed(sqlite_data)) as engine:
         limited = await engine.run(src, {}, q, {})
         assert (limited["rowCount"], limited["truncated"], limited["rows"][-1]) == (10, True, {"id": 10})
         fewer = await engine.run(src, {}, q, {}, row_limit=3)
         assert (fewer["rowCount"], fewer["truncated"]) == (3, True)
         more = await engine.run(src, {}, q, {}, row_limit=1000)  # a caller cannot raise the engine's limit
         assert more["rowCount"] == 10
-    async with QueryEngine(row_limit=25) as engine:
+    async with QueryEngine(row_limit=25, sqlite_dirs=allowed(sqlite_data)) as engine:
         exact = await engine.run(src, {}, q, {})
         assert (exact["rowCount"], exact["truncated"]) == (25, False)
 
@@ -61,7 +68,7 @@ async def test_row_limit_truncates_and_says_so(sqlite_data: Path) -> None:
 async def test_sqlite_statement_timeout_interrupts_a_runaway_query(sqlite_data: Path) -> None:
     src = sqlite_source(sqlite_data)
     q = query(src, [], sql="WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")
-    async with QueryEngine(statement_timeout=0.3) as engine:
+    async with QueryEngine(statement_timeout=0.3, sqlite_dirs=allowed(sqlite_data)) as engine:
         began = time.monotonic()
         with pytest.raises(NodeError) as failure:
             await engine.run(src, {}, q, {})
@@ -107,7 +114,7 @@ async def test_argument_problems_are_not_retried(
 
 
 async def test_writes_commit_and_report_affected_rows(query_engine: QueryEngine, sqlite_data: Path) -> None:
-    src = sqlite_source(sqlite_data)
+    src = sqlite_source(sqlite_data, writes=True)
     update = query(src, ["c"], sql="UPDATE orders SET amount = 0 WHERE customer = :c")
     assert await query_engine.run(src, {}, update, {"c": "c0"}) == {
         "rows": [],
@@ -131,10 +138,6 @@ async def test_sqlite_queries_cannot_reach_other_files(
             await query_engine.run(src, {}, query(src, [], sql=sql), {})
         assert not failure.value.retryable and "ATTACH, DETACH and extensions are not allowed" in failure.value.message
         assert not (tmp_path / "other.db").exists()
-    async with QueryEngine(protected_paths=[sqlite_data]) as guarded:
-        with pytest.raises(NodeError) as refused:
-            await guarded.run(src, {}, query(src, [], sql="SELECT 1"), {})
-    assert not refused.value.retryable and "Flowdeck's own database" in refused.value.message
 
 
 async def test_engines_are_cached_per_source_and_replaced_when_it_changes(
@@ -210,8 +213,6 @@ async def test_postgres_sql_and_argument_errors_are_not_retried(
          f'relation "{schema}.nope" does not exist'),
         (query(src, ["id"], name="typed", sql=f"SELECT * FROM {schema}.orders WHERE id = :id"), {"id": "abc"},
          "saved query 'typed': invalid input for argument 'id'"),
-        (query(src, ["id"], name="dup", sql=f"INSERT INTO {schema}.orders (id) VALUES (:id)"), {"id": 1},
-         "constraint violated: duplicate key value"),
     ]  # fmt: skip
     for q, args, expected in cases:
         with pytest.raises(NodeError) as failure:
@@ -257,8 +258,12 @@ async def test_a_cancelled_query_leaves_the_engine_usable(
 
 async def test_postgres_writes_and_in_lists(query_engine: QueryEngine, pg_schema: tuple[str, str]) -> None:
     url, schema = pg_schema
-    src = pg_source(url)
+    src = source("sql", {"url": url, **WRITES})
     update = query(src, ["ids"], sql=f"UPDATE {schema}.orders SET customer = 'vip' WHERE id IN :ids")
     assert (await query_engine.run(src, {}, update, {"ids": [1, 2, 3]}))["rowCount"] == 3
     count = query(src, ["c"], sql=f"SELECT count(*) AS n FROM {schema}.orders WHERE customer = :c")
     assert (await query_engine.run(src, {}, count, {"c": "vip"}))["rows"] == [{"n": 3}]
+    dup = query(src, ["id"], name="dup", sql=f"INSERT INTO {schema}.orders (id) VALUES (:id)")
+    with pytest.raises(NodeError) as failure:
+        await query_engine.run(src, {}, dup, {"id": 1})
+    assert not failure.value.retryable and "constraint violated: duplicate key value" in failure.value.message

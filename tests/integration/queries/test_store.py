@@ -117,3 +117,32 @@ async def test_the_secret_key_is_needed_only_for_secrets(db: Database) -> None:
     )
     with pytest.raises(SecretDecryptionError, match="was the key changed"):
         DataSourceStore(db, SecretBox("key-two")).secrets_of(sealed)
+
+
+async def test_pointing_a_source_elsewhere_drops_its_secrets(db: Database, store: DataSourceStore) -> None:
+    """The attack: move a source with a stored secret to one's own host and let Flowdeck send it there."""
+    acme = await TenantStore(db).ensure("acme")
+    api = await store.create_source(acme, name="api", kind="http", config={"baseUrl": "https://api.example.com"},
+                                    secrets={"Authorization": "Bearer a", "X-Key": "k"})  # fmt: skip
+    evil = {"baseUrl": "https://collector.example.net"}
+    for secrets in (None, {}, {"Authorization": "Bearer a2"}):  # a form's "set" mask arrives here as "not sent"
+        with pytest.raises(QueryValidationError) as refused:
+            await store.update_source(acme, api.id, config=evil, secrets=secrets)
+        paths = [p.path for p in refused.value.problems]
+        assert "secrets.X-Key" in paths and "config.baseUrl changed" in refused.value.problems[0].message
+    stored = await store.get_source(acme, api.id)
+    assert stored is not None and stored.config == api.config
+    assert store.secrets_of(stored) == {"Authorization": "Bearer a", "X-Key": "k"}
+    moved = await store.update_source(
+        acme, api.id, config={"baseUrl": "https://api.example.com/v2"}, secrets={"Authorization": "new", "X-Key": None}
+    )
+    assert (moved.secret_names, store.secrets_of(moved)) == (("Authorization",), {"Authorization": "new"})
+
+    url = "postgresql://app@db1.example.com/app"
+    sql = await store.create_source(acme, name="db", kind="sql", config={"url": url}, secrets={"password": "pw"})
+    for elsewhere in (url.replace("db1", "db2"), url.replace(".com/", ".com:6543/"), url.replace("/app", "/other")):
+        with pytest.raises(QueryValidationError) as refused:
+            await store.update_source(acme, sql.id, config={"url": elsewhere})
+        assert [p.path for p in refused.value.problems] == ["secrets.password"]
+    same_place = await store.update_source(acme, sql.id, config={"url": url, "readOnly": False})
+    assert store.secrets_of(same_place) == {"password": "pw"}

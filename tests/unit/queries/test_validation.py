@@ -53,7 +53,7 @@ def test_sql_urls_get_an_async_driver() -> None:
             {"url": "sqlite://", "pool": 3},
             {"token": "t"},
             [
-                ("config.pool", "unknown setting (allowed: url)"),
+                ("config.pool", "unknown setting (allowed: readOnly, url)"),
                 ("secrets.token", "an sql data source takes only a 'password' secret"),
             ],
         ),

@@ -40,6 +40,24 @@ class DataSourceController(Controller):
         """``{name, kind: sql|http, config, secrets?}``: an SQLAlchemy async URL, or a base URL and headers."""
         return await services.data.create_data_source(principal.tenant_id, data)
 
+    @post("/test", status_code=HTTP_200_OK, raises=errors(400, 413))
+    async def test_data_source(
+        self, data: JSONBody[dict[str, Any]], principal: Caller, services: AppServices
+    ) -> dict[str, Any]:
+        """Try an unsaved data source (a body as for create): ``{ok, message, latencyMs}``.
+
+        Connects exactly as a query would (every guard applies); SQL runs ``SELECT 1``, HTTP sends
+        ``GET`` to the base URL (``ok`` when it answers below 400). An invalid or refused config is a 400.
+        """
+        return await services.data.test_data_source(principal.tenant_id, data)
+
+    @post("/{source_id:str}/test", status_code=HTTP_200_OK, raises=errors(400, 404))
+    async def test_saved_data_source(
+        self, source_id: SourceId, principal: Caller, services: AppServices
+    ) -> dict[str, Any]:
+        """Try a saved data source as stored: ``{ok, message, latencyMs}``."""
+        return await services.data.test_saved_data_source(principal.tenant_id, source_id)
+
     @get("/{source_id:str}", raises=errors(400, 404))
     async def get_data_source(self, source_id: SourceId, principal: Caller, services: AppServices) -> dict[str, Any]:
         return await services.data.get_data_source(principal.tenant_id, source_id)
