@@ -16,8 +16,9 @@ from litestar import Litestar
 from flowdeck.api.application import announce_ready, create_api
 from flowdeck.api.config import ApiConfig, RuntimeFactory, RuntimeLike
 from flowdeck.api.context import AppContext, Services
+from flowdeck.observability.metrics import Metrics, observe_engine
 from flowdeck.realtime.server import RealtimeServer
-from flowdeck.runtime import freeze_startup_heap, open_runtime
+from flowdeck.runtime import Runtime, freeze_startup_heap, open_runtime
 from flowdeck.settings import Settings
 
 __all__ = ("Flowdeck", "build_app", "create_app")
@@ -45,12 +46,18 @@ def build_app(settings: Settings, config: ApiConfig | None = None) -> Flowdeck:
     open_services = config.runtime_factory or _default_runtime(config)
     context = AppContext()
     realtime = RealtimeServer(context)
+    metrics = Metrics() if settings.metrics else None
+    if metrics is not None:
+        metrics.sources.connections = realtime.connection_count
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
         async with open_services(settings) as runtime:
             services = Services.build(runtime, config)
             context.open(services)
+            if metrics is not None:
+                sandbox = runtime.sandbox if isinstance(runtime, Runtime) else None
+                observe_engine(metrics, runtime.engine, sandbox=sandbox)
             await realtime.start(runtime.engine.publisher)
             freeze_startup_heap()
             try:
@@ -60,7 +67,7 @@ def build_app(settings: Settings, config: ApiConfig | None = None) -> Flowdeck:
                 await realtime.stop()
                 context.close()
 
-    api = create_api(config, context, lifespan)
+    api = create_api(config, context, lifespan, metrics)
     asgi = socketio.ASGIApp(realtime.sio, other_asgi_app=api, socketio_path="socket.io")
     return Flowdeck(asgi, api, realtime, context)
 

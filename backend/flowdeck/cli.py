@@ -16,15 +16,15 @@ from flowdeck.settings import Settings
 
 if TYPE_CHECKING:
     from flowdeck.api.config import ReadyInfo
+    from flowdeck.runtime import Runtime
 
 __all__ = ("main",)
 
 
-def _configure_logging(verbose: bool = False) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def _configure_logging(verbose: bool, log_format: str) -> None:
+    from flowdeck.observability.logs import configure_logging
+
+    configure_logging(level=logging.DEBUG if verbose else logging.INFO, log_format=log_format)
 
 
 def _public_url(host: str, port: int) -> str:
@@ -48,13 +48,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from flowdeck.api.config import ApiConfig
     from flowdeck.app import build_app
+    from flowdeck.observability.logs import uvicorn_log_config
 
     settings = Settings.from_env()
     host = args.host or settings.host
     port = args.port or settings.port
     print(f"Flowdeck is starting on http://{host}:{port}/ (database: {settings.database_url})")
     config = ApiConfig(bootstrap_admin=True, on_ready=_announce(_public_url(host, port)))
-    uvicorn.run(build_app(settings, config).asgi, host=host, port=port, log_level="info")
+    log_config = uvicorn_log_config(settings.log_format)
+    kwargs: dict[str, Any] = {} if log_config is None else {"log_config": log_config}
+    uvicorn.run(build_app(settings, config).asgi, host=host, port=port, log_level="info", **kwargs)
     return 0
 
 
@@ -66,10 +69,27 @@ async def _worker(settings: Settings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with open_runtime(settings, with_worker=True, migrate=False) as runtime:
+        exporter = await _serve_worker_metrics(settings, runtime) if settings.metrics_port else None
         freeze_startup_heap()
         print(f"worker {runtime.engine.worker.id} running (concurrency {settings.worker_concurrency})", flush=True)
         await stop.wait()
+        if exporter is not None:
+            exporter.cancel()
     print("worker stopped; its leases were handed back", flush=True)
+
+
+async def _serve_worker_metrics(settings: Settings, runtime: Runtime) -> asyncio.Task[None]:
+    """``FLOWDECK_METRICS_PORT``: the worker's metrics on their own port (a worker serves no HTTP otherwise)."""
+    from prometheus_client import start_http_server
+
+    from flowdeck.observability.metrics import Metrics, observe_engine
+
+    metrics = Metrics()
+    observe_engine(metrics, runtime.engine, sandbox=runtime.sandbox)
+    await metrics.refresh()  # the first scrape already sees every gauge
+    start_http_server(settings.metrics_port, addr=settings.host, registry=metrics.registry)
+    print(f"metrics on http://{settings.host}:{settings.metrics_port}/metrics", flush=True)
+    return asyncio.create_task(metrics.refresh_every(5.0), name="flowdeck-metrics-refresh")
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -206,8 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _configure_logging(args.verbose)
     try:
+        _configure_logging(args.verbose, Settings.from_env().log_format)
         return int(args.func(args))
     except ValueError as exc:  # configuration errors (FLOWDECK_* values) are the user's to fix
         print(f"flowdeck: {exc}", file=sys.stderr)

@@ -25,6 +25,13 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> i
     return value
 
 
+def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = (env.get(name) or default).strip().lower()
+    if raw not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {env.get(name)!r}")
+    return raw
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -36,6 +43,12 @@ class Settings:
     port: int = 8000
     lease_seconds: float = 30.0
     poll_interval_seconds: float = 0.5
+    metrics: bool = True
+    """``GET /metrics`` (Prometheus); FLOWDECK_METRICS=off turns it off."""
+    metrics_port: int = 0
+    """FLOWDECK_METRICS_PORT: where ``flowdeck worker`` serves its own ``/metrics`` (0: not at all)."""
+    log_format: str = "text"
+    """FLOWDECK_LOG_FORMAT: ``text`` for people, ``json`` (one object per line) for log collectors."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -48,6 +61,9 @@ class Settings:
             sandbox_workers=_int(env, "FLOWDECK_SANDBOX_WORKERS", 2),
             host=env.get("FLOWDECK_HOST") or "127.0.0.1",
             port=_int(env, "FLOWDECK_PORT", 8000),
+            metrics=_choice(env, "FLOWDECK_METRICS", "on", ("on", "off")) == "on",
+            metrics_port=_int(env, "FLOWDECK_METRICS_PORT", 0, minimum=0),
+            log_format=_choice(env, "FLOWDECK_LOG_FORMAT", "text", ("text", "json")),
         )
 
     def with_generated_secret(self) -> Settings:

@@ -87,6 +87,9 @@ class LocalPublisher:
 
     def __init__(self) -> None:
         self._by_run: dict[str | None, set[Subscription]] = {}
+        self.taps: list[Callable[[list[Update]], None]] = []
+        """Called with the updates this process's engine publishes, not those relayed from other processes
+        (metrics count each update once across a fleet). A tap must be quick and must not raise."""
 
     def subscribe(
         self, instance_id: str | None = None, *, maxsize: int = 10_000, runs_only: bool = False
@@ -103,10 +106,18 @@ class LocalPublisher:
             if not subscribers:
                 del self._by_run[subscription.instance_id]
 
-    def publish(self, updates: list[Update], *, skip: Subscription | None = None) -> None:
-        """Offer updates to their subscribers (``skip``: one that must not get them, e.g. their source)."""
+    def publish(self, updates: list[Update], *, relayed_from: Subscription | None = None) -> None:
+        """Offer updates to their subscribers.
+
+        ``relayed_from``: the updates came from another process through this subscription (a bridge's
+        outgoing one), which must not get them back, and the taps have seen them where they happened.
+        """
+        if relayed_from is None:
+            for tap in self.taps:
+                tap(updates)
         if not self._by_run:
             return
+        skip = relayed_from
         for update in updates:
             for key in (update.instance_id, None):
                 for subscription in self._by_run.get(key, ()):

@@ -119,4 +119,4 @@ class RedisBridge:
             with contextlib.suppress(msgspec.DecodeError, KeyError, ValueError, TypeError):
                 body = msgspec.json.decode(message["data"])
                 if body["from"] != self.origin:
-                    self._publisher.publish([_decode(item) for item in body["updates"]], skip=self._outgoing)
+                    self._publisher.publish([_decode(item) for item in body["updates"]], relayed_from=self._outgoing)

@@ -86,6 +86,9 @@ class RealtimeServer:
         self.sio.on(LEAVE_EVENT, self._leave)
         self.sio.on(WIDGET_JOIN_EVENT, self._widget_join)
 
+    def connection_count(self) -> int:
+        return len(self._principals) + len(self._embeds)
+
     async def start(self, publisher: LocalPublisher) -> None:
         self.relay = RunRelay(self.sio, publisher)
         self.relay.start()
