@@ -58,7 +58,9 @@ async def test_runs_and_nodes_are_counted_without_naming_tenants_workflows_or_ru
 
 async def test_a_retried_node_counts_as_a_retry(server: Server, alice: Account, anonymous: httpx.AsyncClient) -> None:
     flaky = node("flaky", retry={"maxAttempts": 3, "backoffSeconds": 0.01}, config={"failTimes": 2})
-    graph = definition([node("start", "start"), flaky, end()], [edge("start", "flaky"), edge("flaky", "end", "success")])
+    graph = definition(
+        [node("start", "start"), flaky, end()], [edge("start", "flaky"), edge("flaky", "end", "success")]
+    )
     before = sample(await scrape(anonymous), "flowdeck_node_retries_total")
     run_id = (await alice.client.post("/api/test-runs", json={**graph, "input": {}})).json()["instanceId"]
     run = await server.engine.wait_for_run(run_id, 10)
