@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import json
 import logging
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +48,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from flowdeck.api.config import ApiConfig
     from flowdeck.app import build_app
     from flowdeck.observability.logs import uvicorn_log_config
+    from flowdeck.serving import DrainingServer
 
     settings = Settings.from_env()
     host = args.host or settings.host
@@ -57,25 +57,35 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = ApiConfig(bootstrap_admin=True, on_ready=_announce(_public_url(host, port)))
     log_config = uvicorn_log_config(settings.log_format)
     kwargs: dict[str, Any] = {} if log_config is None else {"log_config": log_config}
-    uvicorn.run(build_app(settings, config).asgi, host=host, port=port, log_level="info", **kwargs)
+    app = build_app(settings, config)
+
+    def hurry() -> None:
+        if app.context.running:
+            app.context.services.engine.worker.hurry()
+
+    server = DrainingServer(uvicorn.Config(app.asgi, host=host, port=port, log_level="info", **kwargs), hurry)
+    server.run()
     return 0
 
 
 async def _worker(settings: Settings) -> None:
+    from flowdeck.lifecycle import StopSignals
     from flowdeck.runtime import freeze_startup_heap, open_runtime
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    signals = StopSignals()
     async with open_runtime(settings, with_worker=True, migrate=False) as runtime:
+        signals.on_second.append(runtime.engine.worker.hurry)
         exporter = await _serve_worker_metrics(settings, runtime) if settings.metrics_port else None
         freeze_startup_heap()
         print(f"worker {runtime.engine.worker.id} running (concurrency {settings.worker_concurrency})", flush=True)
-        await stop.wait()
+        await signals.first()
+        print(
+            f"stopping: running nodes may finish for {settings.shutdown_grace:g} s (a second signal stops now)",
+            flush=True,
+        )
         if exporter is not None:
             exporter.cancel()
-    print("worker stopped; its leases were handed back", flush=True)
+    print("worker stopped; what was left running was handed back", flush=True)
 
 
 async def _serve_worker_metrics(settings: Settings, runtime: Runtime) -> asyncio.Task[None]:

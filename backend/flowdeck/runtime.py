@@ -94,7 +94,7 @@ async def open_runtime(
             await scheduler.stop()
         if bridge is not None:
             await bridge.stop()
-        await engine.stop()
+        await engine.stop(grace=settings.shutdown_grace)
         await sandbox.close()
         await queries.close()
         await db.dispose()

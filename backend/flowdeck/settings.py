@@ -25,6 +25,19 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> i
     return value
 
 
+def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0.0) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not value >= minimum or value == float("inf"):
+        raise ValueError(f"{name} must be at least {minimum:g} (and finite), got {raw!r}")
+    return value
+
+
 def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
     raw = (env.get(name) or default).strip().lower()
     if raw not in choices:
@@ -43,6 +56,8 @@ class Settings:
     port: int = 8000
     lease_seconds: float = 30.0
     poll_interval_seconds: float = 0.5
+    shutdown_grace: float = 30.0
+    """FLOWDECK_SHUTDOWN_GRACE: on SIGTERM/SIGINT, seconds the running nodes may take to finish."""
     metrics: bool = True
     """``GET /metrics`` (Prometheus); FLOWDECK_METRICS=off turns it off."""
     metrics_port: int = 0
@@ -61,6 +76,7 @@ class Settings:
             sandbox_workers=_int(env, "FLOWDECK_SANDBOX_WORKERS", 2),
             host=env.get("FLOWDECK_HOST") or "127.0.0.1",
             port=_int(env, "FLOWDECK_PORT", 8000),
+            shutdown_grace=_float(env, "FLOWDECK_SHUTDOWN_GRACE", 30.0),
             metrics=_choice(env, "FLOWDECK_METRICS", "on", ("on", "off")) == "on",
             metrics_port=_int(env, "FLOWDECK_METRICS_PORT", 0, minimum=0),
             log_format=_choice(env, "FLOWDECK_LOG_FORMAT", "text", ("text", "json")),

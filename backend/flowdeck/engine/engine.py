@@ -88,9 +88,10 @@ class Engine:
             await self.worker.start()
             self._worker_running = True
 
-    async def stop(self) -> None:
+    async def stop(self, *, grace: float = 0.0) -> None:
+        """Stop the worker; ``grace``: seconds the nodes already running may take to finish first."""
         if self._worker_running:
-            await self.worker.stop()
+            await self.worker.stop(grace=grace)
             self._worker_running = False
 
     # -- definitions ---------------------------------------------------------------------------------
