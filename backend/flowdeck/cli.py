@@ -54,7 +54,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     port = args.port or settings.port
     print(f"Flowdeck is starting on http://{host}:{port}/ (database: {settings.database_url})")
     config = ApiConfig(bootstrap_admin=True, on_ready=_announce(_public_url(host, port)))
-    uvicorn.run(build_app(settings, config).asgi, host=host, port=port, log_level="info")
+    # proxy_headers=False: only FLOWDECK_TRUSTED_PROXIES decides whose X-Forwarded-For is believed (app.py).
+    uvicorn.run(build_app(settings, config).asgi, host=host, port=port, log_level="info", proxy_headers=False)
     return 0
 
 

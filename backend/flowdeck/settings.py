@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from collections.abc import Mapping
@@ -25,6 +26,20 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> i
     return value
 
 
+def _proxies(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """Comma-separated addresses and CIDRs (``10.0.0.0/8, ::1``), each checked."""
+    found = []
+    for item in (env.get(name) or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            found.append(str(ipaddress.ip_network(item, strict=False) if "/" in item else ipaddress.ip_address(item)))
+        except ValueError:
+            raise ValueError(f"{name}: {item!r} is neither an IP address nor a CIDR") from None
+    return tuple(found)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -36,6 +51,8 @@ class Settings:
     port: int = 8000
     lease_seconds: float = 30.0
     poll_interval_seconds: float = 0.5
+    trusted_proxies: tuple[str, ...] = ()
+    """Peers whose ``X-Forwarded-For``/``-Proto`` are believed (``FLOWDECK_TRUSTED_PROXIES``); none by default."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -48,6 +65,7 @@ class Settings:
             sandbox_workers=_int(env, "FLOWDECK_SANDBOX_WORKERS", 2),
             host=env.get("FLOWDECK_HOST") or "127.0.0.1",
             port=_int(env, "FLOWDECK_PORT", 8000),
+            trusted_proxies=_proxies(env, "FLOWDECK_TRUSTED_PROXIES"),
         )
 
     def with_generated_secret(self) -> Settings:
