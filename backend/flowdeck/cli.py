@@ -57,13 +57,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = ApiConfig(bootstrap_admin=True, on_ready=_announce(_public_url(host, port)))
     log_config = uvicorn_log_config(settings.log_format)
     kwargs: dict[str, Any] = {} if log_config is None else {"log_config": log_config}
+    # proxy_headers=False: only FLOWDECK_TRUSTED_PROXIES decides whose X-Forwarded-For is believed (app.py).
     app = build_app(settings, config)
 
     def hurry() -> None:
         if app.context.running:
             app.context.services.engine.worker.hurry()
 
-    server = DrainingServer(uvicorn.Config(app.asgi, host=host, port=port, log_level="info", **kwargs), hurry)
+    server = DrainingServer(
+        uvicorn.Config(app.asgi, host=host, port=port, log_level="info", proxy_headers=False, **kwargs), hurry
+    )
     server.run()
     return 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from collections.abc import Mapping
@@ -45,6 +46,20 @@ def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str,
     return raw
 
 
+def _proxies(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """Comma-separated addresses and CIDRs (``10.0.0.0/8, ::1``), each checked."""
+    found = []
+    for item in (env.get(name) or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            found.append(str(ipaddress.ip_network(item, strict=False) if "/" in item else ipaddress.ip_address(item)))
+        except ValueError:
+            raise ValueError(f"{name}: {item!r} is neither an IP address nor a CIDR") from None
+    return tuple(found)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -64,6 +79,8 @@ class Settings:
     """FLOWDECK_METRICS_PORT: where ``flowdeck worker`` serves its own ``/metrics`` (0: not at all)."""
     log_format: str = "text"
     """FLOWDECK_LOG_FORMAT: ``text`` for people, ``json`` (one object per line) for log collectors."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Peers whose ``X-Forwarded-For``/``-Proto`` are believed (``FLOWDECK_TRUSTED_PROXIES``); none by default."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -80,6 +97,7 @@ class Settings:
             metrics=_choice(env, "FLOWDECK_METRICS", "on", ("on", "off")) == "on",
             metrics_port=_int(env, "FLOWDECK_METRICS_PORT", 0, minimum=0),
             log_format=_choice(env, "FLOWDECK_LOG_FORMAT", "text", ("text", "json")),
+            trusted_proxies=_proxies(env, "FLOWDECK_TRUSTED_PROXIES"),
         )
 
     def with_generated_secret(self) -> Settings:

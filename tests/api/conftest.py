@@ -90,7 +90,9 @@ class Server:
 
 
 @asynccontextmanager
-async def serve(db: Database, tmp_path: Path, settings: Settings | None = None, **config: Any) -> AsyncIterator[Server]:
+async def serve(
+    db: Database, tmp_path: Path, *, settings: dict[str, Any] | None = None, **config: Any
+) -> AsyncIterator[Server]:
     @asynccontextmanager
     async def runtime(_: Settings) -> AsyncIterator[_Runtime]:
         engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05)
@@ -109,8 +111,10 @@ async def serve(db: Database, tmp_path: Path, settings: Settings | None = None, 
         "static_dir": tmp_path / "static",
         **config,
     }
-    app = build_app(settings or Settings(database_url=db.url), ApiConfig(**options))
-    server = _Uvicorn(uvicorn.Config(app.asgi, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    app = build_app(Settings(database_url=db.url, **(settings or {})), ApiConfig(**options))
+    server = _Uvicorn(
+        uvicorn.Config(app.asgi, host="127.0.0.1", port=0, log_level="warning", lifespan="on", proxy_headers=False)
+    )
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

@@ -8,7 +8,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 from tests.api.conftest import Account, Server, serve
 from tests.support.graphs import definition, edge, end, linear, node
@@ -71,8 +70,7 @@ async def test_a_retried_node_counts_as_a_retry(server: Server, alice: Account, 
 
 
 async def test_metrics_can_be_turned_off(api_db: Database, tmp_path: Path) -> None:
-    settings = Settings(database_url=api_db.url, metrics=False)
-    async with serve(api_db, tmp_path, settings) as off, off.client() as client:
+    async with serve(api_db, tmp_path, settings={"metrics": False}) as off, off.client() as client:
         response = await client.get("/metrics")
     assert response.status_code == 404
     assert "FLOWDECK_METRICS=off" in response.json()["detail"]

@@ -2,6 +2,11 @@
 
 The engine publishes after its transaction commits, never before, and never waits for a
 subscriber: a slow or vanished consumer must not stall execution.
+
+Besides the engine's updates it carries one other kind of message: revocations, the keys of
+credentials that were just revoked (``accounts/revocation.py``), told to every revocation listener
+(the realtime server, which closes the connections holding them; the Redis bridge, which sends them
+to the other processes).
 """
 
 from __future__ import annotations
@@ -9,13 +14,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 
-__all__ = ("Consumer", "LocalPublisher", "NodeUpdate", "Publisher", "RunUpdate", "Subscription", "Update")
+__all__ = (
+    "Consumer",
+    "LocalPublisher",
+    "NodeUpdate",
+    "Publisher",
+    "RevocationListener",
+    "RunUpdate",
+    "Subscription",
+    "Update",
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +58,8 @@ class RunUpdate:
 
 
 Update = NodeUpdate | RunUpdate
+RevocationListener = Callable[[tuple[str, ...]], None]
+"""Told the keys of revoked credentials; must not block or raise (it may start a task)."""
 
 
 class Publisher(Protocol):
@@ -90,6 +106,7 @@ class LocalPublisher:
         self.taps: list[Callable[[list[Update]], None]] = []
         """Called with the updates this process's engine publishes, not those relayed from other processes
         (metrics count each update once across a fleet). A tap must be quick and must not raise."""
+        self._revocation_listeners: list[RevocationListener] = []
 
     def subscribe(
         self, instance_id: str | None = None, *, maxsize: int = 10_000, runs_only: bool = False
@@ -123,6 +140,24 @@ class LocalPublisher:
                 for subscription in self._by_run.get(key, ()):
                     if subscription is not skip:
                         subscription.offer(update)
+
+    def on_revoke(self, listener: RevocationListener) -> Callable[[], None]:
+        """Tell ``listener`` every revocation from now on; the answer stops that."""
+        self._revocation_listeners.append(listener)
+        return lambda: self._revocation_listeners.remove(listener)
+
+    def revoke(self, credentials: Sequence[str], *, skip: RevocationListener | None = None) -> None:
+        """Announce revoked credentials (``skip``: a listener that must not hear them, e.g. their source)."""
+        keys = tuple(credentials)
+        if not keys:
+            return
+        for listener in list(self._revocation_listeners):
+            if listener is skip:
+                continue
+            try:
+                listener(keys)
+            except Exception:
+                log.exception("a revocation listener failed")
 
 
 class Consumer:

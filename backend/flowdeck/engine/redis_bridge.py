@@ -5,6 +5,9 @@ updates other processes sent into its local publisher (but not back out). So the
 of ``flowdeck serve`` sees the nodes that ``flowdeck worker`` processes ran, and ``wait_for_run``
 wakes at once wherever the run finished. Redis pub/sub keeps no history: a process that is down
 misses updates, which the log still holds (clients read it through the run's snapshot).
+
+Revocations travel the same channel as a message of their own kind (``{"from", "revoked": [keys]}``):
+a token revoked through one process closes the connections that hold it in every other process.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -20,6 +24,8 @@ import redis.asyncio as redis
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, Subscription, Update
+
+_REVOCATIONS_QUEUED = 10_000
 
 __all__ = ("RedisBridge",)
 
@@ -79,6 +85,9 @@ class RedisBridge:
         self._publisher = publisher
         self._client: redis.Redis | None = None
         self._outgoing: Subscription | None = None
+        self._revoked: asyncio.Queue[tuple[str, ...]] = asyncio.Queue(maxsize=_REVOCATIONS_QUEUED)
+        self._stop_revocations: Callable[[], None] | None = None
+        self._listener = self._queue_revocation  # one object: the publisher skips it by identity
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -86,8 +95,10 @@ class RedisBridge:
         pubsub = self._client.pubsub()
         await pubsub.subscribe(self.channel)  # fails here, at start-up, when Redis is unreachable
         self._outgoing = self._publisher.subscribe(maxsize=100_000)
+        self._stop_revocations = self._publisher.on_revoke(self._listener)
         self._tasks = [
             asyncio.create_task(self._forward(self._client, self._outgoing), name="flowdeck-redis-out"),
+            asyncio.create_task(self._forward_revocations(self._client), name="flowdeck-redis-revocations"),
             asyncio.create_task(self._receive(pubsub), name="flowdeck-redis-in"),
         ]
 
@@ -96,6 +107,9 @@ class RedisBridge:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        if self._stop_revocations is not None:
+            self._stop_revocations()
+            self._stop_revocations = None
         if self._outgoing is not None:
             self._outgoing.close()
         if self._client is not None:
@@ -112,11 +126,33 @@ class RedisBridge:
             except Exception:
                 log.exception("could not forward %d live updates to Redis", len(batch))
 
+    def _queue_revocation(self, keys: tuple[str, ...]) -> None:
+        if self._revoked.full():
+            log.error("revocations are not reaching Redis: %d dropped", len(keys))
+            return
+        self._revoked.put_nowait(keys)
+
+    async def _forward_revocations(self, client: redis.Redis) -> None:
+        while True:
+            keys = list(await self._revoked.get())
+            while not self._revoked.empty():
+                keys.extend(self._revoked.get_nowait())
+            message = msgspec.json.encode({"from": self.origin, "revoked": keys})
+            try:
+                await client.publish(self.channel, message)
+            except Exception:
+                log.exception("could not send %d revocations to Redis", len(keys))
+
     async def _receive(self, pubsub: Any) -> None:
         async for message in pubsub.listen():
             if message.get("type") != "message":
                 continue
-            with contextlib.suppress(msgspec.DecodeError, KeyError, ValueError, TypeError):
+            with contextlib.suppress(msgspec.DecodeError, KeyError, ValueError, TypeError, AttributeError):
                 body = msgspec.json.decode(message["data"])
-                if body["from"] != self.origin:
+                if body["from"] == self.origin:
+                    continue
+                if "revoked" in body:
+                    keys = [key for key in body["revoked"] if isinstance(key, str)]
+                    self._publisher.revoke(keys, skip=self._listener)
+                else:
                     self._publisher.publish([_decode(item) for item in body["updates"]], relayed_from=self._outgoing)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -13,17 +13,19 @@ from flowdeck.api.schemas import WidgetDataOut, WidgetErrorOut
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.widgets import FinishedRun, WidgetRecord, WidgetStore
-from flowdeck.widgets.config import MetricConfig, WidgetConfig, parse_config
+from flowdeck.widgets.config import MetricConfig, SyncOptions, WidgetConfig, parse_config
 from flowdeck.widgets.errors import ConfigError, PathError
 from flowdeck.widgets.inputs import build_input
 from flowdeck.widgets.process import widget_data
 
-__all__ = ("Query", "WidgetDataService")
+__all__ = ("Admit", "Query", "WidgetDataService")
 
 Query = Mapping[str, Sequence[str]]
 """A request's query parameters: name -> every value given."""
 Mode = Literal["replay", "sync", "run"]
-_SYNC_KEYS = ("waitSeconds", "inputs")
+_SYNC_KEYS = ("waitSeconds", "inputs", "runsPerMinute")
+Admit = Callable[[SyncOptions], Awaitable[None]]
+"""Called before a sync widget starts a run; raises to refuse it (a public link's rate limit)."""
 
 
 def _missing_run(run_id: str) -> NotFoundException:
@@ -35,13 +37,16 @@ class WidgetDataService:
         self.store = store
         self.engine = engine
 
-    async def of_widget(self, widget: WidgetRecord, query: Query) -> WidgetDataOut:
-        """Replay: the latest COMPLETED production run. Sync: a new run from ``query``, waited for."""
+    async def of_widget(self, widget: WidgetRecord, query: Query, admit: Admit | None = None) -> WidgetDataOut:
+        """Replay: the latest COMPLETED production run. Sync: a new run from ``query`` (once ``admit`` let it
+        start), waited for."""
         config = parse_config(widget.type, widget.mode, widget.config)
         if config.sync is None:
             return await self._replay(widget, config)
         run_input = build_input(config.sync.inputs, query)
         check_json(input=run_input)
+        if admit is not None:
+            await admit(config.sync)
         try:
             run_id = await self.engine.start_workflow_run(
                 widget.tenant_id, widget.workflow_id, run_input, trigger="widget"
