@@ -21,7 +21,6 @@ from flowdeck.accounts.passwords import PasswordService
 from flowdeck.accounts.rate_limit import LoginRateLimiter
 from flowdeck.accounts.service import AccountsService
 from flowdeck.storage.database import Database
-from tests.integration.test_redis_bridge import redis_url  # noqa: F401 -- the fixture (skips without Redis)
 from tests.support.graphs import definition, edge, end, node
 
 
@@ -51,7 +50,7 @@ async def _healthy(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
 
 
 @pytest.fixture
-def processes(postgres_url: str, redis_url: str, tmp_path: Path) -> Iterator[list[str]]:  # noqa: F811
+def processes(postgres_url: str, redis_url: str, tmp_path: Path) -> Iterator[list[str]]:
     """Two serve processes (A, B) on the same database and Redis; their base URLs."""
     env = {
         **os.environ,
