@@ -44,9 +44,9 @@ class ServicesBackend(LiveBackend):
             return None  # gone; or a sync widget, whose data endpoint would start a run
         try:
             if run_id is None:
-                answer = await services.widget_data.of_widget(current, {})
+                answer = await services.widget_data.of_widget(current, {}, public=True)
             else:
-                answer = await services.widget_data.of_widget_run(current, run_id)
+                answer = await services.widget_data.of_widget_run(current, run_id, public=True)
         except NotFoundException:
             return None
         encoded: WidgetAnswer = msgspec.to_builtins(answer)
