@@ -47,7 +47,7 @@ def build_app(settings: Settings, config: ApiConfig | None = None) -> Flowdeck:
     config = config or ApiConfig()
     open_services = config.runtime_factory or _default_runtime(config)
     context = AppContext()
-    realtime = RealtimeServer(ServicesBackend(context))
+    realtime = RealtimeServer(ServicesBackend(context), live_check_seconds=config.live_check_seconds)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:

@@ -21,6 +21,7 @@ __all__ = (
     "ignore_revocations",
     "principal_keys",
     "session_key",
+    "split_key",
     "widget_key",
     "workflow_key",
 )
@@ -53,6 +54,12 @@ def widget_key(widget_id: str) -> str:
 def workflow_key(workflow_id: str) -> str:
     """Every embed connection of a workflow's widgets: the workflow is deleted (its widgets with it)."""
     return f"workflow:{workflow_id}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``("token", "<id>")`` of ``"token:<id>"``."""
+    kind, _, ident = key.partition(":")
+    return kind, ident
 
 
 def principal_keys(principal: Principal) -> tuple[str, ...]:
