@@ -72,3 +72,34 @@ async def test_a_process_sees_the_updates_of_nodes_another_process_ran(redis_url
     assert nodes.index(("s1", "COMPLETED")) < nodes.index(("s2", "COMPLETED"))  # in order
     assert all(u.instance_id == instance_id for u in seen)
     assert seen == local_updates  # the same updates, and nothing came back twice to their source
+
+
+async def test_a_revocation_reaches_the_other_process_once_and_never_comes_back(redis_url: str) -> None:
+    channel = f"flowdeck:test:revocations:{os.getpid()}"
+    here, there = LocalPublisher(), LocalPublisher()
+    bridges = [RedisBridge(redis_url, here, channel=channel), RedisBridge(redis_url, there, channel=channel)]
+    heard: dict[str, list[tuple[str, ...]]] = {"here": [], "there": []}
+    last: dict[str, asyncio.Queue[tuple[str, ...]]] = {"here": asyncio.Queue(), "there": asyncio.Queue()}
+    for name, publisher in (("here", here), ("there", there)):
+        publisher.on_revoke(heard[name].append)
+        publisher.on_revoke(last[name].put_nowait)
+    for bridge in bridges:
+        await bridge.start()
+    try:
+        # Each revocation is published on the channel after the previous one arrived: Redis keeps the
+        # channel's order, so an echo of an earlier one would be heard before the later one.
+        here.revoke(["token:abc"])
+        while await asyncio.wait_for(last["there"].get(), 5) != ("token:abc",):
+            pass
+        there.revoke(["session:xyz"])
+        while await asyncio.wait_for(last["here"].get(), 5) != ("session:xyz",):
+            pass
+        here.revoke(["embed:end"])
+        while await asyncio.wait_for(last["there"].get(), 5) != ("embed:end",):
+            pass
+    finally:
+        for bridge in bridges:
+            await bridge.stop()
+    # Every process heard every revocation once, its own locally: none came back to where it was made.
+    assert heard["here"] == [("token:abc",), ("session:xyz",), ("embed:end",)]
+    assert heard["there"] == [("token:abc",), ("session:xyz",), ("embed:end",)]
