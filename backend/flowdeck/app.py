@@ -48,7 +48,7 @@ def build_app(settings: Settings, config: ApiConfig | None = None) -> Flowdeck:
     config = config or ApiConfig()
     open_services = config.runtime_factory or _default_runtime(config)
     context = AppContext()
-    realtime = RealtimeServer(ServicesBackend(context))
+    realtime = RealtimeServer(ServicesBackend(context), live_check_seconds=config.live_check_seconds)
     metrics = Metrics() if settings.metrics else None
     if metrics is not None:
         metrics.sources.connections = realtime.connection_count

@@ -18,6 +18,7 @@ import socketio
 
 from tests.api.conftest import Account, Server
 from tests.api.test_widgets import echo, embed_token, run, slow_echo, widget, workflow
+from tests.support.graphs import definition, edge, end, node
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -199,3 +200,19 @@ async def test_runs_per_minute_is_checked_and_named(alice: Account, mode: str, v
     refused = await alice.client.post("/api/widgets", json=body)
     assert refused.status_code == 400, refused.text
     assert "config.runsPerMinute" in refused.text and message in refused.text
+
+
+async def test_a_failed_runs_error_text_stays_with_the_tenant(
+    server: Server, alice: Account, anonymous: httpx.AsyncClient
+) -> None:
+    broken = node("broken", config={"failTimes": 5}, retry={"maxAttempts": 1}, errorHandling="fail_workflow")
+    graph = definition([node("start", "start"), broken, end()], [edge("start", "broken"), edge("broken", "end")])
+    widget_id = await widget(alice, await workflow(alice, graph), "json", {"waitSeconds": 5}, mode="sync")
+    token = (await embed_token(alice, widget_id))["token"]
+
+    public = (await anonymous.get(f"/embed/{token}/data")).json()
+    assert public["status"] == "error" and public["error"]["message"] == "the run FAILED"
+    again = (await anonymous.get(f"/embed/{token}/runs/{public['runId']}")).json()
+    assert again["error"]["message"] == "the run FAILED"
+    signed_in = (await alice.client.get(f"/api/widgets/{widget_id}/data")).json()
+    assert "planned failure" in signed_in["error"]["message"]  # the tenant's own view keeps the detail

@@ -8,14 +8,21 @@ Across processes (Redis): tests/integration/test_revocation_processes.py.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import time
+import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 import socketio
 
-from tests.api.conftest import PASSWORD, Account, Server
+from flowdeck.storage.account_tables import api_tokens, user_sessions
+from flowdeck.storage.database import Database
+from flowdeck.storage.widget_tables import embed_tokens
+from tests.api.conftest import PASSWORD, Account, Server, serve
 from tests.api.test_widgets import embed_token, widget, workflow
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -133,3 +140,39 @@ async def test_deleting_the_widget_or_its_workflow_closes_its_embed_connections(
     assert (await alice.client.delete(path)).status_code == 204
     await doomed.wait_closed()
     assert await staying.usable()
+
+
+async def test_a_credential_that_expires_while_connected_is_closed_too(api_db: Database, tmp_path: Path) -> None:
+    async with serve(api_db, tmp_path, live_check_seconds=0.1) as server:
+        owner = await server.account(f"owner-{uuid.uuid4().hex[:8]}@acme.test", f"acme-{uuid.uuid4().hex[:8]}")
+        async with owner.client:
+            token_id, token = await new_token(owner, "expiring")
+            widget_id = await widget(owner, await workflow(owner), "json", {})
+            embed = await embed_token(owner, widget_id)
+            cookie, _ = await login(server, owner)
+            opened = []
+            for kwargs in (
+                {"auth": {"token": token}},
+                {"auth": {"embedToken": embed["token"]}},
+                {"headers": {"Cookie": f"flowdeck_session={cookie}"}},
+                {"auth": {"token": owner.token}},
+            ):
+                live = Live()
+                await live.sio.connect(server.url, transports=["websocket"], **kwargs)
+                opened.append(live)
+            expiring_token, expiring_embed, expiring_session, kept = opened
+            past = time.time() - 1
+            async with api_db.transaction() as conn:
+                await conn.execute(api_tokens.update().where(api_tokens.c.id == token_id).values(expires_at=past))
+                await conn.execute(
+                    embed_tokens.update().where(embed_tokens.c.id == embed["id"]).values(expires_at=past)
+                )
+                await conn.execute(
+                    user_sessions.update()
+                    .where(user_sessions.c.id == hashlib.sha256(cookie.encode()).hexdigest())
+                    .values(expires_at=past)
+                )
+            for live in (expiring_token, expiring_embed, expiring_session):
+                await live.wait_closed()
+            assert await kept.usable()
+            await kept.sio.disconnect()

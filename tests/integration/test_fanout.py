@@ -117,3 +117,33 @@ async def test_a_job_queued_in_one_process_wakes_an_idle_worker_in_another(
         for fanout in (api_fanout, worker_fanout):
             await fanout.stop()
     assert run.status is RunStatus.COMPLETED
+
+
+async def test_a_revocation_reaches_the_other_process_once_and_never_comes_back(make_transport: MakeTransport) -> None:
+    here, there = LocalPublisher(), LocalPublisher()
+    fanouts = [Fanout(make_transport(), here), Fanout(make_transport(), there)]
+    heard: dict[str, list[tuple[str, ...]]] = {"here": [], "there": []}
+    last: dict[str, asyncio.Queue[tuple[str, ...]]] = {"here": asyncio.Queue(), "there": asyncio.Queue()}
+    for name, publisher in (("here", here), ("there", there)):
+        publisher.on_revoke(heard[name].append)
+        publisher.on_revoke(last[name].put_nowait)
+    for fanout in fanouts:
+        await fanout.start()
+    try:
+        # Each revocation is sent after the previous one arrived: the channel keeps its order, so an
+        # echo of an earlier one would be heard before the later one.
+        here.revoke(["token:abc"])
+        while await asyncio.wait_for(last["there"].get(), 5) != ("token:abc",):
+            pass
+        there.revoke(["session:xyz"])
+        while await asyncio.wait_for(last["here"].get(), 5) != ("session:xyz",):
+            pass
+        here.revoke(["embed:end"])
+        while await asyncio.wait_for(last["there"].get(), 5) != ("embed:end",):
+            pass
+    finally:
+        for fanout in fanouts:
+            await fanout.stop()
+    # Every process heard every revocation once, its own locally: none came back to where it was made.
+    assert heard["here"] == [("token:abc",), ("session:xyz",), ("embed:end",)]
+    assert heard["there"] == [("token:abc",), ("session:xyz",), ("embed:end",)]

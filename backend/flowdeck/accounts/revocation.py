@@ -4,7 +4,7 @@ A Socket.IO connection is opened with one credential (a browser session, an API 
 token) and keeps it for its life; revoking the credential must close the connection in every process.
 The service that revokes announces the credential's key (``session_key`` ...) to a ``RevocationSink``:
 the engine's publisher, which fans it out like the live updates (``engine/publisher.py``, across
-processes through ``engine/redis_bridge.py``); the realtime server disconnects the connections it
+processes through ``engine/fanout.py``); the realtime server disconnects the connections it
 holds under that key.
 """
 
@@ -21,6 +21,7 @@ __all__ = (
     "ignore_revocations",
     "principal_keys",
     "session_key",
+    "split_key",
     "widget_key",
     "workflow_key",
 )
@@ -53,6 +54,12 @@ def widget_key(widget_id: str) -> str:
 def workflow_key(workflow_id: str) -> str:
     """Every embed connection of a workflow's widgets: the workflow is deleted (its widgets with it)."""
     return f"workflow:{workflow_id}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``("token", "<id>")`` of ``"token:<id>"``."""
+    kind, _, ident = key.partition(":")
+    return kind, ident
 
 
 def principal_keys(principal: Principal) -> tuple[str, ...]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import msgspec
 from litestar.exceptions import NotFoundException
 
+from flowdeck.accounts.live_check import live_credentials
 from flowdeck.accounts.principal import Principal
 from flowdeck.api.context import AppContext
 from flowdeck.realtime.backend import LiveBackend, WidgetAnswer
@@ -31,6 +34,10 @@ class ServicesBackend(LiveBackend):
     async def open_embed(self, token: str) -> EmbedAccess:
         return await self._context.services.widgets.open_embed(token)
 
+    async def live_credentials(self, keys: Collection[str]) -> set[str]:
+        accounts = self._context.services.accounts
+        return await live_credentials(accounts.store.db, keys, accounts.clock())
+
     async def run_view(self, tenant_id: str, run_id: str) -> RunView | None:
         return await self._context.services.runs.queries.run_view(tenant_id, run_id)
 
@@ -44,9 +51,9 @@ class ServicesBackend(LiveBackend):
             return None  # gone; or a sync widget, whose data endpoint would start a run
         try:
             if run_id is None:
-                answer = await services.widget_data.of_widget(current, {})
+                answer = await services.widget_data.of_widget(current, {}, public=True)
             else:
-                answer = await services.widget_data.of_widget_run(current, run_id)
+                answer = await services.widget_data.of_widget_run(current, run_id, public=True)
         except NotFoundException:
             return None
         encoded: WidgetAnswer = msgspec.to_builtins(answer)

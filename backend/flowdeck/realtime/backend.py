@@ -5,6 +5,7 @@ The API implements it over its services (``api/live.py``); a test may give it an
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Protocol
 
 from flowdeck.accounts.principal import Principal
@@ -27,6 +28,9 @@ class LiveBackend(Protocol):
     async def authenticate_session(self, cookie: str) -> Principal | None: ...
 
     async def open_embed(self, token: str) -> EmbedAccess: ...
+
+    async def live_credentials(self, keys: Collection[str]) -> set[str]:
+        """Those of ``keys`` (``accounts/revocation.py``) whose credential is still good now."""
 
     async def run_view(self, tenant_id: str, run_id: str) -> RunView | None:
         """The run's snapshot, ``None`` when it is unknown to the tenant."""

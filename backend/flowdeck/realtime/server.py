@@ -12,7 +12,8 @@ changes what the widget shows) and ``widget_follow`` a run of its widget (then h
 
 Every connection is held under the keys of the credential it came with (``accounts/revocation.py``):
 when the publisher announces one revoked (in this process or, through Redis, in another), its
-connections are closed at once.
+connections are closed at once. Every ``live_check_seconds`` the held credentials are also checked in
+the database (``accounts/live_check.py``): one that expired meanwhile closes its connections too.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ _NO_WIDGET: Final = {"ok": False, "error": "widget not found"}
 _NOT_CONNECTED: Final = {"ok": False, "error": "not connected"}
 _EMBED_NO_RUNS: Final = {"ok": False, "error": "an embed connection reads its widget's data only (widget_follow)"}
 _REMEMBERED_REVOCATIONS: Final = 10_000
+_CHECK_BATCH: Final = 500
 
 
 class _Json:
@@ -89,8 +91,9 @@ def _embed_keys(token_id: str | None, widget: WidgetRecord) -> tuple[str, ...]:
 
 
 class RealtimeServer:
-    def __init__(self, backend: LiveBackend) -> None:
+    def __init__(self, backend: LiveBackend, *, live_check_seconds: float = 30.0) -> None:
         self.backend = backend
+        self.live_check_seconds = live_check_seconds
         self.sio = socketio.AsyncServer(async_mode="asgi", json=_Json)
         self.relay: RunRelay | None = None
         self.widget_rooms: WidgetRooms | None = None
@@ -105,6 +108,7 @@ class RealtimeServer:
         revocation was announced is refused, not kept."""
         self._closing: set[asyncio.Task[None]] = set()
         self._stop_listening: Callable[[], None] | None = None
+        self._checker: asyncio.Task[None] | None = None
         self.sio.on("connect", self._connect)
         self.sio.on("disconnect", self._disconnect)
         self.sio.on(JOIN_EVENT, self._join)
@@ -121,11 +125,16 @@ class RealtimeServer:
         self.widget_rooms = WidgetRooms(self.sio, publisher, self.backend)
         self.widget_rooms.start()
         self._stop_listening = publisher.on_revoke(self._on_revoke)
+        self._checker = asyncio.create_task(self._check_credentials(), name="flowdeck-live-credentials")
 
     async def stop(self) -> None:
         if self._stop_listening is not None:
             self._stop_listening()
             self._stop_listening = None
+        if self._checker is not None:
+            self._checker.cancel()
+            await asyncio.gather(self._checker, return_exceptions=True)
+            self._checker = None
         for sid in [*self._principals, *self._embeds]:
             await self.sio.disconnect(sid)
         if self._closing:
@@ -193,6 +202,22 @@ class RealtimeServer:
                 task.add_done_callback(self._closing.discard)
         while len(self._revoked) > _REMEMBERED_REVOCATIONS:
             del self._revoked[next(iter(self._revoked))]
+
+    async def _check_credentials(self) -> None:
+        """Close the connections whose credential expired (or was revoked unannounced), now and then."""
+        while True:
+            await asyncio.sleep(self.live_check_seconds)
+            held = list(self._held)
+            for start in range(0, len(held), _CHECK_BATCH):
+                batch = held[start : start + _CHECK_BATCH]
+                try:
+                    live = await self.backend.live_credentials(batch)
+                except Exception:
+                    log.exception("could not check the credentials of live connections")
+                    break
+                ended = tuple(key for key in batch if key not in live)
+                if ended:
+                    self._on_revoke(ended)
 
     async def _disconnect(self, sid: str, *_: Any) -> None:
         self._forget(sid)

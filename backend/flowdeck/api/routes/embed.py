@@ -96,7 +96,9 @@ class EmbedController(Controller):
         if access.widget is None:
             return _refusal(access)
         admit = services.embed_limits.admit(access.token_id or "")  # a sync run counts against the link's budget
-        answer: WidgetDataOut = await services.widget_data.of_widget(access.widget, query_of(request), admit)
+        answer: WidgetDataOut = await services.widget_data.of_widget(
+            access.widget, query_of(request), admit, public=True
+        )
         return Response(answer, headers={"Cache-Control": "no-store"})
 
     @get("/{token:str}/runs/{run_id:str}", opt={PUBLIC: True})
@@ -105,5 +107,5 @@ class EmbedController(Controller):
         access = await services.widgets.open_embed(token)
         if access.widget is None:
             return _refusal(access)
-        answer = await services.widget_data.of_widget_run(access.widget, run_id)
+        answer = await services.widget_data.of_widget_run(access.widget, run_id, public=True)
         return Response(answer, headers={"Cache-Control": "no-store"})
