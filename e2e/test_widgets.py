@@ -185,6 +185,23 @@ def test_embedded_widgets_render_on_another_origin_and_refresh_live(page: Page, 
         shot(page, "widgets-embedded-refreshed")
 
 
+def test_revoking_an_open_embed_link_takes_the_widget_off_the_page(page: Page, server: Server) -> None:
+    wf = rows_workflow(server, "Revoked while open")
+    run_to_completion(server, wf["id"], orders(2))
+    widget = create_widget(
+        server, wf["id"], "Soon revoked", "table", {"rowsPath": "rows", "columns": [{"path": "name"}]}
+    )
+    token_id, src = embed_url(server, widget)
+    page.goto(src)
+    expect(page.locator("[data-widget-type='table']")).to_have_attribute("data-widget-status", "ready")
+    expect(page.get_by_test_id("embed")).to_have_attribute("data-live", "joined")
+
+    # the server closes the page's connection at once, and the page shows why (well before its 60 s poll)
+    server.api("DELETE", f"/api/widgets/{widget}/embed-tokens/{token_id}")
+    expect(page.get_by_test_id("embed-error")).to_have_attribute("data-status", "410", timeout=10_000)
+    expect(page.locator("[data-widget-type]")).to_have_count(0)
+
+
 def test_a_broken_path_shows_the_field_on_the_embedded_widget(page: Page, server: Server) -> None:
     wf = rows_workflow(server, "Broken widget")
     run_to_completion(server, wf["id"], orders(2))

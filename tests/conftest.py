@@ -22,6 +22,7 @@ from flowdeck.storage.database import Database
 from flowdeck.storage.schema import metadata
 from tests.support.handlers import make_test_registry
 
+REDIS_URL = os.environ.get("FLOWDECK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 POSTGRES_URL = os.environ.get("FLOWDECK_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 
 
@@ -90,3 +91,20 @@ async def engine(db: Database) -> AsyncIterator[Engine]:
 @pytest.fixture
 async def tenant_id(engine: Engine) -> str:
     return await engine.tenants.ensure("acme")
+
+
+@pytest.fixture
+async def redis_url() -> str:
+    """A Redis server for the fan-out tests; skipped locally without one, an error under ``CI=true``."""
+    import redis.asyncio as redis
+
+    client = redis.from_url(REDIS_URL)
+    try:
+        await client.ping()
+    except (OSError, redis.RedisError) as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"Redis is required in CI but unreachable at {REDIS_URL}: {exc}")
+        pytest.skip(f"no Redis at {REDIS_URL}: {exc}")
+    finally:
+        await client.aclose()
+    return REDIS_URL

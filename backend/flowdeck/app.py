@@ -9,15 +9,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import socketio  # type: ignore[import-untyped]
 from litestar import Litestar
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from flowdeck.api.application import announce_ready, create_api
 from flowdeck.api.config import ApiConfig, RuntimeFactory, RuntimeLike
 from flowdeck.api.context import AppContext, Services
+from flowdeck.api.live import ServicesBackend
+from flowdeck.observability.metrics import Metrics, observe_engine
 from flowdeck.realtime.server import RealtimeServer
-from flowdeck.runtime import freeze_startup_heap, open_runtime
+from flowdeck.runtime import Runtime, freeze_startup_heap, open_runtime
 from flowdeck.settings import Settings
 
 __all__ = ("Flowdeck", "build_app", "create_app")
@@ -25,8 +29,8 @@ __all__ = ("Flowdeck", "build_app", "create_app")
 
 @dataclass(frozen=True, slots=True)
 class Flowdeck:
-    asgi: socketio.ASGIApp
-    """What uvicorn serves."""
+    asgi: Any
+    """What uvicorn serves (run it with ``proxy_headers=False``: the app reads proxy headers itself)."""
     api: Litestar
     realtime: RealtimeServer
     context: AppContext
@@ -44,13 +48,19 @@ def build_app(settings: Settings, config: ApiConfig | None = None) -> Flowdeck:
     config = config or ApiConfig()
     open_services = config.runtime_factory or _default_runtime(config)
     context = AppContext()
-    realtime = RealtimeServer(context)
+    realtime = RealtimeServer(ServicesBackend(context), live_check_seconds=config.live_check_seconds)
+    metrics = Metrics() if settings.metrics else None
+    if metrics is not None:
+        metrics.sources.connections = realtime.connection_count
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
         async with open_services(settings) as runtime:
             services = Services.build(runtime, config)
             context.open(services)
+            if metrics is not None:
+                sandbox = runtime.sandbox if isinstance(runtime, Runtime) else None
+                observe_engine(metrics, runtime.engine, sandbox=sandbox)
             await realtime.start(runtime.engine.publisher)
             freeze_startup_heap()
             try:
@@ -60,10 +70,14 @@ def build_app(settings: Settings, config: ApiConfig | None = None) -> Flowdeck:
                 await realtime.stop()
                 context.close()
 
-    api = create_api(config, context, lifespan)
-    asgi = socketio.ASGIApp(realtime.sio, other_asgi_app=api, socketio_path="socket.io")
+    api = create_api(config, context, lifespan, metrics)
+    asgi: Any = socketio.ASGIApp(realtime.sio, other_asgi_app=api, socketio_path="socket.io")
+    if settings.trusted_proxies:
+        # The client address (login limits) and scheme (Secure cookies) from X-Forwarded-For/-Proto, but only
+        # when the peer is a listed proxy; anyone else's headers are ignored (docs/api.md "Client address").
+        asgi = ProxyHeadersMiddleware(asgi, trusted_hosts=list(settings.trusted_proxies))
     return Flowdeck(asgi, api, realtime, context)
 
 
-def create_app(settings: Settings, *, with_worker: bool = True) -> socketio.ASGIApp:
+def create_app(settings: Settings, *, with_worker: bool = True) -> Any:
     return build_app(settings, ApiConfig(with_worker=with_worker)).asgi

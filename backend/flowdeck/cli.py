@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import json
 import logging
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,15 +15,15 @@ from flowdeck.settings import Settings
 
 if TYPE_CHECKING:
     from flowdeck.api.config import ReadyInfo
+    from flowdeck.runtime import Runtime
 
 __all__ = ("main",)
 
 
-def _configure_logging(verbose: bool = False) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def _configure_logging(verbose: bool, log_format: str) -> None:
+    from flowdeck.observability.logs import configure_logging
+
+    configure_logging(level=logging.DEBUG if verbose else logging.INFO, log_format=log_format)
 
 
 def _public_url(host: str, port: int) -> str:
@@ -48,28 +47,62 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from flowdeck.api.config import ApiConfig
     from flowdeck.app import build_app
+    from flowdeck.observability.logs import uvicorn_log_config
+    from flowdeck.serving import DrainingServer
 
     settings = Settings.from_env()
     host = args.host or settings.host
     port = args.port or settings.port
     print(f"Flowdeck is starting on http://{host}:{port}/ (database: {settings.database_url})")
     config = ApiConfig(bootstrap_admin=True, on_ready=_announce(_public_url(host, port)))
-    uvicorn.run(build_app(settings, config).asgi, host=host, port=port, log_level="info")
+    log_config = uvicorn_log_config(settings.log_format)
+    kwargs: dict[str, Any] = {} if log_config is None else {"log_config": log_config}
+    # proxy_headers=False: only FLOWDECK_TRUSTED_PROXIES decides whose X-Forwarded-For is believed (app.py).
+    app = build_app(settings, config)
+
+    def hurry() -> None:
+        if app.context.running:
+            app.context.services.engine.worker.hurry()
+
+    server = DrainingServer(
+        uvicorn.Config(app.asgi, host=host, port=port, log_level="info", proxy_headers=False, **kwargs), hurry
+    )
+    server.run()
     return 0
 
 
 async def _worker(settings: Settings) -> None:
+    from flowdeck.lifecycle import StopSignals
     from flowdeck.runtime import freeze_startup_heap, open_runtime
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    signals = StopSignals()
     async with open_runtime(settings, with_worker=True, migrate=False) as runtime:
+        signals.on_second.append(runtime.engine.worker.hurry)
+        exporter = await _serve_worker_metrics(settings, runtime) if settings.metrics_port else None
         freeze_startup_heap()
         print(f"worker {runtime.engine.worker.id} running (concurrency {settings.worker_concurrency})", flush=True)
-        await stop.wait()
-    print("worker stopped; its leases were handed back", flush=True)
+        await signals.first()
+        print(
+            f"stopping: running nodes may finish for {settings.shutdown_grace:g} s (a second signal stops now)",
+            flush=True,
+        )
+        if exporter is not None:
+            exporter.cancel()
+    print("worker stopped; what was left running was handed back", flush=True)
+
+
+async def _serve_worker_metrics(settings: Settings, runtime: Runtime) -> asyncio.Task[None]:
+    """``FLOWDECK_METRICS_PORT``: the worker's metrics on their own port (a worker serves no HTTP otherwise)."""
+    from prometheus_client import start_http_server
+
+    from flowdeck.observability.metrics import Metrics, observe_engine
+
+    metrics = Metrics()
+    observe_engine(metrics, runtime.engine, sandbox=runtime.sandbox)
+    await metrics.refresh()  # the first scrape already sees every gauge
+    start_http_server(settings.metrics_port, addr=settings.host, registry=metrics.registry)
+    print(f"metrics on http://{settings.host}:{settings.metrics_port}/metrics", flush=True)
+    return asyncio.create_task(metrics.refresh_every(5.0), name="flowdeck-metrics-refresh")
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -228,8 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _configure_logging(args.verbose)
     try:
+        _configure_logging(args.verbose, Settings.from_env().log_format)
         return int(args.func(args))
     except ValueError as exc:  # configuration errors (FLOWDECK_* values) are the user's to fix
         print(f"flowdeck: {exc}", file=sys.stderr)

@@ -12,7 +12,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from flowdeck.engine.engine import Engine
-from flowdeck.engine.redis_bridge import RedisBridge
+from flowdeck.engine.fanout import Fanout, read_back
+from flowdeck.engine.pg_notify import PostgresTransport
+from flowdeck.engine.redis_bridge import RedisTransport
 from flowdeck.handlers.base import NodeHandler
 from flowdeck.handlers.data_query import DataQueryHandler
 from flowdeck.handlers.python_code import PythonCodeHandler
@@ -78,7 +80,7 @@ async def open_runtime(
         lease_seconds=settings.lease_seconds,
         poll_interval=settings.poll_interval_seconds,
     )
-    bridge = RedisBridge(settings.redis_url, engine.publisher) if settings.redis_url else None
+    bridge = _fanout(settings, engine, db, with_worker=with_worker)
     scheduler = Scheduler(engine) if with_worker and with_scheduler else None
     try:
         if with_worker:
@@ -95,10 +97,26 @@ async def open_runtime(
             await scheduler.stop()
         if bridge is not None:
             await bridge.stop()
-        await engine.stop()
+        await engine.stop(grace=settings.shutdown_grace)
         await sandbox.close()
         await queries.close()
         await db.dispose()
+
+
+def _fanout(settings: Settings, engine: Engine, db: Database, *, with_worker: bool) -> Fanout | None:
+    """Live updates, revocations and wake-ups across processes: Redis when configured, else PostgreSQL's
+    LISTEN/NOTIFY; SQLite is one process and needs neither."""
+    if settings.redis_url:
+        transport: RedisTransport | PostgresTransport = RedisTransport(settings.redis_url)
+    elif not settings.is_sqlite:
+        transport = PostgresTransport(settings.database_url)
+    else:
+        return None
+    fanout = Fanout(transport, engine.publisher, resolve=read_back(db))
+    engine.orchestrator.job_listeners.append(fanout.job_queued)
+    if with_worker:
+        fanout.wake_listeners.append(engine.worker.notify)
+    return fanout
 
 
 def freeze_startup_heap() -> None:

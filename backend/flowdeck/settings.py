@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from collections.abc import Mapping
@@ -29,6 +30,40 @@ def _list(env: Mapping[str, str], name: str, separator: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in (env.get(name) or "").split(separator) if part.strip())
 
 
+def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0.0) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not value >= minimum or value == float("inf"):
+        raise ValueError(f"{name} must be at least {minimum:g} (and finite), got {raw!r}")
+    return value
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = (env.get(name) or default).strip().lower()
+    if raw not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {env.get(name)!r}")
+    return raw
+
+
+def _proxies(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """Comma-separated addresses and CIDRs (``10.0.0.0/8, ::1``), each checked."""
+    found = []
+    for item in (env.get(name) or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            found.append(str(ipaddress.ip_network(item, strict=False) if "/" in item else ipaddress.ip_address(item)))
+        except ValueError:
+            raise ValueError(f"{name}: {item!r} is neither an IP address nor a CIDR") from None
+    return tuple(found)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -44,6 +79,16 @@ class Settings:
     """``FLOWDECK_SQLITE_DIRS`` (os.pathsep-separated): where SQLite data sources may open files; unset: nowhere."""
     http_allow: tuple[str, ...] = ()
     """``FLOWDECK_HTTP_ALLOW`` (comma-separated hosts, addresses, CIDRs) users' requests may reach anyway."""
+    shutdown_grace: float = 30.0
+    """FLOWDECK_SHUTDOWN_GRACE: on SIGTERM/SIGINT, seconds the running nodes may take to finish."""
+    metrics: bool = True
+    """``GET /metrics`` (Prometheus); FLOWDECK_METRICS=off turns it off."""
+    metrics_port: int = 0
+    """FLOWDECK_METRICS_PORT: where ``flowdeck worker`` serves its own ``/metrics`` (0: not at all)."""
+    log_format: str = "text"
+    """FLOWDECK_LOG_FORMAT: ``text`` for people, ``json`` (one object per line) for log collectors."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Peers whose ``X-Forwarded-For``/``-Proto`` are believed (``FLOWDECK_TRUSTED_PROXIES``); none by default."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -58,6 +103,11 @@ class Settings:
             port=_int(env, "FLOWDECK_PORT", 8000),
             sqlite_dirs=_list(env, "FLOWDECK_SQLITE_DIRS", os.pathsep) or None,
             http_allow=_list(env, "FLOWDECK_HTTP_ALLOW", ","),
+            shutdown_grace=_float(env, "FLOWDECK_SHUTDOWN_GRACE", 30.0),
+            metrics=_choice(env, "FLOWDECK_METRICS", "on", ("on", "off")) == "on",
+            metrics_port=_int(env, "FLOWDECK_METRICS_PORT", 0, minimum=0),
+            log_format=_choice(env, "FLOWDECK_LOG_FORMAT", "text", ("text", "json")),
+            trusted_proxies=_proxies(env, "FLOWDECK_TRUSTED_PROXIES"),
         )
 
     def with_generated_secret(self) -> Settings:

@@ -95,7 +95,7 @@ LOCAL_HTTP = ("127.0.0.1",)
 
 @asynccontextmanager
 async def serve(
-    db: Database, tmp_path: Path, *, queries: dict[str, Any] | None = None, **config: Any
+    db: Database, tmp_path: Path, *, queries: dict[str, Any] | None = None, settings: dict[str, Any] | None = None, **config: Any
 ) -> AsyncIterator[Server]:
     """``queries``: the QueryEngine's settings (default: SQLite files under pytest's temporary directory,
     HTTP to 127.0.0.1, and this server's database as Flowdeck's own)."""
@@ -121,8 +121,10 @@ async def serve(
         "static_dir": tmp_path / "static",
         **config,
     }
-    app = build_app(Settings(database_url=db.url), ApiConfig(**options))
-    server = _Uvicorn(uvicorn.Config(app.asgi, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    app = build_app(Settings(database_url=db.url, **(settings or {})), ApiConfig(**options))
+    server = _Uvicorn(
+        uvicorn.Config(app.asgi, host="127.0.0.1", port=0, log_level="warning", lifespan="on", proxy_headers=False)
+    )
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

@@ -516,38 +516,7 @@ async def test_the_embed_page_is_the_built_entry_when_there_is_one(
     await asyncio.sleep(0)
 
 
-# -- Socket.IO -------------------------------------------------------------------------------------------
-async def test_an_embed_connection_hears_its_widgets_runs_and_reads_only_its_workflow(
-    server: Server, alice: Account
-) -> None:
-    mine, other = await workflow(alice), await workflow(alice)
-    widget_id = await widget(alice, mine, "json", {})
-    token = (await embed_token(alice, widget_id))["token"]
-    other_token = (await embed_token(alice, await widget(alice, other, "json", {})))["token"]
-    heard: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    client = socketio.AsyncClient(reconnection=False)
-    client.on("widget_run_completed", heard.put)
-    await client.connect(server.url, auth={"embedToken": token}, transports=["websocket"])
-    try:
-        assert await client.call("widget_join", {"token": token}, timeout=5) == {"ok": True}
-        refused = await client.call("widget_join", {"token": other_token}, timeout=5)
-        assert refused == {"ok": False, "error": "widget not found"}
-
-        test_run = (await alice.client.post("/api/test-runs", json={**echo(), "input": {}})).json()["instanceId"]
-        await server.engine.wait_for_run(test_run, 10)
-        other_run = await run(server, alice, other, {"b": 1})
-        run_id = await run(server, alice, mine, {"a": 1})
-        assert await asyncio.wait_for(heard.get(), 5) == {"widgetId": widget_id, "runId": run_id, "status": "COMPLETED"}
-        assert heard.empty()  # neither the test run nor the other workflow's run
-
-        assert await client.call("workflow_run_join", {"runId": run_id}, timeout=5) == {"ok": True}
-        for hidden in (other_run, test_run):
-            answer = await client.call("workflow_run_join", {"runId": hidden}, timeout=5)
-            assert answer == {"ok": False, "error": "run not found"}
-    finally:
-        await client.disconnect()
-
-
+# -- Socket.IO (what an embed connection hears: tests/api/test_embed_live.py) ----------------------------
 @pytest.mark.parametrize("token", ["fde_unknown-token-value-here", "revoked"])
 async def test_a_bad_embed_token_cannot_connect(server: Server, alice: Account, token: str) -> None:
     if token == "revoked":

@@ -1,4 +1,5 @@
-"""A worker process with the test node types: ``python -m tests.support.step_worker`` (like ``flowdeck worker``)."""
+"""A worker process with the test node types: ``python -m tests.support.step_worker`` (like ``flowdeck worker``,
+with the same signals: the first SIGTERM/SIGINT drains for FLOWDECK_SHUTDOWN_GRACE seconds, a second hurries)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import asyncio
 
 from flowdeck.engine.engine import Engine
+from flowdeck.lifecycle import StopSignals
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 from tests.support.handlers import make_test_registry
@@ -21,9 +23,14 @@ async def main(lease_seconds: float) -> None:
         poll_interval=0.05,
         concurrency=settings.worker_concurrency,
     )
+    signals = StopSignals()
+    signals.on_second.append(engine.worker.hurry)
     await engine.start()
     print(f"worker {engine.worker.id} running", flush=True)
-    await asyncio.Event().wait()
+    await signals.first()
+    print("stopping", flush=True)
+    await engine.stop(grace=settings.shutdown_grace)
+    print("stopped", flush=True)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import secrets
 
 __all__ = (
     "EMBED_TOKEN_PREFIX",
+    "SESSION_COOKIE",
     "TOKEN_PREFIX",
     "hash_secret",
     "is_api_token",
@@ -21,6 +22,9 @@ __all__ = (
     "new_secret",
     "same_secret",
 )
+
+SESSION_COOKIE = "flowdeck_session"
+"""The browser session cookie (its value is the secret; ``user_sessions`` stores its hash)."""
 
 TOKEN_PREFIX = "fdk_"  # noqa: S105 -- a marker, not a secret
 """Every API token starts with this, so a leaked token is easy to recognise (and to scan for)."""

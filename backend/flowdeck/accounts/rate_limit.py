@@ -1,8 +1,10 @@
-"""Login rate limiting: failed attempts counted per email and per client address, in a sliding window.
+"""Login rate limiting: attempts counted per email and per client address, in a window of 15 minutes.
 
-The failures are rows of ``login_failures`` in the database, so every API process (several
-``flowdeck serve`` behind a load balancer) counts the same ones. Only failures are written; a
-correct login costs one indexed read.
+An attempt is counted *before* its password is checked, by one atomic statement (``storage/rate_counters.py``),
+so parallel attempts cannot all slip through between a check and a count: with a limit of 10, no more than
+10 passwords of one email are ever checked in a window, however many requests arrive at once. A correct
+login clears its email's count and gives back its address's attempt, so only failures use up the limits.
+The counters are in the database: every API process counts the same attempts.
 """
 
 from __future__ import annotations
@@ -12,17 +14,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import sqlalchemy as sa
-
-from flowdeck.storage.account_tables import login_failures
 from flowdeck.storage.database import Database
+from flowdeck.storage.rate_counters import RateCounters
 
 __all__ = ("LoginLimits", "LoginRateLimiter", "RateLimitedError")
 
 
 class RateLimitedError(Exception):
-    def __init__(self, retry_after: float) -> None:
-        super().__init__("too many failed login attempts; try again later")
+    def __init__(self, retry_after: float, message: str = "too many failed login attempts; try again later") -> None:
+        super().__init__(message)
         self.retry_after = max(1, math.ceil(retry_after))
 
 
@@ -35,35 +35,31 @@ class LoginLimits:
 
 class LoginRateLimiter:
     def __init__(self, db: Database, limits: LoginLimits | None = None, clock: Callable[[], float] = time.time) -> None:
-        self.db = db
+        self.counters = RateCounters(db)
         self.limits = limits or LoginLimits()
         self._clock = clock
 
-    def _keys(self, email: str, address: str) -> dict[str, int]:
-        return {f"e:{email}": self.limits.per_email, f"a:{address}": self.limits.per_address}
+    @staticmethod
+    def _email(email: str) -> str:
+        return f"login:e:{email}"
 
-    async def check(self, email: str, address: str) -> None:
-        """Raise ``RateLimitedError`` when either key has used up its failures in the window."""
-        now = self._clock()
-        limits = self._keys(email, address)
-        stmt = (
-            sa.select(login_failures.c.key, sa.func.count(), sa.func.min(login_failures.c.at))
-            .where(login_failures.c.key.in_(list(limits)), login_failures.c.at > now - self.limits.window_seconds)
-            .group_by(login_failures.c.key)
-        )
-        async with self.db.read() as conn:
-            rows = (await conn.execute(stmt)).all()
-        for key, count, first in rows:
-            if count >= limits[key]:
-                raise RateLimitedError(first + self.limits.window_seconds - now)
+    @staticmethod
+    def _address(address: str) -> str:
+        return f"login:a:{address}"[:400]
 
-    async def failed(self, email: str, address: str) -> None:
-        now = self._clock()
-        async with self.db.transaction() as conn:
-            await conn.execute(login_failures.insert(), [{"key": k, "at": now} for k in self._keys(email, address)])
-            # Failures older than the window count for nothing: drop them (the index on ``at`` finds them).
-            await conn.execute(login_failures.delete().where(login_failures.c.at <= now - self.limits.window_seconds))
+    async def attempt(self, email: str, address: str) -> None:
+        """Count an attempt; ``RateLimitedError`` (and no password check) when it is over a limit."""
+        now, window = self._clock(), self.limits.window_seconds
+        limits = {self._email(email): self.limits.per_email, self._address(address): self.limits.per_address}
+        counts = await self.counters.hit(dict.fromkeys(limits, window), now)
+        over = [counts[key].resets_at for key, limit in limits.items() if counts[key].count > limit]
+        if over:
+            raise RateLimitedError(max(over) - now)
 
-    async def succeeded(self, email: str) -> None:
-        async with self.db.transaction() as conn:
-            await conn.execute(login_failures.delete().where(login_failures.c.key == f"e:{email}"))
+    async def failed(self) -> None:
+        """A wrong password (its attempt stays counted): a moment to drop counters whose window ended."""
+        await self.counters.prune(self._clock())
+
+    async def succeeded(self, email: str, address: str) -> None:
+        await self.counters.clear(self._email(email))
+        await self.counters.give_back(self._address(address))

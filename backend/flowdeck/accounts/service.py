@@ -15,6 +15,7 @@ from flowdeck.accounts.credentials import hash_secret, is_api_token, new_api_tok
 from flowdeck.accounts.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, PasswordService, generate_password
 from flowdeck.accounts.principal import Principal
 from flowdeck.accounts.rate_limit import LoginRateLimiter
+from flowdeck.accounts.revocation import RevocationSink, api_token_key, ignore_revocations, session_key
 from flowdeck.accounts.store import AccountStore, TokenRow, UserExistsError, UserRow
 from flowdeck.storage.database import Database
 from flowdeck.storage.tenants import TenantStore
@@ -85,8 +86,11 @@ class AccountsService:
         passwords: PasswordService,
         limiter: LoginRateLimiter,
         clock: Callable[[], float] = time.time,
+        on_revoke: RevocationSink = ignore_revocations,
     ) -> None:
         self.store = AccountStore(db)
+        self.on_revoke = on_revoke
+        """Told every session and API token that ends here: their live connections are closed."""
         self.tenants = TenantStore(db)
         self.passwords = passwords
         self.limiter = limiter
@@ -120,13 +124,13 @@ class AccountsService:
     async def login(self, email: str, password: str, address: str) -> NewSession:
         """A session for a correct email and password; else ``RateLimitedError`` / ``InvalidCredentialsError``."""
         email = normalize_email(email)
-        await self.limiter.check(email, address)
+        await self.limiter.attempt(email, address)  # counted before the check: parallel guesses cannot pass it
         user = await self.store.user_by_email(email) if len(email) <= 320 else None
         ok = await self.passwords.verify(user.password_hash if user else None, password)
         if user is None or not ok:
-            await self.limiter.failed(email, address)
+            await self.limiter.failed()
             raise InvalidCredentialsError("wrong email or password")
-        await self.limiter.succeeded(email)
+        await self.limiter.succeeded(email, address)
         if user.password_hash and self.passwords.needs_rehash(user.password_hash):
             await self.store.set_password(user.id, await self.passwords.hash(password))
         return await self._new_session(user)
@@ -155,6 +159,7 @@ class AccountsService:
     async def logout(self, principal: Principal) -> None:
         if principal.session_id is not None:
             await self.store.delete_session(principal.session_id)
+            self.on_revoke([session_key(principal.session_id)])
 
     # -- API tokens --------------------------------------------------------------------------------
     async def authenticate_token(self, token: str) -> Principal | None:
@@ -189,7 +194,10 @@ class AccountsService:
         return await self.store.list_tokens(principal.user_id, principal.tenant_id)
 
     async def revoke_token(self, principal: Principal, token_id: str) -> bool:
-        return await self.store.revoke_token(principal.user_id, principal.tenant_id, token_id, self.clock())
+        revoked = await self.store.revoke_token(principal.user_id, principal.tenant_id, token_id, self.clock())
+        if revoked:
+            self.on_revoke([api_token_key(token_id)])
+        return revoked
 
     # -- one-time login links ----------------------------------------------------------------------
     async def create_login_link(self, user_id: str, ttl_seconds: float = LOGIN_LINK_SECONDS) -> str:

@@ -19,7 +19,9 @@ from flowdeck.api.dependencies import DEPENDENCIES
 from flowdeck.api.errors import EXCEPTION_HANDLERS
 from flowdeck.api.frame_headers import add_frame_headers
 from flowdeck.api.routes import API_ROUTES
+from flowdeck.api.routes.metrics import metrics as metrics_route
 from flowdeck.api.routes.spa import spa_routes
+from flowdeck.observability.metrics import Metrics
 from flowdeck.triggers.webhooks import SECRET_HEADER
 
 __all__ = ("Lifespan", "announce_ready", "create_api")
@@ -51,9 +53,9 @@ def _openapi() -> OpenAPIConfig:
     )
 
 
-def create_api(config: ApiConfig, context: AppContext, lifespan: Lifespan) -> Litestar:
+def create_api(config: ApiConfig, context: AppContext, lifespan: Lifespan, metrics: Metrics | None = None) -> Litestar:
     return Litestar(
-        route_handlers=[*API_ROUTES, *spa_routes(config.static_dir)],  # the SPA catch-all last
+        route_handlers=[*API_ROUTES, metrics_route, *spa_routes(config.static_dir)],  # the SPA catch-all last
         dependencies=DEPENDENCIES,
         middleware=[auth_middleware()],
         before_request=check_body,
@@ -61,7 +63,7 @@ def create_api(config: ApiConfig, context: AppContext, lifespan: Lifespan) -> Li
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=_openapi(),
         lifespan=[lifespan],
-        state=State({"context": context, "embed_page": config.static_dir / "embed.html"}),
+        state=State({"context": context, "embed_page": config.static_dir / "embed.html", "metrics": metrics}),
         request_max_body_size=config.max_body_bytes,
         response_headers=[ResponseHeader(name="X-Content-Type-Options", value="nosniff")],
     )

@@ -16,7 +16,7 @@ from litestar.datastructures import Cookie
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult, DefineMiddleware
 
-from flowdeck.accounts.credentials import same_secret
+from flowdeck.accounts.credentials import SESSION_COOKIE, same_secret
 from flowdeck.accounts.principal import Principal
 from flowdeck.accounts.service import NewSession
 from flowdeck.api.context import AppContext
@@ -33,7 +33,6 @@ __all__ = (
     "session_cookies",
 )
 
-SESSION_COOKIE: Final = "flowdeck_session"
 CSRF_COOKIE: Final = "flowdeck_csrf"
 CSRF_HEADER: Final = "X-CSRF-Token"
 PUBLIC: Final = "public"

@@ -62,3 +62,5 @@ class ApiConfig:
     on_ready: Callable[[ReadyInfo], None] | None = None
     static_dir: Path = DEFAULT_STATIC_DIR
     max_body_bytes: int = MAX_BODY_BYTES
+    live_check_seconds: float = 30.0
+    """How often open Socket.IO connections' credentials are checked for expiry (revocation is immediate)."""

@@ -8,6 +8,7 @@ from flowdeck.accounts.passwords import PasswordService
 from flowdeck.accounts.rate_limit import LoginRateLimiter
 from flowdeck.accounts.service import AccountsService
 from flowdeck.api.config import ApiConfig, RuntimeLike
+from flowdeck.api.services.embed_limits import EmbedRunLimiter
 from flowdeck.api.services.runs import RunService
 from flowdeck.api.services.widget_data import WidgetDataService
 from flowdeck.api.services.widgets import WidgetService
@@ -32,12 +33,17 @@ class Services:
     widgets: WidgetService
     widget_data: WidgetDataService
     webhooks: WebhookService
+    embed_limits: EmbedRunLimiter
 
     @classmethod
     def build(cls, runtime: RuntimeLike, config: ApiConfig) -> Services:
         engine = runtime.engine
+        revoke = engine.publisher.revoke  # closes the revoked credentials' live connections, in every process
         accounts = AccountsService(
-            runtime.db, PasswordService(config.password_hasher), LoginRateLimiter(runtime.db, config.login_limits)
+            runtime.db,
+            PasswordService(config.password_hasher),
+            LoginRateLimiter(runtime.db, config.login_limits),
+            on_revoke=revoke,
         )
         queries = RunQueries(runtime.db, engine.state)
         widgets = WidgetStore(runtime.db)
@@ -47,9 +53,10 @@ class Services:
             WorkflowService(engine),
             RunService(engine, queries),
             runtime.data,
-            WidgetService(widgets),
+            WidgetService(widgets, on_revoke=revoke),
             WidgetDataService(widgets, engine),
             WebhookService(WebhookStore(runtime.db), engine, accounts),
+            EmbedRunLimiter(runtime.db),
         )
 
 

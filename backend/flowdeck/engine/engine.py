@@ -15,6 +15,7 @@ from typing import Any
 from flowdeck.domain.problems import Problem, has_errors
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.engine.executor import NodeExecutor
+from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.orchestrator import Orchestrator
 from flowdeck.engine.plans import PlanCache, RunNotFoundError
 from flowdeck.engine.publisher import LocalPublisher, RunUpdate
@@ -52,8 +53,10 @@ class Engine:
         lease_seconds: float = 30.0,
         poll_interval: float = 0.5,
         worker_id: str | None = None,
+        observer: EngineObserver | None = None,
     ) -> None:
         self.db = db
+        self.observer: EngineObserver = observer or NullObserver()
         self.registry = registry
         self.state = StateManager(db)
         self.workflows = WorkflowStore(db)
@@ -61,7 +64,7 @@ class Engine:
         self.plans = PlanCache(self.state, self.workflows, registry.default_handles())
         self.publisher = publisher or LocalPublisher()
         self.orchestrator = Orchestrator(self.state, self.plans, self.publisher, lease_seconds=lease_seconds)
-        self.executor = NodeExecutor(self.state, self.plans, registry)
+        self.executor = NodeExecutor(self.state, self.plans, registry, self.observer)
         self.worker = Worker(
             self.state,
             self.orchestrator,
@@ -75,14 +78,20 @@ class Engine:
         self.definition_listeners: list[Callable[[], None]] = []
         """Called after a workflow is created, saved or deleted in this process (the scheduler re-reads)."""
 
+    def attach_observer(self, observer: EngineObserver) -> None:
+        """Report this engine's work to ``observer`` from now on (the metrics of ``GET /metrics``)."""
+        self.observer = observer
+        self.executor.observer = observer
+
     async def start(self, *, with_worker: bool = True) -> None:
         if with_worker:
             await self.worker.start()
             self._worker_running = True
 
-    async def stop(self) -> None:
+    async def stop(self, *, grace: float = 0.0) -> None:
+        """Stop the worker; ``grace``: seconds the nodes already running may take to finish first."""
         if self._worker_running:
-            await self.worker.stop()
+            await self.worker.stop(grace=grace)
             self._worker_running = False
 
     # -- definitions ---------------------------------------------------------------------------------
@@ -137,7 +146,7 @@ class Engine:
         if latest is None or (version is not None and version != latest):
             raise LookupError(f"workflow {workflow_id} does not exist at version {version or 'latest'}")
         graph = await self.plans.version_graph(workflow_id, latest)  # versions never change: cached
-        return await self.orchestrator.start_run(
+        instance_id = await self.orchestrator.start_run(
             tenant_id=tenant_id,
             graph=graph,
             run_input=run_input,
@@ -146,6 +155,8 @@ class Engine:
             trigger=trigger,
             instance_id=instance_id,
         )
+        self.observer.run_started(trigger)
+        return instance_id
 
     async def start_test_run(
         self,
@@ -166,7 +177,7 @@ class Engine:
                     for n in unknown
                 ]
             )
-        return await self.orchestrator.start_run(
+        instance_id = await self.orchestrator.start_run(
             tenant_id=tenant_id,
             graph=graph,
             run_input=run_input,
@@ -174,6 +185,8 @@ class Engine:
             pinned=pinned,
             trigger="test",
         )
+        self.observer.run_started("test")
+        return instance_id
 
     async def cancel_run(self, instance_id: str) -> bool:
         return await self.orchestrator.cancel_run(instance_id)

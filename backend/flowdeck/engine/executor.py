@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from flowdeck.domain.definition import NodeSpec
 from flowdeck.domain.errors import NodeError
 from flowdeck.domain.graph import Graph
+from flowdeck.engine.log_scope import current_node
+from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.orchestrator import Completed, Failed, NodeOutcome
-from flowdeck.engine.plans import PlanCache
+from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.handlers.base import NodeHandler, NodeHelpers
 from flowdeck.handlers.registry import HandlerRegistry
 from flowdeck.sandbox.templates import TemplateError, render
@@ -30,10 +34,13 @@ ContextKey = tuple[str, str, frozenset[str]]
 
 
 class NodeExecutor:
-    def __init__(self, state: StateManager, plans: PlanCache, registry: HandlerRegistry) -> None:
+    def __init__(
+        self, state: StateManager, plans: PlanCache, registry: HandlerRegistry, observer: EngineObserver | None = None
+    ) -> None:
         self.state = state
         self.plans = plans
         self.registry = registry
+        self.observer: EngineObserver = observer or NullObserver()
         self._contexts: OrderedDict[ContextKey, dict[str, Any]] = OrderedDict()
         """Recent contexts by what they fold, so siblings (a fan-out's branches) read the log once."""
 
@@ -44,6 +51,16 @@ class NodeExecutor:
         """
         plan = await self.plans.get(job.instance_id)
         node = plan.graph.node(job.node_id)
+        current_node.set((job.instance_id, job.node_id, job.iteration))
+        started = time.perf_counter()
+        outcome, context = await self._attempt(job, plan, node, context)
+        kind = "completed" if isinstance(outcome, Completed) else "failed"
+        self.observer.node_ran(node.type, time.perf_counter() - started, kind)
+        return outcome, context
+
+    async def _attempt(
+        self, job: Job, plan: RunPlan, node: NodeSpec, context: dict[str, Any] | None
+    ) -> tuple[NodeOutcome, dict[str, Any] | None]:
         handler = self.registry.get(node.type)
         if handler is None:
             return Failed("UnknownNodeType", f"no handler for node type '{node.type}'", retryable=False), None

@@ -2,6 +2,11 @@
 
 The engine publishes after its transaction commits, never before, and never waits for a
 subscriber: a slow or vanished consumer must not stall execution.
+
+Besides the engine's updates it carries one other kind of message: revocations, the keys of
+credentials that were just revoked (``accounts/revocation.py``), told to every revocation listener
+(the realtime server, which closes the connections holding them; the Redis bridge, which sends them
+to the other processes).
 """
 
 from __future__ import annotations
@@ -9,13 +14,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 
-__all__ = ("Consumer", "LocalPublisher", "NodeUpdate", "Publisher", "RunUpdate", "Subscription", "Update")
+__all__ = (
+    "Consumer",
+    "LocalPublisher",
+    "NodeUpdate",
+    "Publisher",
+    "RevocationListener",
+    "RunUpdate",
+    "Subscription",
+    "Update",
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +58,8 @@ class RunUpdate:
 
 
 Update = NodeUpdate | RunUpdate
+RevocationListener = Callable[[tuple[str, ...]], None]
+"""Told the keys of revoked credentials; must not block or raise (it may start a task)."""
 
 
 class Publisher(Protocol):
@@ -87,6 +103,10 @@ class LocalPublisher:
 
     def __init__(self) -> None:
         self._by_run: dict[str | None, set[Subscription]] = {}
+        self.taps: list[Callable[[list[Update]], None]] = []
+        """Called with the updates this process's engine publishes, not those relayed from other processes
+        (metrics count each update once across a fleet). A tap must be quick and must not raise."""
+        self._revocation_listeners: list[RevocationListener] = []
 
     def subscribe(
         self, instance_id: str | None = None, *, maxsize: int = 10_000, runs_only: bool = False
@@ -103,15 +123,41 @@ class LocalPublisher:
             if not subscribers:
                 del self._by_run[subscription.instance_id]
 
-    def publish(self, updates: list[Update], *, skip: Subscription | None = None) -> None:
-        """Offer updates to their subscribers (``skip``: one that must not get them, e.g. their source)."""
+    def publish(self, updates: list[Update], *, relayed_from: Subscription | None = None) -> None:
+        """Offer updates to their subscribers.
+
+        ``relayed_from``: the updates came from another process through this subscription (a bridge's
+        outgoing one), which must not get them back, and the taps have seen them where they happened.
+        """
+        if relayed_from is None:
+            for tap in self.taps:
+                tap(updates)
         if not self._by_run:
             return
+        skip = relayed_from
         for update in updates:
             for key in (update.instance_id, None):
                 for subscription in self._by_run.get(key, ()):
                     if subscription is not skip:
                         subscription.offer(update)
+
+    def on_revoke(self, listener: RevocationListener) -> Callable[[], None]:
+        """Tell ``listener`` every revocation from now on; the answer stops that."""
+        self._revocation_listeners.append(listener)
+        return lambda: self._revocation_listeners.remove(listener)
+
+    def revoke(self, credentials: Sequence[str], *, skip: RevocationListener | None = None) -> None:
+        """Announce revoked credentials (``skip``: a listener that must not hear them, e.g. their source)."""
+        keys = tuple(credentials)
+        if not keys:
+            return
+        for listener in list(self._revocation_listeners):
+            if listener is skip:
+                continue
+            try:
+                listener(keys)
+            except Exception:
+                log.exception("a revocation listener failed")
 
 
 class Consumer:

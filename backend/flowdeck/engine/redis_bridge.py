@@ -1,122 +1,55 @@
-"""Live updates across processes (``FLOWDECK_REDIS_URL``): the publishers of all processes, joined.
-
-Each process forwards the updates its own engine publishes to one Redis channel, and feeds the
-updates other processes sent into its local publisher (but not back out). So the Socket.IO relay
-of ``flowdeck serve`` sees the nodes that ``flowdeck worker`` processes ran, and ``wait_for_run``
-wakes at once wherever the run finished. Redis pub/sub keeps no history: a process that is down
-misses updates, which the log still holds (clients read it through the run's snapshot).
-"""
+"""Redis pub/sub as the fan-out transport (``FLOWDECK_REDIS_URL``), for fleets larger than one database's
+LISTEN/NOTIFY comfortably serves. What travels and why: ``engine/fanout.py``."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import uuid
+from collections.abc import Callable
 from typing import Any
 
-import msgspec
 import redis.asyncio as redis
 
-from flowdeck.domain.statuses import NodeStatus, RunStatus
-from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, Subscription, Update
-
-__all__ = ("RedisBridge",)
-
-log = logging.getLogger(__name__)
+__all__ = ("CHANNEL", "RedisTransport")
 
 CHANNEL = "flowdeck:updates"
-_BATCH = 500
 
 
-def _encode(update: Update) -> dict[str, Any]:
-    if isinstance(update, NodeUpdate):
-        return {
-            "k": "node",
-            "i": update.instance_id,
-            "n": update.node_id,
-            "it": update.iteration,
-            "s": update.status.value,
-            "a": update.attempt,
-            "at": update.at,
-            "o": update.output,
-            "e": update.error,
-            "p": update.pinned,
-            "na": update.next_attempt_at,
-        }
-    return {
-        "k": "run",
-        "i": update.instance_id,
-        "s": update.status.value,
-        "at": update.at,
-        "o": update.output,
-        "e": update.error,
-    }
+class RedisTransport:
+    max_message_bytes: int | None = None
 
-
-def _decode(item: dict[str, Any]) -> Update:
-    if item["k"] == "node":
-        return NodeUpdate(
-            item["i"],
-            item["n"],
-            item["it"],
-            NodeStatus(item["s"]),
-            item["a"],
-            item["at"],
-            output=item["o"],
-            error=item["e"],
-            pinned=item["p"],
-            next_attempt_at=item["na"],
-        )
-    return RunUpdate(item["i"], RunStatus(item["s"]), item["at"], output=item["o"], error=item["e"])
-
-
-class RedisBridge:
-    def __init__(self, url: str, publisher: LocalPublisher, *, channel: str = CHANNEL) -> None:
+    def __init__(self, url: str, *, channel: str = CHANNEL) -> None:
         self.url = url
         self.channel = channel
-        self.origin = uuid.uuid4().hex
-        self._publisher = publisher
         self._client: redis.Redis | None = None
-        self._outgoing: Subscription | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._pubsub: Any = None
+        self._listening: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
+    async def open(self, deliver: Callable[[bytes], None]) -> None:
         self._client = redis.from_url(self.url)
-        pubsub = self._client.pubsub()
-        await pubsub.subscribe(self.channel)  # fails here, at start-up, when Redis is unreachable
-        self._outgoing = self._publisher.subscribe(maxsize=100_000)
-        self._tasks = [
-            asyncio.create_task(self._forward(self._client, self._outgoing), name="flowdeck-redis-out"),
-            asyncio.create_task(self._receive(pubsub), name="flowdeck-redis-in"),
-        ]
+        self._pubsub = self._client.pubsub()
+        await self._pubsub.subscribe(self.channel)  # fails here, at start-up, when Redis is unreachable
+        self._listening = asyncio.create_task(self._listen(self._pubsub, deliver), name="flowdeck-redis-in")
 
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
-        if self._outgoing is not None:
-            self._outgoing.close()
+    async def send(self, message: bytes) -> None:
+        assert self._client is not None
+        await self._client.publish(self.channel, message)
+
+    async def close(self) -> None:
+        if self._listening is not None:
+            self._listening.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listening
+            self._listening = None
+        if self._pubsub is not None:
+            await self._pubsub.aclose()
+            self._pubsub = None
         if self._client is not None:
             await self._client.aclose()
+            self._client = None
 
-    async def _forward(self, client: redis.Redis, outgoing: Subscription) -> None:
-        while True:
-            batch = [await outgoing.get()]
-            while len(batch) < _BATCH and not outgoing.queue.empty():
-                batch.append(outgoing.queue.get_nowait())
-            message = msgspec.json.encode({"from": self.origin, "updates": [_encode(u) for u in batch]})
-            try:
-                await client.publish(self.channel, message)
-            except Exception:
-                log.exception("could not forward %d live updates to Redis", len(batch))
-
-    async def _receive(self, pubsub: Any) -> None:
+    @staticmethod
+    async def _listen(pubsub: Any, deliver: Callable[[bytes], None]) -> None:
         async for message in pubsub.listen():
-            if message.get("type") != "message":
-                continue
-            with contextlib.suppress(msgspec.DecodeError, KeyError, ValueError, TypeError):
-                body = msgspec.json.decode(message["data"])
-                if body["from"] != self.origin:
-                    self._publisher.publish([_decode(item) for item in body["updates"]], skip=self._outgoing)
+            if message.get("type") == "message":
+                deliver(message["data"])

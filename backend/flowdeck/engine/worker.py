@@ -8,6 +8,8 @@
 - Heartbeats renew every held lease in one statement. A job whose run was cancelled or deleted
   disappears from the table; the heartbeat notices and stops the local task.
 - Sweeps fail runs past ``options.timeoutSeconds`` and recover runs that nothing can move on.
+- A graceful stop drains: nothing new is claimed or chained here, the nodes already running may
+  finish (their results are recorded, so they never run twice), then the rest is handed back.
 """
 
 from __future__ import annotations
@@ -63,10 +65,12 @@ class Worker:
         self._timer_due = float("inf")
         self._saturated = False
         self._stopping = False
+        self._hurry = asyncio.Event()
 
     # -- lifecycle -----------------------------------------------------------------------------------
     async def start(self) -> None:
         self._stopping = False
+        self._hurry = asyncio.Event()
         self.orchestrator.job_listeners.append(self.notify)
         self.orchestrator.stop_listeners.append(self.stop_run)
         await self.sweep(recover_stale=True)
@@ -76,11 +80,15 @@ class Worker:
             asyncio.create_task(self._sweep_loop(), name=f"flowdeck-sweep-{self.id}"),
         ]
 
-    async def stop(self) -> None:
-        """Stop claiming, stop in-flight nodes and give their leases back so another worker resumes them."""
+    async def stop(self, *, grace: float = 0.0) -> None:
+        """Stop claiming; let the nodes already running finish for up to ``grace`` seconds (or until
+        ``hurry``); then stop what is left and give its leases back so another worker resumes it."""
         self._stopping = True
+        self._wake.set()
         with contextlib.suppress(ValueError):
             self.orchestrator.job_listeners.remove(self.notify)
+        if grace > 0 and self._current:
+            await self._drain(grace)
         with contextlib.suppress(ValueError):
             self.orchestrator.stop_listeners.remove(self.stop_run)
         tasks = [*self._loops, *self._current]
@@ -91,6 +99,22 @@ class Worker:
         if self._timer is not None:
             self._timer.cancel()
         await self.state.release_leases(self.id)
+
+    def hurry(self) -> None:
+        """End a drain now (a second SIGTERM or SIGINT): what still runs is handed back at once."""
+        self._hurry.set()
+
+    async def _drain(self, grace: float) -> None:
+        running = list(self._current)
+        log.info("draining: up to %g s for %d running node(s); a second signal stops at once", grace, len(running))
+        finished = asyncio.ensure_future(asyncio.wait(running))
+        hurried = asyncio.ensure_future(self._hurry.wait())
+        await asyncio.wait([finished, hurried], timeout=grace, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in (finished, hurried):
+            waiter.cancel()
+        left = len(self._current)
+        if left:
+            log.warning("drain ended with %d node(s) still running: they are handed back to other workers", left)
 
     @property
     def active_jobs(self) -> list[Job]:
@@ -179,7 +203,7 @@ class Worker:
     # -- leases --------------------------------------------------------------------------------------
     async def _heartbeat_loop(self) -> None:
         interval = self.lease_seconds / 3
-        while not self._stopping:
+        while True:  # also while draining: the nodes still running keep their leases; stop() cancels it
             await asyncio.sleep(interval)
             try:
                 await self.heartbeat()

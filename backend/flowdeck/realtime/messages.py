@@ -13,8 +13,9 @@ __all__ = (
     "NODE_EVENT",
     "SNAPSHOT_EVENT",
     "STATUS_EVENT",
+    "WIDGET_DATA_EVENT",
+    "WIDGET_FOLLOW_EVENT",
     "WIDGET_JOIN_EVENT",
-    "WIDGET_RUN_EVENT",
     "node_message",
     "snapshot_message",
     "status_message",
@@ -27,7 +28,8 @@ SNAPSHOT_EVENT: Final = "workflow_run_snapshot"
 NODE_EVENT: Final = "workflow_node_update"
 STATUS_EVENT: Final = "workflow_status_update"
 WIDGET_JOIN_EVENT: Final = "widget_join"
-WIDGET_RUN_EVENT: Final = "widget_run_completed"
+WIDGET_FOLLOW_EVENT: Final = "widget_follow"
+WIDGET_DATA_EVENT: Final = "widget_data"
 
 
 def node_message(update: NodeUpdate) -> dict[str, Any]:

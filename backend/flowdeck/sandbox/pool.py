@@ -233,6 +233,13 @@ class SandboxPool:
         return self._size
 
     @property
+    def usage(self) -> tuple[int, int]:
+        """(busy, idle) live processes right now."""
+        idle = 0 if self._closed else self._idle.qsize()
+        alive = sum(1 for worker in self._workers if worker.alive)
+        return max(0, alive - idle), idle
+
+    @property
     def closed(self) -> bool:
         return self._closed
 

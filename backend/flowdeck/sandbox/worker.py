@@ -229,7 +229,10 @@ def _load(code: CodeType, printer: PrintCollector) -> Callable[[dict[str, Any]],
 
 
 def _prepare() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in a terminal is for the server, which stops us
+    # Signals to the whole process group or cgroup (Ctrl-C, systemd stopping the service) are for the
+    # server: it drains, letting this worker finish its call, and then closes the pipe, which ends us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core dumps of user data
     os.environ.clear()  # started with almost none; defence in depth
     # Load what the allowed modules import lazily on first use, before any memory limit applies.

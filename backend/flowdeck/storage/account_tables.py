@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from flowdeck.storage.tables import Epoch, Id, metadata
 
-__all__ = ("api_tokens", "login_failures", "login_links", "user_sessions", "users")
+__all__ = ("api_tokens", "login_links", "rate_counters", "user_sessions", "users")
 
 SecretHash = sa.String(64)  # hex SHA-256
 
@@ -67,14 +67,14 @@ login_links = sa.Table(
     sa.Column("used_at", Epoch, nullable=True),
 )
 
-# Failed logins, per key ("e:<email>" or "a:<client address>"), kept for the rate limit's window: in the
-# database, so every API process counts the same failures.
-login_failures = sa.Table(
-    "login_failures",
+# Rate limits (login attempts per email and per client address, sync-widget runs per embed token): one row
+# per key, counting the attempts of its current window. In the database, so every API process counts the
+# same attempts; one upsert counts an attempt and answers the count, atomically (rows are locked).
+rate_counters = sa.Table(
+    "rate_counters",
     metadata,
-    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True),
-    sa.Column("key", sa.String(400), nullable=False),
-    sa.Column("at", Epoch, nullable=False),
-    sa.Index(None, "key", "at"),
-    sa.Index(None, "at"),
+    sa.Column("key", sa.String(400), primary_key=True),
+    sa.Column("count", sa.Integer, nullable=False),
+    sa.Column("resets_at", Epoch, nullable=False),  # the window's end: the next attempt after it counts from 1
+    sa.Index(None, "resets_at"),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
@@ -14,6 +14,7 @@ from flowdeck.storage.tables import instances, workflows
 from flowdeck.storage.widget_tables import embed_tokens, widgets
 
 __all__ = (
+    "EmbedAccess",
     "EmbedGrant",
     "EmbedTokenRecord",
     "FinishedRun",
@@ -71,6 +72,15 @@ class EmbedGrant:
 
     token: EmbedTokenRecord
     widget: WidgetRecord
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedAccess:
+    """What an embed token opens: its widget, or why not (``unknown`` is a 404, ``revoked``/``expired`` a 410)."""
+
+    state: Literal["live", "unknown", "revoked", "expired"]
+    widget: WidgetRecord | None = None
+    token_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

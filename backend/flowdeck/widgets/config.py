@@ -104,6 +104,8 @@ class InputSpec(_Config):
 class SyncOptions(_Config):
     wait_seconds: Annotated[float, Meta(ge=0, le=30)] = 10
     inputs: Annotated[list[InputSpec], Meta(max_length=50)] = []
+    runs_per_minute: Annotated[int, Meta(ge=1, le=10_000)] = 10
+    """Runs one embed token may start in a minute (a public link); over it, a 429 with ``Retry-After``."""
 
 
 TypeConfig = TableConfig | ChartConfig | MetricConfig | TextConfig | JsonConfig
@@ -114,7 +116,7 @@ _BY_TYPE: Final[dict[str, type[TypeConfig]]] = {
     "text": TextConfig,
     "json": JsonConfig,
 }
-_SYNC_KEYS: Final = ("waitSeconds", "inputs")
+_SYNC_KEYS: Final = ("waitSeconds", "inputs", "runsPerMinute")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,21 +1,20 @@
 /**
  * The embed page (docs/widgets.md "The embed page"): fetch the widget's data with the token from the path, render
- * it full-size, and keep it fresh: Socket.IO `widget_join` + `widget_run_completed` (replay), following a sync
- * run that was still running (`workflow_run_join` + `workflow_status_update`), and a 60 s fallback poll.
+ * it full-size, and keep it fresh: Socket.IO `widget_join` + `widget_data` (replay: the new data after each
+ * completed run), `widget_follow` for a sync run that was still running (its data arrives once it finishes),
+ * and a 60 s fallback poll.
  */
 import { io, type Socket } from 'socket.io-client';
 import { useCallback, useEffect, useRef, useState } from 'react';
 
-import { TERMINAL_RUN_STATUSES, type RunStatus } from '../generated/statuses';
 import { clockTime } from '../widgets/format';
-import { EMBED_SOCKET_EVENTS, type WidgetAnswer, type WidgetRunCompleted } from '../widgets/types';
+import { EMBED_SOCKET_EVENTS, type WidgetAnswer } from '../widgets/types';
 import { WidgetView } from '../widgets/WidgetView';
 import { EmbedError, fetchData, fetchRun } from './api';
 
 export const FALLBACK_REFRESH_MS = 60_000;
 
 type Live = 'connecting' | 'joined' | 'offline';
-type RunMessage = { instanceID: string; status: RunStatus };
 
 export function EmbedApp({ token, search }: { token: string; search: string }) {
   const [answer, setAnswer] = useState<WidgetAnswer | null>(null);
@@ -34,10 +33,9 @@ export function EmbedApp({ token, search }: { token: string; search: string }) {
     setUpdatedAt(new Date());
     const runId = next.status === 'running' ? next.runId : null;
     const previous = followRef.current;
-    if (previous && previous !== runId) socketRef.current?.emit(EMBED_SOCKET_EVENTS.runLeave, { runId: previous });
     followRef.current = runId;
     if (runId && runId !== previous && socketRef.current?.connected) {
-      socketRef.current.emit(EMBED_SOCKET_EVENTS.runJoin, { runId }, () => undefined);
+      socketRef.current.emit(EMBED_SOCKET_EVENTS.widgetFollow, { runId }, () => undefined);
     }
   }, []);
 
@@ -89,27 +87,27 @@ export function EmbedApp({ token, search }: { token: string; search: string }) {
         setLive(!err && ack?.ok !== false ? 'joined' : 'offline');
       });
       const runId = followRef.current;
-      if (runId) socket.emit(EMBED_SOCKET_EVENTS.runJoin, { runId }, () => undefined);
+      if (runId) socket.emit(EMBED_SOCKET_EVENTS.widgetFollow, { runId }, () => undefined);
     });
-    socket.on('disconnect', () => setLive('offline'));
+    socket.on('disconnect', (reason) => {
+      setLive('offline');
+      // Closed by the server (the link was revoked, or the server stops): a replay page shows why at once.
+      if (reason === 'io server disconnect' && modeRef.current !== 'sync') void load();
+    });
     socket.on('connect_error', () => setLive('offline'));
-    socket.on(EMBED_SOCKET_EVENTS.runCompleted, (msg: WidgetRunCompleted) => {
-      if (followRef.current) {
-        if (msg.runId === followRef.current) void loadRun(msg.runId);
-      } else if (modeRef.current !== 'sync') {
-        void load();
+    // The widget's new data (replay), or the data of the sync run this page follows, once it finished.
+    socket.on(EMBED_SOCKET_EVENTS.widgetData, (msg: WidgetAnswer) => {
+      const following = followRef.current;
+      if (following ? msg.runId === following : modeRef.current !== 'sync') {
+        seq.current++; // a fetch still under way would be older
+        show(msg);
       }
     });
-    const onRun = (msg: RunMessage) => {
-      if (msg.instanceID === followRef.current && TERMINAL_RUN_STATUSES.has(msg.status)) void loadRun(msg.instanceID);
-    };
-    socket.on(EMBED_SOCKET_EVENTS.runSnapshot, onRun);
-    socket.on(EMBED_SOCKET_EVENTS.runStatus, onRun);
     return () => {
       socket.disconnect();
       socketRef.current = null;
     };
-  }, [token, load, loadRun]);
+  }, [token, show, load]);
 
   // Fallback when the socket is down: a replay page refetches; a sync page polls the run it follows.
   useEffect(() => {

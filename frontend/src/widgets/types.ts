@@ -101,13 +101,9 @@ export type CreatedEmbedToken = EmbedToken & { token: string; url: string };
 
 // ---- Socket.IO (embed connection) ----
 
+/** An embed connection hears its widget's processed data only (`widget_data`, a WidgetAnswer), never a run. */
 export const EMBED_SOCKET_EVENTS = {
   widgetJoin: 'widget_join',
-  runCompleted: 'widget_run_completed',
-  runJoin: 'workflow_run_join',
-  runLeave: 'workflow_run_leave',
-  runSnapshot: 'workflow_run_snapshot',
-  runStatus: 'workflow_status_update',
+  widgetFollow: 'widget_follow',
+  widgetData: 'widget_data',
 } as const;
-
-export type WidgetRunCompleted = { widgetId: string; runId: string; status: string };

@@ -19,8 +19,7 @@ from flowdeck.api.dependencies import AppServices
 from flowdeck.api.errors import error_response
 from flowdeck.api.routes.widgets import query_of
 from flowdeck.api.schemas import WidgetDataOut
-from flowdeck.api.services.widgets import EmbedAccess
-from flowdeck.storage.widgets import WidgetRecord
+from flowdeck.storage.widgets import EmbedAccess, WidgetRecord
 from flowdeck.widgets.frames import embed_csp
 
 __all__ = ("EmbedController",)
@@ -92,18 +91,21 @@ class EmbedController(Controller):
     async def embed_data(
         self, token: FromPath[str], request: Request[Any, Any, Any], services: AppServices
     ) -> Response[Any]:
-        """The widget's data answer; query parameters feed a sync widget's run."""
+        """The widget's data answer; query parameters feed a sync widget's run (``runsPerMinute`` per link: 429)."""
         access = await services.widgets.open_embed(token)
         if access.widget is None:
             return _refusal(access)
-        answer: WidgetDataOut = await services.widget_data.of_widget(access.widget, query_of(request))
+        admit = services.embed_limits.admit(access.token_id or "")  # a sync run counts against the link's budget
+        answer: WidgetDataOut = await services.widget_data.of_widget(
+            access.widget, query_of(request), admit, public=True
+        )
         return Response(answer, headers={"Cache-Control": "no-store"})
 
     @get("/{token:str}/runs/{run_id:str}", opt={PUBLIC: True})
     async def embed_run(self, token: FromPath[str], run_id: FromPath[str], services: AppServices) -> Response[Any]:
-        """A run of the widget's workflow, processed for the widget (after following it over Socket.IO)."""
+        """A run of the widget's workflow, processed for the widget: its data only (no run input, no node outputs)."""
         access = await services.widgets.open_embed(token)
         if access.widget is None:
             return _refusal(access)
-        answer = await services.widget_data.of_widget_run(access.widget, run_id)
+        answer = await services.widget_data.of_widget_run(access.widget, run_id, public=True)
         return Response(answer, headers={"Cache-Control": "no-store"})

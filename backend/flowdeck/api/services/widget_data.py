@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -13,17 +13,19 @@ from flowdeck.api.schemas import WidgetDataOut, WidgetErrorOut
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.widgets import FinishedRun, WidgetRecord, WidgetStore
-from flowdeck.widgets.config import MetricConfig, WidgetConfig, parse_config
+from flowdeck.widgets.config import MetricConfig, SyncOptions, WidgetConfig, parse_config
 from flowdeck.widgets.errors import ConfigError, PathError
 from flowdeck.widgets.inputs import build_input
 from flowdeck.widgets.process import widget_data
 
-__all__ = ("Query", "WidgetDataService")
+__all__ = ("Admit", "Query", "WidgetDataService")
 
 Query = Mapping[str, Sequence[str]]
 """A request's query parameters: name -> every value given."""
 Mode = Literal["replay", "sync", "run"]
-_SYNC_KEYS = ("waitSeconds", "inputs")
+_SYNC_KEYS = ("waitSeconds", "inputs", "runsPerMinute")
+Admit = Callable[[SyncOptions], Awaitable[None]]
+"""Called before a sync widget starts a run; raises to refuse it (a public link's rate limit)."""
 
 
 def _missing_run(run_id: str) -> NotFoundException:
@@ -35,13 +37,18 @@ class WidgetDataService:
         self.store = store
         self.engine = engine
 
-    async def of_widget(self, widget: WidgetRecord, query: Query) -> WidgetDataOut:
-        """Replay: the latest COMPLETED production run. Sync: a new run from ``query``, waited for."""
+    async def of_widget(
+        self, widget: WidgetRecord, query: Query, admit: Admit | None = None, *, public: bool = False
+    ) -> WidgetDataOut:
+        """Replay: the latest COMPLETED production run. Sync: a new run from ``query`` (once ``admit`` let it
+        start), waited for. ``public`` (an embed link): a failed run's error text is not shown."""
         config = parse_config(widget.type, widget.mode, widget.config)
         if config.sync is None:
             return await self._replay(widget, config)
         run_input = build_input(config.sync.inputs, query)
         check_json(input=run_input)
+        if admit is not None:
+            await admit(config.sync)
         try:
             run_id = await self.engine.start_workflow_run(
                 widget.tenant_id, widget.workflow_id, run_input, trigger="widget"
@@ -52,15 +59,15 @@ class WidgetDataService:
         run = await self.store.run(widget.tenant_id, run_id)
         if run is None:
             raise _missing_run(run_id)
-        return await self._answer(widget.id, config, "sync", run)
+        return await self._answer(widget.id, config, "sync", run, public=public)
 
-    async def of_widget_run(self, widget: WidgetRecord, run_id: str) -> WidgetDataOut:
+    async def of_widget_run(self, widget: WidgetRecord, run_id: str, *, public: bool = False) -> WidgetDataOut:
         """A production run of the widget's workflow (a sync page that followed it live); any other is a 404."""
         run = await self.store.run(widget.tenant_id, run_id)
         if run is None or run.is_test or run.workflow_id != widget.workflow_id:
             raise _missing_run(run_id)
         config = parse_config(widget.type, widget.mode, widget.config)
-        return await self._answer(widget.id, config, "sync" if config.sync else "replay", run)
+        return await self._answer(widget.id, config, "sync" if config.sync else "replay", run, public=public)
 
     async def of_run(self, tenant_id: str, run_id: str, widget_type: str, config_text: str) -> WidgetDataOut:
         """Any run of the tenant (test runs too) shown with an unsaved config (the widget builder's preview)."""
@@ -87,9 +94,13 @@ class WidgetDataService:
         previous = runs[1].output if len(runs) > 1 else None
         return _ready_or_error(widget.id, config, "replay", runs[0], previous)
 
-    async def _answer(self, widget_id: str | None, config: WidgetConfig, mode: Mode, run: FinishedRun) -> WidgetDataOut:
+    async def _answer(
+        self, widget_id: str | None, config: WidgetConfig, mode: Mode, run: FinishedRun, *, public: bool = False
+    ) -> WidgetDataOut:
         if run.status in (RunStatus.FAILED, RunStatus.CANCELLED):
-            message = f"the run {run.status.value}" + (f": {run.error}" if run.error else "")
+            # A run's error may quote its input or a node's output: an embed link's holder gets the status only.
+            detail = f": {run.error}" if run.error and not public else ""
+            message = f"the run {run.status.value}{detail}"
             return _out(widget_id, config, mode, "error", run, error=WidgetErrorOut(field=None, message=message))
         if run.status is not RunStatus.COMPLETED:
             return _out(widget_id, config, mode, "running", run)

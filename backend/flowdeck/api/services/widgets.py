@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Final, Literal, cast
+from typing import Final, cast
 
 from litestar.exceptions import NotFoundException
 
 from flowdeck.accounts.credentials import hash_secret, is_embed_token, new_embed_token
+from flowdeck.accounts.revocation import RevocationSink, embed_token_key, ignore_revocations, widget_key
 from flowdeck.api.inputs import check_json
 from flowdeck.api.pagination import TimeKey, decode_cursor, encode_cursor
 from flowdeck.api.schemas import (
@@ -22,7 +22,7 @@ from flowdeck.api.schemas import (
     WidgetPage,
     WidgetTypeName,
 )
-from flowdeck.storage.widgets import EmbedTokenRecord, WidgetFields, WidgetRecord, WidgetStore
+from flowdeck.storage.widgets import EmbedAccess, EmbedTokenRecord, WidgetFields, WidgetRecord, WidgetStore
 from flowdeck.widgets.config import parse_config
 from flowdeck.widgets.frames import check_frame_ancestors
 
@@ -31,15 +31,6 @@ __all__ = ("EmbedAccess", "WidgetService")
 TOKEN_TOUCH_SECONDS: Final = 60.0
 """``lastUsedAt`` is written at most this often per token."""
 _DAY: Final = 86_400.0
-
-
-@dataclass(frozen=True, slots=True)
-class EmbedAccess:
-    """What an embed token opens: its widget, or why not (``unknown`` is a 404, ``revoked``/``expired`` a 410)."""
-
-    state: Literal["live", "unknown", "revoked", "expired"]
-    widget: WidgetRecord | None = None
-    token_id: str | None = None
 
 
 def _out(record: WidgetRecord) -> WidgetOut:
@@ -93,9 +84,16 @@ def _missing_workflow(workflow_id: str) -> NotFoundException:
 
 
 class WidgetService:
-    def __init__(self, store: WidgetStore, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: WidgetStore,
+        clock: Callable[[], float] = time.time,
+        on_revoke: RevocationSink = ignore_revocations,
+    ) -> None:
         self.store = store
         self.clock = clock
+        self.on_revoke = on_revoke
+        """Told the embed tokens (and widgets) that went away: their live connections are closed."""
 
     # -- widgets -----------------------------------------------------------------------------------
     async def create(self, tenant_id: str, body: WidgetIn) -> WidgetOut:
@@ -126,6 +124,7 @@ class WidgetService:
     async def delete(self, tenant_id: str, widget_id: str) -> None:
         if not await self.store.delete(tenant_id, widget_id):
             raise missing_widget(widget_id)
+        self.on_revoke([widget_key(widget_id)])
 
     async def list(self, tenant_id: str, workflow_id: str | None, cursor: str | None, limit: int) -> WidgetPage:
         items, after = await self.store.page(tenant_id, workflow_id, decode_cursor(cursor, TimeKey), limit)
@@ -155,6 +154,7 @@ class WidgetService:
         await self.require(tenant_id, widget_id)
         if not await self.store.revoke_token(tenant_id, widget_id, token_id, self.clock()):
             raise NotFoundException(detail=f"embed token {token_id} not found")
+        self.on_revoke([embed_token_key(token_id)])
 
     async def open_embed(self, token: str) -> EmbedAccess:
         """What ``token`` opens now; a live token's ``lastUsedAt`` is refreshed (at most once a minute)."""

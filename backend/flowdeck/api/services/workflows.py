@@ -6,6 +6,7 @@ from typing import Any
 
 from litestar.exceptions import NotFoundException
 
+from flowdeck.accounts.revocation import workflow_key
 from flowdeck.api.inputs import check_json, json_problems
 from flowdeck.api.pagination import NumberKey, TimeKey, decode_cursor, encode_cursor
 from flowdeck.api.schemas import (
@@ -85,6 +86,7 @@ class WorkflowService:
     async def delete(self, tenant_id: str, workflow_id: str) -> None:
         if not await self.engine.delete_workflow(tenant_id, workflow_id):
             raise _missing(workflow_id)
+        self.engine.publisher.revoke([workflow_key(workflow_id)])  # its widgets' embed links are gone
 
     async def list(self, tenant_id: str, cursor: str | None, limit: int) -> WorkflowPage:
         items, after = await self.store.list_summaries(tenant_id, decode_cursor(cursor, TimeKey), limit)

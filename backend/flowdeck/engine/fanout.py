@@ -1,0 +1,235 @@
+"""Live updates across processes: the publishers of all processes joined over one transport.
+
+Each process forwards what its own engine publishes (node and run updates), the credentials it
+revoked, and the due times of the jobs it queued; it feeds what other processes sent into its local
+publisher (never back out) and wakes its idle worker for their jobs. So the Socket.IO relay of
+``flowdeck serve`` sees the nodes that ``flowdeck worker`` processes ran, a token revoked through
+one process closes its connections in every process, and a job queued anywhere starts at once.
+
+The transport is PostgreSQL ``LISTEN/NOTIFY`` by default (``engine/pg_notify.py``) or Redis pub/sub
+(``engine/redis_bridge.py``). Neither keeps history: a process that is down misses messages, which
+the log still holds (clients read it through the run's snapshot). A transport with a size limit gets
+large updates without their output or error, which the receiving process reads back from the
+database (``storage/live_refs.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any, Protocol
+
+import msgspec
+
+from flowdeck.domain.statuses import NodeStatus, RunStatus
+from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, Subscription, Update
+from flowdeck.storage.database import Database
+from flowdeck.storage.live_refs import node_result, run_result
+
+__all__ = ("Fanout", "Transport", "read_back")
+
+log = logging.getLogger(__name__)
+
+_BATCH = 500
+_QUEUED = 100_000
+_DUE_TIMES_PER_MESSAGE = 50
+
+
+class Transport(Protocol):
+    max_message_bytes: int | None
+    """The largest message it carries (None: no limit worth minding)."""
+
+    async def open(self, deliver: Callable[[bytes], None]) -> None:
+        """Connect and subscribe; every message any process sends (this one's too) goes to ``deliver``."""
+
+    async def send(self, message: bytes) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+Resolver = Callable[[Update], Awaitable[Update]]
+"""Fills in what a by-reference update left out (its output and error)."""
+
+
+def read_back(db: Database) -> Resolver:
+    async def resolve(update: Update) -> Update:
+        if isinstance(update, NodeUpdate):
+            output, error = await node_result(db, update.instance_id, update.node_id, update.iteration, update.attempt)
+        else:
+            output, error = await run_result(db, update.instance_id)
+        return replace(update, output=output, error=error)
+
+    return resolve
+
+
+# -- the wire format ---------------------------------------------------------------------------------
+def encode_update(update: Update, *, by_reference: bool = False) -> dict[str, Any]:
+    common = {"i": update.instance_id, "s": update.status.value, "at": update.at}
+    if not by_reference:
+        common |= {"o": update.output, "e": update.error}
+    else:
+        common["r"] = 1
+    if isinstance(update, NodeUpdate):
+        return common | {
+            "k": "node",
+            "n": update.node_id,
+            "it": update.iteration,
+            "a": update.attempt,
+            "p": update.pinned,
+            "na": update.next_attempt_at,
+        }
+    return common | {"k": "run"}
+
+
+def decode_update(item: dict[str, Any]) -> tuple[Update, bool]:
+    """The update, and whether it was sent by reference (its output and error still to be read)."""
+    output, error = item.get("o"), item.get("e")
+    if item["k"] == "node":
+        update: Update = NodeUpdate(
+            item["i"],
+            item["n"],
+            item["it"],
+            NodeStatus(item["s"]),
+            item["a"],
+            item["at"],
+            output=output,
+            error=error,
+            pinned=item["p"],
+            next_attempt_at=item["na"],
+        )
+    else:
+        update = RunUpdate(item["i"], RunStatus(item["s"]), item["at"], output=output, error=error)
+    return update, bool(item.get("r"))
+
+
+class Fanout:
+    def __init__(self, transport: Transport, publisher: LocalPublisher, *, resolve: Resolver | None = None) -> None:
+        self.transport = transport
+        self.origin = uuid.uuid4().hex
+        self.wake_listeners: list[Callable[[float], None]] = []
+        """Told the due times of jobs other processes queued (this process's worker, if it runs one)."""
+        self._publisher = publisher
+        self._resolve = resolve
+        self._incoming: asyncio.Queue[bytes] = asyncio.Queue(maxsize=_QUEUED)
+        self._outgoing: Subscription | None = None
+        self._revoked: asyncio.Queue[tuple[str, ...]] = asyncio.Queue(maxsize=10_000)
+        self._revocation_listener = self._queue_revocation  # one object: the publisher skips it by identity
+        self._stop_revocations: Callable[[], None] | None = None
+        self._due: set[float] = set()
+        self._due_queued = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        await self.transport.open(self._deliver)  # fails here, at start-up, when the transport is unreachable
+        self._outgoing = self._publisher.subscribe(maxsize=_QUEUED)
+        self._stop_revocations = self._publisher.on_revoke(self._revocation_listener)
+        self._tasks = [
+            asyncio.create_task(self._forward_updates(self._outgoing), name="flowdeck-fanout-updates"),
+            asyncio.create_task(self._forward_revocations(), name="flowdeck-fanout-revocations"),
+            asyncio.create_task(self._forward_due_times(), name="flowdeck-fanout-wakeups"),
+            asyncio.create_task(self._receive(), name="flowdeck-fanout-in"),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        if self._stop_revocations is not None:
+            self._stop_revocations()
+            self._stop_revocations = None
+        if self._outgoing is not None:
+            self._outgoing.close()
+            self._outgoing = None
+        await self.transport.close()
+
+    def job_queued(self, due: float) -> None:
+        """An orchestrator job listener: jobs were queued in this process, due at ``due``."""
+        self._due.add(round(due, 3))
+        self._due_queued.set()
+
+    # -- out ------------------------------------------------------------------------------------------
+    async def _send(self, body: dict[str, Any]) -> None:
+        try:
+            await self.transport.send(msgspec.json.encode({"from": self.origin, **body}))
+        except Exception:
+            log.exception("could not send a live message to the other processes")
+
+    async def _forward_updates(self, outgoing: Subscription) -> None:
+        while True:
+            batch = [await outgoing.get()]
+            while len(batch) < _BATCH and not outgoing.queue.empty():
+                batch.append(outgoing.queue.get_nowait())
+            for part in self._fitting([encode_update(update) for update in batch], batch):
+                await self._send({"updates": part})
+
+    def _fitting(self, encoded: list[dict[str, Any]], updates: list[Update]) -> list[list[dict[str, Any]]]:
+        """The batch cut into messages the transport carries; an update too large alone goes by reference."""
+        limit = self.transport.max_message_bytes
+        if limit is None or len(msgspec.json.encode({"from": self.origin, "updates": encoded})) <= limit:
+            return [encoded]
+        if len(encoded) == 1:
+            return [[encode_update(updates[0], by_reference=True)]]
+        half = len(encoded) // 2
+        return self._fitting(encoded[:half], updates[:half]) + self._fitting(encoded[half:], updates[half:])
+
+    def _queue_revocation(self, keys: tuple[str, ...]) -> None:
+        if self._revoked.full():
+            log.error("revocations are not reaching the other processes: %d dropped", len(keys))
+            return
+        self._revoked.put_nowait(keys)
+
+    async def _forward_revocations(self) -> None:
+        while True:
+            keys = list(await self._revoked.get())
+            while not self._revoked.empty():
+                keys.extend(self._revoked.get_nowait())
+            for start in range(0, len(keys), 50):  # a key is about 70 bytes: 50 fit any transport
+                await self._send({"revoked": keys[start : start + 50]})
+
+    async def _forward_due_times(self) -> None:
+        while True:
+            await self._due_queued.wait()
+            self._due_queued.clear()
+            due, self._due = sorted(self._due), set()
+            await self._send({"due": due[:_DUE_TIMES_PER_MESSAGE]})
+
+    # -- in -------------------------------------------------------------------------------------------
+    def _deliver(self, message: bytes) -> None:
+        if self._incoming.full():
+            log.error("live messages from other processes are arriving faster than they are handled: one dropped")
+            return
+        self._incoming.put_nowait(message)
+
+    async def _receive(self) -> None:
+        while True:
+            message = await self._incoming.get()
+            try:
+                await self._handle(message)
+            except Exception:
+                log.exception("could not handle a live message from another process")
+
+    async def _handle(self, message: bytes) -> None:
+        with contextlib.suppress(msgspec.DecodeError, KeyError, ValueError, TypeError, AttributeError):
+            body = msgspec.json.decode(message)
+            if body["from"] == self.origin:
+                return
+            if "revoked" in body:
+                keys = [key for key in body["revoked"] if isinstance(key, str)]
+                self._publisher.revoke(keys, skip=self._revocation_listener)
+            elif "due" in body:
+                for at in body["due"]:
+                    for wake in self.wake_listeners:
+                        wake(float(at))
+            else:
+                updates = [await self._complete(*decode_update(item)) for item in body["updates"]]
+                self._publisher.publish(updates, relayed_from=self._outgoing)
+
+    async def _complete(self, update: Update, by_reference: bool) -> Update:
+        if not by_reference or self._resolve is None:
+            return update
+        return await self._resolve(update)

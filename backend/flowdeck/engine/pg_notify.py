@@ -1,0 +1,94 @@
+"""PostgreSQL ``LISTEN/NOTIFY`` as the fan-out transport: the default wherever processes share a
+PostgreSQL database and no Redis is configured. What travels and why: ``engine/fanout.py``.
+
+Two connections of their own per process (one listens, one sends), outside the engine's pool: a
+listening connection must stay open, and a NOTIFY must not wait behind the engine's transactions.
+A NOTIFY payload is at most 8,000 bytes; larger updates go by reference (``max_message_bytes``).
+If the listening connection drops, it is opened again (messages sent meanwhile are missed, as on Redis).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy.engine import make_url
+
+__all__ = ("CHANNEL", "PostgresTransport")
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "flowdeck_updates"
+_RECONNECT_SECONDS = (0.1, 0.5, 1.0, 2.0, 5.0)
+
+
+class PostgresTransport:
+    max_message_bytes: int | None = 7_900
+
+    def __init__(self, database_url: str, *, channel: str = CHANNEL) -> None:
+        url = make_url(database_url)
+        self._connect_args: dict[str, Any] = {
+            "host": url.host,
+            "port": url.port or 5432,
+            "user": url.username,
+            "password": url.password,
+            "database": url.database,
+        }
+        self.channel = channel
+        self._deliver: Callable[[bytes], None] | None = None
+        self._listener: asyncpg.Connection | None = None
+        self._sender: asyncpg.Connection | None = None
+        self._send_lock = asyncio.Lock()
+        self._watch: asyncio.Task[None] | None = None
+        self._lost = asyncio.Event()
+
+    async def open(self, deliver: Callable[[bytes], None]) -> None:
+        self._deliver = deliver
+        await self._listen()
+        self._sender = await asyncpg.connect(**self._connect_args)
+        self._watch = asyncio.create_task(self._reconnect_when_lost(), name="flowdeck-notify-watch")
+
+    async def send(self, message: bytes) -> None:
+        async with self._send_lock:
+            if self._sender is None or self._sender.is_closed():
+                self._sender = await asyncpg.connect(**self._connect_args)
+            await self._sender.execute("SELECT pg_notify($1, $2)", self.channel, message.decode())
+
+    async def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+            self._watch = None
+        for connection in (self._listener, self._sender):
+            if connection is not None and not connection.is_closed():
+                with contextlib.suppress(Exception):
+                    await connection.close(timeout=2)
+        self._listener = self._sender = None
+
+    async def _listen(self) -> None:
+        connection = await asyncpg.connect(**self._connect_args)
+        connection.add_termination_listener(lambda _: self._lost.set())
+        await connection.add_listener(self.channel, self._on_notify)
+        self._listener = connection
+
+    def _on_notify(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
+        if self._deliver is not None:
+            self._deliver(payload.encode())
+
+    async def _reconnect_when_lost(self) -> None:
+        while True:
+            await self._lost.wait()
+            self._lost.clear()
+            log.warning("the LISTEN connection to PostgreSQL was lost; opening it again")
+            for delay in itertools.chain(_RECONNECT_SECONDS, itertools.repeat(_RECONNECT_SECONDS[-1])):
+                try:
+                    await self._listen()
+                    break
+                except (OSError, asyncpg.PostgresError):
+                    await asyncio.sleep(delay)

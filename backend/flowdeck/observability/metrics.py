@@ -1,0 +1,123 @@
+"""Prometheus metrics (``GET /metrics``): what the engine, the queue, the sandbox and Socket.IO are doing.
+
+One registry per process, never the library's global one, so two apps in one test process don't
+share counters. No label names a tenant, a workflow or a run: their number is unbounded (every new
+run would be a new time series) and they would tell a scraper who runs what.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, NodeStatus
+from flowdeck.engine.engine import Engine
+from flowdeck.engine.publisher import NodeUpdate, RunUpdate, Update
+from flowdeck.sandbox.pool import SandboxPool
+from flowdeck.storage.queue_stats import QueueStats, read_queue_stats
+
+__all__ = ("CONTENT_TYPE", "Metrics", "ScrapeSources", "observe_engine")
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+log = logging.getLogger(__name__)
+
+_NODE_SECONDS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+
+
+class ScrapeSources:
+    """Where the gauges read their values at scrape time (each optional: a worker has no Socket.IO)."""
+
+    def __init__(
+        self,
+        *,
+        queue: Callable[[], Awaitable[QueueStats]] | None = None,
+        sandbox: Callable[[], tuple[int, int]] | None = None,
+        connections: Callable[[], int] | None = None,
+    ) -> None:
+        self.queue = queue
+        self.sandbox = sandbox
+        """() -> (busy, idle) sandbox processes."""
+        self.connections = connections
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.sources = ScrapeSources()
+        r = self.registry
+        self.runs_started = Counter("flowdeck_runs_started", "Runs created, by trigger.", ["trigger"], registry=r)
+        self.runs_finished = Counter(
+            "flowdeck_runs_finished", "Runs that reached a final status, by status.", ["status"], registry=r
+        )
+        self.node_seconds = Histogram(
+            "flowdeck_node_duration_seconds",
+            "Time one node attempt took to run (its handler), by node type and outcome.",
+            ["node_type", "outcome"],
+            buckets=_NODE_SECONDS_BUCKETS,
+            registry=r,
+        )
+        self.node_retries = Counter("flowdeck_node_retries", "Failed node attempts that will be retried.", registry=r)
+        self.queue_due = Gauge("flowdeck_queue_due_jobs", "Jobs due now that no live lease holds.", registry=r)
+        self.queue_oldest = Gauge(
+            "flowdeck_queue_oldest_due_age_seconds", "How long the oldest due job has waited.", registry=r
+        )
+        self.sandbox = Gauge("flowdeck_sandbox_processes", "Sandbox processes, busy or idle.", ["state"], registry=r)
+        self.connections = Gauge("flowdeck_socketio_connections", "Open Socket.IO connections.", registry=r)
+
+    # -- what the engine reports (engine.observer.EngineObserver) ------------------------------------
+    def run_started(self, trigger: str) -> None:
+        self.runs_started.labels(trigger).inc()
+
+    def node_ran(self, node_type: str, seconds: float, outcome: str) -> None:
+        self.node_seconds.labels(node_type, outcome).observe(seconds)
+
+    def observe(self, updates: list[Update]) -> None:
+        """A publisher tap: counts the updates this process's engine published (never other processes')."""
+        for update in updates:
+            if isinstance(update, RunUpdate):
+                if update.status in TERMINAL_RUN_STATUSES:
+                    self.runs_finished.labels(update.status.value).inc()
+            elif isinstance(update, NodeUpdate) and update.status is NodeStatus.RETRYING:
+                self.node_retries.inc()
+
+    # -- the scrape -----------------------------------------------------------------------------------
+    async def render(self) -> bytes:
+        """The text exposition format, with the gauges read just now."""
+        await self.refresh()
+        return generate_latest(self.registry)
+
+    async def refresh_every(self, seconds: float) -> None:
+        """Keep the gauges fresh for an exporter that cannot await (prometheus_client's own HTTP server)."""
+        while True:
+            try:
+                await self.refresh()
+            except Exception:
+                log.warning("could not refresh the metrics gauges", exc_info=True)
+            await asyncio.sleep(seconds)
+
+    async def refresh(self) -> None:
+        sources = self.sources
+        if sources.queue is not None:
+            stats = await sources.queue()
+            self.queue_due.set(stats.due_jobs)
+            self.queue_oldest.set(stats.oldest_due_age)
+        if sources.sandbox is not None:
+            busy, idle = sources.sandbox()
+            self.sandbox.labels("busy").set(busy)
+            self.sandbox.labels("idle").set(idle)
+        if sources.connections is not None:
+            self.connections.set(sources.connections())
+
+
+def observe_engine(metrics: Metrics, engine: Engine, *, sandbox: SandboxPool | None = None) -> None:
+    """Count what ``engine`` does in this process, and read the queue (and the sandbox) at scrape time."""
+    engine.attach_observer(metrics)
+    engine.publisher.taps.append(metrics.observe)
+    metrics.sources.queue = lambda: read_queue_stats(engine.db, time.time())
+    if sandbox is not None:
+        metrics.sources.sandbox = lambda: sandbox.usage

@@ -1,0 +1,149 @@
+"""Live updates across processes, over Redis and over PostgreSQL LISTEN/NOTIFY: what one process's engine
+runs, another's clients see, in order, complete (large outputs too), and never echoed back; a job queued
+in one process wakes another's idle worker at once."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from flowdeck.domain.statuses import RunStatus
+from flowdeck.engine.engine import Engine
+from flowdeck.engine.fanout import Fanout, Transport, read_back
+from flowdeck.engine.pg_notify import PostgresTransport
+from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, Update
+from flowdeck.engine.redis_bridge import RedisTransport
+from flowdeck.storage.database import Database
+from tests.support.graphs import linear
+from tests.support.handlers import make_test_registry
+from tests.support.runs import start
+
+MakeTransport = Callable[[], Transport]
+
+
+@pytest.fixture(params=["redis", "postgres"])
+def make_transport(request: pytest.FixtureRequest) -> MakeTransport:
+    """Transports on a channel of this test's own, so parallel test sessions never hear each other."""
+    channel = f"flowdeck_test_{uuid.uuid4().hex[:12]}"
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+        return lambda: RedisTransport(url, channel=channel)
+    url = request.getfixturevalue("postgres_url")
+    return lambda: PostgresTransport(url, channel=channel)
+
+
+@pytest.fixture
+async def sqlite_db(tmp_path: Path) -> AsyncIterator[Database]:
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'fanout.db'}")
+    await db.create_all()
+    yield db
+    await db.dispose()
+
+
+async def until_completed(subscription: object) -> list[Update]:
+    seen: list[Update] = []
+    while not (seen and isinstance(seen[-1], RunUpdate) and seen[-1].status is RunStatus.COMPLETED):
+        seen.append(await asyncio.wait_for(subscription.get(), timeout=10))  # type: ignore[attr-defined]
+    return seen
+
+
+async def test_a_process_sees_the_updates_of_nodes_another_process_ran(
+    make_transport: MakeTransport, sqlite_db: Database
+) -> None:
+    worker = Engine(sqlite_db, make_test_registry(), poll_interval=0.05)  # "flowdeck worker"
+    serve_publisher = LocalPublisher()  # "flowdeck serve": runs nothing, has the clients
+    fanouts = [
+        Fanout(make_transport(), worker.publisher),
+        Fanout(make_transport(), serve_publisher, resolve=read_back(sqlite_db)),
+    ]
+    for fanout in fanouts:
+        await fanout.start()
+    await worker.start()
+    try:
+        with serve_publisher.subscribe() as watched, worker.publisher.subscribe() as local:
+            tenant_id = await worker.tenants.ensure("acme")
+            graph = linear(2)
+            big = "x" * 20_000  # over PostgreSQL's 8,000-byte NOTIFY limit: it goes by reference
+            graph["nodes"][1]["config"] = {"output": {"text": big}}
+            instance_id = await start(worker, tenant_id, graph)
+            seen = await until_completed(watched)
+            # Proof that nothing of the worker's own came back to it: a marker sent the other way
+            # arrives after anything echoed would have (one channel delivers in order).
+            marker = RunUpdate("marker", RunStatus.RUNNING, 0.0)
+            serve_publisher.publish([marker])
+            local_updates = []
+            while (update := await asyncio.wait_for(local.get(), timeout=10)) != marker:
+                local_updates.append(update)
+    finally:
+        await worker.stop()
+        for fanout in fanouts:
+            await fanout.stop()
+    nodes = [(u.node_id, u.status.value) for u in seen if isinstance(u, NodeUpdate)]
+    assert ("s1", "RUNNING") in nodes and ("s2", "COMPLETED") in nodes
+    assert nodes.index(("s1", "COMPLETED")) < nodes.index(("s2", "COMPLETED"))  # in order
+    assert all(u.instance_id == instance_id for u in seen)
+    s1 = next(u for u in seen if isinstance(u, NodeUpdate) and u.node_id == "s1" and u.status.value == "COMPLETED")
+    assert s1.output == {"text": big}  # complete, however it travelled
+    assert seen == local_updates  # the same updates, and nothing came back twice to their source
+
+
+async def test_a_job_queued_in_one_process_wakes_an_idle_worker_in_another(
+    make_transport: MakeTransport, sqlite_db: Database
+) -> None:
+    api = Engine(sqlite_db, make_test_registry())  # queues runs, runs no worker
+    idle = Engine(sqlite_db, make_test_registry(), poll_interval=60.0)  # would find the job only in a minute
+    api_fanout, worker_fanout = Fanout(make_transport(), api.publisher), Fanout(make_transport(), idle.publisher)
+    api.orchestrator.job_listeners.append(api_fanout.job_queued)
+    worker_fanout.wake_listeners.append(idle.worker.notify)
+    for fanout in (api_fanout, worker_fanout):
+        await fanout.start()
+    await api.start(with_worker=False)
+    try:
+        tenant_id = await api.tenants.ensure("acme")
+        # The first run is queued before the worker starts: its first claim takes it. After that the
+        # worker waits for a wake-up (or its one-minute poll).
+        first = await start(api, tenant_id, linear(1))
+        await idle.start()
+        assert (await idle.wait_for_run(first, 10)).status is RunStatus.COMPLETED
+        instance_id = await start(api, tenant_id, linear(3))
+        run = await idle.wait_for_run(instance_id, 10)
+    finally:
+        await idle.stop()
+        await api.stop()
+        for fanout in (api_fanout, worker_fanout):
+            await fanout.stop()
+    assert run.status is RunStatus.COMPLETED
+
+
+async def test_a_revocation_reaches_the_other_process_once_and_never_comes_back(make_transport: MakeTransport) -> None:
+    here, there = LocalPublisher(), LocalPublisher()
+    fanouts = [Fanout(make_transport(), here), Fanout(make_transport(), there)]
+    heard: dict[str, list[tuple[str, ...]]] = {"here": [], "there": []}
+    last: dict[str, asyncio.Queue[tuple[str, ...]]] = {"here": asyncio.Queue(), "there": asyncio.Queue()}
+    for name, publisher in (("here", here), ("there", there)):
+        publisher.on_revoke(heard[name].append)
+        publisher.on_revoke(last[name].put_nowait)
+    for fanout in fanouts:
+        await fanout.start()
+    try:
+        # Each revocation is sent after the previous one arrived: the channel keeps its order, so an
+        # echo of an earlier one would be heard before the later one.
+        here.revoke(["token:abc"])
+        while await asyncio.wait_for(last["there"].get(), 5) != ("token:abc",):
+            pass
+        there.revoke(["session:xyz"])
+        while await asyncio.wait_for(last["here"].get(), 5) != ("session:xyz",):
+            pass
+        here.revoke(["embed:end"])
+        while await asyncio.wait_for(last["there"].get(), 5) != ("embed:end",):
+            pass
+    finally:
+        for fanout in fanouts:
+            await fanout.stop()
+    # Every process heard every revocation once, its own locally: none came back to where it was made.
+    assert heard["here"] == [("token:abc",), ("session:xyz",), ("embed:end",)]
+    assert heard["there"] == [("token:abc",), ("session:xyz",), ("embed:end",)]

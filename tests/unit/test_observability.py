@@ -1,0 +1,71 @@
+"""Structured logs and the observability settings, as an operator configures them."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from flowdeck.engine.log_scope import current_node
+from flowdeck.observability.logs import configure_logging
+from flowdeck.settings import Settings
+
+
+@pytest.fixture
+def captured() -> io.StringIO:
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    yield stream
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in saved[0]:
+        root.addHandler(handler)
+    root.setLevel(saved[1])
+
+
+def test_json_logs_are_one_object_per_line_with_the_run_and_node(captured: io.StringIO) -> None:
+    configure_logging(log_format="json")
+    logging.getLogger().handlers[0].setStream(captured)  # type: ignore[attr-defined]
+    token = current_node.set(("run-1", "score", "3"))
+    try:
+        logging.getLogger("flowdeck.test").warning("node %s is slow", "score")
+    finally:
+        current_node.reset(token)
+    logging.getLogger("flowdeck.test").info("outside any node")
+
+    first, second = (json.loads(line) for line in captured.getvalue().splitlines())
+    assert first["message"] == "node score is slow" and first["level"] == "WARNING"
+    assert (first["runId"], first["nodeId"], first["iteration"]) == ("run-1", "score", "3")
+    assert first["logger"] == "flowdeck.test" and "time" in first
+    assert second["message"] == "outside any node" and "runId" not in second
+
+
+def test_text_logs_stay_readable(captured: io.StringIO) -> None:
+    configure_logging(log_format="text")
+    logging.getLogger().handlers[0].setStream(captured)  # type: ignore[attr-defined]
+    logging.getLogger("flowdeck.test").info("hello")
+    assert captured.getvalue().rstrip().endswith("INFO flowdeck.test: hello")
+
+
+@pytest.mark.parametrize(
+    ("env", "field", "value"),
+    [
+        ({}, "metrics", True),
+        ({"FLOWDECK_METRICS": "off"}, "metrics", False),
+        ({"FLOWDECK_METRICS": "ON"}, "metrics", True),
+        ({"FLOWDECK_LOG_FORMAT": "json"}, "log_format", "json"),
+        ({"FLOWDECK_METRICS_PORT": "9464"}, "metrics_port", 9464),
+    ],
+)
+def test_observability_settings_are_read_from_the_environment(env: dict[str, str], field: str, value: object) -> None:
+    assert getattr(Settings.from_env(env), field) == value
+
+
+@pytest.mark.parametrize("env", [{"FLOWDECK_METRICS": "maybe"}, {"FLOWDECK_LOG_FORMAT": "xml"}])
+def test_a_bad_observability_setting_names_the_variable(env: dict[str, str]) -> None:
+    (name,) = env
+    with pytest.raises(ValueError, match=name):
+        Settings.from_env(env)
