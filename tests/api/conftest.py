@@ -95,7 +95,12 @@ LOCAL_HTTP = ("127.0.0.1",)
 
 @asynccontextmanager
 async def serve(
-    db: Database, tmp_path: Path, *, queries: dict[str, Any] | None = None, settings: dict[str, Any] | None = None, **config: Any
+    db: Database,
+    tmp_path: Path,
+    *,
+    queries: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+    **config: Any,
 ) -> AsyncIterator[Server]:
     """``queries``: the QueryEngine's settings (default: SQLite files under pytest's temporary directory,
     HTTP to 127.0.0.1, and this server's database as Flowdeck's own)."""
