@@ -491,3 +491,22 @@ def test_compiled_templates_are_cached() -> None:
     for _ in range(5):
         assert render("{{ ctx.input.id + 1000 }}", CTX) == 1042
     assert rendering._compile_template.cache_info().hits == before + 5
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("false", False), ("FALSE", False), (" No ", False), ("off", False), ("0", False), ("null", False),
+        ("None", False), ("", False), ("yes", True), ("true", True), ("falsey", True), ("0.0", True),
+        (0, False), (1, True), ([], False), ([0], True), (None, False), ({}, False), (0.0, False),
+    ],
+)  # fmt: skip
+def test_truthy_reads_outside_strings_as_people_mean_them(value: Any, expected: bool) -> None:
+    ctx = {"input": {"flag": value}}
+    assert evaluate("ctx.input.flag is truthy", ctx) is expected
+    assert evaluate("ctx.input.flag | truthy", ctx) is expected
+    assert render("{{ 'yes' if ctx.input.flag is truthy else 'no' }}", ctx) == ("yes" if expected else "no")
+
+
+def test_plain_truthiness_stays_pythons() -> None:
+    assert evaluate("'false' and True", {}) is True  # a non-empty string is true unless asked for truthy

@@ -13,6 +13,7 @@ from jinja2.runtime import Context, StrictUndefined, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import missing, object_type_repr
 
+from flowdeck.domain.truthiness import is_truthy
 from flowdeck.sandbox.templates.budget import account_for, check_binop, check_size, current_guard
 from flowdeck.sandbox.templates.filters import FILTER_REPLACEMENTS, with_budget
 
@@ -124,6 +125,8 @@ def _build_environment() -> _SandboxEnvironment:
     for name in _REMOVED_FILTERS:
         env.filters.pop(name, None)
     env.filters.update(FILTER_REPLACEMENTS)
+    env.filters["truthy"] = is_truthy
+    env.tests["truthy"] = is_truthy
     env.filters = {name: with_budget(func, account=True) for name, func in env.filters.items()}
     tests = cast("dict[str, Callable[..., Any]]", env.tests)
     env.tests = {name: with_budget(func, account=False) for name, func in tests.items()}

@@ -117,6 +117,10 @@ export function ConditionForm({ node, setConfig, paths, readOnly, problemAt }: F
       <div className="branch branch--else">
         <span className="branch__index">↳</span> <strong>else</strong> <span className="muted">— when no branch is true</span>
       </div>
+      <p className="muted field__help" data-testid="condition-truthy-help">
+        Branches use Python truthiness. For text from outside (webhooks, forms), write{' '}
+        <code>ctx.input.active is truthy</code>: it also counts "false", "no", "off", "0", "null", "none" and "" as false.
+      </p>
       {!readOnly && (
         <button
           type="button"
