@@ -52,10 +52,11 @@ class Engine:
         lease_seconds: float = 30.0,
         poll_interval: float = 0.5,
         worker_id: str | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.db = db
         self.registry = registry
-        self.state = StateManager(db)
+        self.state = StateManager(db, clock)
         self.workflows = WorkflowStore(db)
         self.tenants = TenantStore(db)
         self.plans = PlanCache(self.state, self.workflows, registry.default_handles())

@@ -122,11 +122,14 @@ class _AsyncpgConnection:
 
 
 class Database:
-    def __init__(self, url: str, *, pool_size: int = 20) -> None:
+    def __init__(self, url: str, *, pool_size: int = 20, one_statement: bool = True) -> None:
+        """``one_statement`` (PostgreSQL): take the common decisions and write pairs as single statements
+        (data-modifying CTEs). ``False`` writes the same rows with the portable statements SQLite uses;
+        tests/integration/test_one_statement_equivalence.py runs every topology both ways and compares."""
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         self.counter = StatementCounter()
-        self.sql = statements_for(self.is_sqlite)
+        self.sql = statements_for(self.is_sqlite, one_statement=one_statement)
         if self.is_sqlite:
             self._sqlite_lock = asyncio.Lock()
             sync_url = make_url(url).set(drivername="sqlite+pysqlite")

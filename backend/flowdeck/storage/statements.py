@@ -533,7 +533,10 @@ FROM (SELECT 1) AS one LEFT JOIN job ON TRUE
 
 
 @functools.cache
-def statements_for(is_sqlite: bool) -> Statements:
+def statements_for(is_sqlite: bool, *, one_statement: bool = True) -> Statements:
+    """The statements of a dialect. The PostgreSQL-only single statements (data-modifying CTEs) are
+    ``None`` on SQLite, and on PostgreSQL when ``one_statement`` is off (the portable path then)."""
+    single = not is_sqlite and one_statement
     insert = sqlite.insert if is_sqlite else postgresql.insert
     due = (
         sa.select(node_jobs.c.id)
@@ -612,14 +615,14 @@ def statements_for(is_sqlite: bool) -> Statements:
         ),
         get_instance=sa.select(instances).where(instances.c.id == _p("p_id")),
         outputs_if_idle=_outputs_if_idle(),
-        finish_run_logged=None if is_sqlite else _finish_run_logged(),
-        record_result=None if is_sqlite else _record_result(),
-        dispatch_one=None if is_sqlite else _dispatch_one(),
-        claim_and_start=None if is_sqlite else _claim_and_start(claim_jobs),
-        chain_step=None if is_sqlite else _chain_step(),
-        start_run=None if is_sqlite else _start_run(),
-        end_step=None if is_sqlite else _end_step(),
-        iteration_step=None if is_sqlite else _iteration_step(),
+        finish_run_logged=None if not single else _finish_run_logged(),
+        record_result=None if not single else _record_result(),
+        dispatch_one=None if not single else _dispatch_one(),
+        claim_and_start=None if not single else _claim_and_start(claim_jobs),
+        chain_step=None if not single else _chain_step(),
+        start_run=None if not single else _start_run(),
+        end_step=None if not single else _end_step(),
+        iteration_step=None if not single else _iteration_step(),
     )
     return _compiled(core, is_sqlite)
 
