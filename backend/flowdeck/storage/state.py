@@ -541,15 +541,6 @@ class StateManager:
             await conn.execute(self.db.sql.start_run, params)
         return now
 
-    # -- single writes ---------------------------------------------------------------------------
-    async def log_event(self, event: LogEvent) -> int | None:
-        async with self.transaction() as tx:
-            return await tx.log_event(event)
-
-    async def log_event_bulk(self, events: Sequence[LogEvent]) -> list[str | None]:
-        async with self.transaction() as tx:
-            return await tx.log_event_bulk(events)
-
     # -- reads -----------------------------------------------------------------------------------
     async def get_instance(self, instance_id: str) -> InstanceRecord | None:
         async with self.db.read(snapshot=False) as conn:
@@ -602,24 +593,6 @@ class StateManager:
         async with self.db.read() as conn:
             payload = (await conn.execute(stmt)).scalar_one_or_none()
         return payload if isinstance(payload, dict) else None
-
-    async def _node_ids_with(
-        self, instance_id: str, node_ids: Iterable[str], event_type: EventType, iteration: str
-    ) -> set[str]:
-        stmt = sa.select(instance_logs.c.node_id).where(
-            instance_logs.c.instance_id == instance_id,
-            instance_logs.c.iteration == iteration,
-            instance_logs.c.event_type == event_type.value,
-            instance_logs.c.node_id.in_(list(node_ids)),
-        )
-        async with self.db.read() as conn:
-            return {row[0] for row in await conn.execute(stmt)}
-
-    async def get_completed_node_ids(self, instance_id: str, node_ids: Iterable[str], iteration: str = "") -> set[str]:
-        return await self._node_ids_with(instance_id, node_ids, EventType.NODE_COMPLETED, iteration)
-
-    async def get_dispatched_node_ids(self, instance_id: str, node_ids: Iterable[str], iteration: str = "") -> set[str]:
-        return await self._node_ids_with(instance_id, node_ids, EventType.NODE_DISPATCHED, iteration)
 
     async def read_log(self, instance_id: str, *, after_log_id: int = 0, limit: int | None = None) -> list[LogRow]:
         stmt = (
@@ -693,10 +666,6 @@ class StateManager:
     async def release_leases(self, owner: str) -> None:
         async with self.transaction() as tx:
             await tx.jobs.release(owner)
-
-    async def next_job_due(self) -> float | None:
-        async with self.db.read() as conn:
-            return await JobTable.next_due(conn)
 
 
 def _merged_end_outputs(payloads: Iterable[Any]) -> dict[str, Any]:
