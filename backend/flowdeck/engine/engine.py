@@ -56,7 +56,7 @@ class Engine:
     ) -> None:
         self.db = db
         self.registry = registry
-        self.state = StateManager(db, clock)
+        self.state = StateManager.create(db, clock)
         self.workflows = WorkflowStore(db)
         self.tenants = TenantStore(db)
         self.plans = PlanCache(self.state, self.workflows, registry.default_handles())

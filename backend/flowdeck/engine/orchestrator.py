@@ -29,14 +29,8 @@ from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, loop_en
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.jobs import NewJob
 from flowdeck.storage.records import Job, LogEvent
-from flowdeck.storage.state import (
-    DEFINITION_KEY,
-    PINNED_KEY,
-    ChainStep,
-    StateManager,
-    StateTransaction,
-    started_event,
-)
+from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager, StateTransaction, started_event
+from flowdeck.storage.steps import ChainStep, ChainStepInput, EndStepInput, IterationStepInput, RunStart
 
 __all__ = ("Completed", "Failed", "NodeOutcome", "Orchestrator", "RunStateError")
 
@@ -175,17 +169,20 @@ class Orchestrator:
         is_test = test_definition is not None
         instance_id = instance_id or str(uuid.uuid4())
         plan = RunPlan(instance_id, tenant_id, workflow_id, is_test, graph, dict(pinned or {}) if is_test else {})
-        if not is_test and self.state.decides_in_one_statement:  # PostgreSQL: the same rows in one statement
-            now = await self.state.start_production_run(
-                instance_id=instance_id,
-                tenant_id=tenant_id,
-                workflow_id=workflow_id,
-                workflow_version=workflow_version,
-                trigger=trigger,
-                run_input=run_input,
-                timeout_seconds=graph.definition.options.timeout_seconds,
-                start_id=graph.start_id,
+        now = None
+        if not is_test:  # where the store offers it (PostgreSQL), the same rows in one statement
+            start = RunStart(
+                instance_id,
+                tenant_id,
+                workflow_id,
+                workflow_version,
+                trigger,
+                run_input,
+                graph.definition.options.timeout_seconds,
+                graph.start_id,
             )
+            now = await self.state.start_production_run(start)
+        if now is not None:
             effects = _Effects(now)
             effects.run(instance_id, RunStatus.RUNNING)
             effects.node((instance_id, graph.start_id, ""), NodeStatus.DISPATCHED, 1)
@@ -357,12 +354,7 @@ class Orchestrator:
         (the general path then decides, reading the instance version afresh).
         """
         known = self._versions.get(job.instance_id)
-        if (
-            not self.state.decides_in_one_statement
-            or known is None
-            or outcome.iterations is not None
-            or outcome.queue_delay
-        ):
+        if known is None or outcome.iterations is not None or outcome.queue_delay:
             return False, None
         graph = plan.graph
         successor = sole_successor(graph, job.node_id, outcome.handle) if outcome.handle else None
@@ -370,14 +362,10 @@ class Orchestrator:
             return False, None
         payload = _completed_payload(outcome)
         step = await self.state.chain_step(
-            job=job,
-            expected_version=known,
-            output_variable=graph.node(job.node_id).variable,
-            payload=payload,
-            successor=successor,
-            owner=owner,
-            lease_seconds=self.lease_seconds,
+            ChainStepInput(job, known, graph.node(job.node_id).variable, payload, successor, owner, self.lease_seconds)
         )
+        if step is None:
+            return False, None  # the store takes no chain steps in one statement
         if step.status is None:
             self._versions.forget(job.instance_id)
             return False, None
@@ -406,7 +394,7 @@ class Orchestrator:
         known = self._versions.get(job.instance_id)
         graph = plan.graph
         loop_id = graph.loop_of(job.node_id)
-        if not self.state.decides_in_one_statement or known is None or loop_id is None or not job.iteration:
+        if known is None or loop_id is None or not job.iteration:
             return False, None
         if outcome.iterations is not None or outcome.queue_delay or graph.edges_from(job.node_id):
             return False, None
@@ -415,18 +403,22 @@ class Orchestrator:
             return False, None
         payload = _completed_payload(outcome)
         step = await self.state.iteration_step(
-            job=job,
-            expected_version=known,
-            output_variable=graph.node(job.node_id).variable,
-            payload=payload,
-            loop_id=loop_id,
-            body=graph.bodies[loop_id],
-            entry=entry,
-            concurrency=loop_concurrency(graph.node(loop_id).config),
-            owner=owner,
-            lease_seconds=self.lease_seconds,
+            IterationStepInput(
+                job,
+                known,
+                graph.node(job.node_id).variable,
+                payload,
+                loop_id,
+                tuple(graph.bodies[loop_id]),
+                entry,
+                loop_concurrency(graph.node(loop_id).config),
+                owner,
+                self.lease_seconds,
+            )
         )
         if step is None:
+            return False, None  # the store takes no iteration steps in one statement
+        if step.status is None:
             self._versions.forget(job.instance_id)
             return False, None
         self._versions.remember(job.instance_id, known + 1)
@@ -448,20 +440,16 @@ class Orchestrator:
         """Decide a top-level end node's result in one statement where the database allows it
         (PostgreSQL): the same rows as the general decision. ``False``: not one, or nothing was written."""
         known = self._versions.get(job.instance_id)
-        if not self.state.decides_in_one_statement or known is None or job.iteration:
+        if known is None or job.iteration:
             return False
         node = plan.graph.node(job.node_id)
         if node.type != "end" or outcome.iterations is not None or plan.graph.edges_from(job.node_id):
             return False
         payload = _completed_payload(outcome, end=True)
-        step = await self.state.end_step(
-            job=job,
-            expected_version=known,
-            output_variable=node.variable,
-            payload=payload,
-            end_output=outcome.output,
-        )
+        step = await self.state.end_step(EndStepInput(job, known, node.variable, payload, outcome.output))
         if step is None:
+            return False  # the store takes no end steps in one statement
+        if step.status is None:
             self._versions.forget(job.instance_id)
             return False
         self._versions.remember(job.instance_id, known + 1)

@@ -124,7 +124,8 @@ class Database:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         self.counter = StatementCounter()
-        self.sql = statements_for(self.is_sqlite, one_statement=one_statement)
+        self.one_statement = one_statement and not self.is_sqlite
+        self.sql = statements_for(self.is_sqlite)
         if self.is_sqlite:
             self._sqlite_lock = asyncio.Lock()
             sync_url = make_url(url).set(drivername="sqlite+pysqlite")
