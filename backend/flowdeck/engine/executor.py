@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flowdeck.domain.graph import Graph
-from flowdeck.engine.orchestrator import Completed, Failed, NodeOutcome
+from flowdeck.engine.outcomes import Completed, Failed, NodeOutcome
 from flowdeck.engine.plans import PlanCache
 from flowdeck.handlers.base import NodeError, NodeHandler, NodeHelpers
 from flowdeck.handlers.registry import HandlerRegistry
