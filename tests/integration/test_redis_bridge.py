@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import redis.asyncio as redis
 
+from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate
 from flowdeck.engine.redis_bridge import RedisBridge
@@ -61,8 +62,13 @@ async def test_a_process_sees_the_updates_of_nodes_another_process_ran(redis_url
             seen = []
             while not (seen and isinstance(seen[-1], RunUpdate) and seen[-1].status.value == "COMPLETED"):
                 seen.append(await asyncio.wait_for(watched.get(), timeout=10))
-            await asyncio.sleep(0.2)  # anything echoed back would have arrived by now
-            local_updates = [local.queue.get_nowait() for _ in range(local.queue.qsize())]
+            # A marker from the serve side reaches the worker's publisher through the worker's bridge,
+            # which reads the channel in order: anything of its own echoed back would come before it.
+            marker = RunUpdate(f"marker-{channel}", RunStatus.RUNNING, 0.0)
+            serve_publisher.publish([marker])
+            local_updates = []
+            while (update := await asyncio.wait_for(local.get(), timeout=10)) != marker:
+                local_updates.append(update)
     finally:
         await worker.stop()
         for bridge in bridges:
