@@ -26,21 +26,12 @@ from flowdeck.engine.publisher import Update
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import Job
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
+from tests.support.clock import FakeClock
 from tests.support.graphs import definition, diamond, edge, end, linear, node
 from tests.support.handlers import make_test_registry
 
 OWNER = "equivalence-worker"
 LEASE_SECONDS = 1_000_000.0  # a lease never runs out while the driver holds it
-
-
-class FakeClock:
-    """Time moves only when the driver moves it, so both runs stamp the same times."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @dataclasses.dataclass(frozen=True)

@@ -54,6 +54,7 @@ class Engine:
         worker_id: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``clock``: the time in epoch seconds for the state store and the worker (tests pass a fake one)."""
         self.db = db
         self.registry = registry
         self.state = StateManager.create(db, clock)
@@ -71,6 +72,7 @@ class Engine:
             lease_seconds=lease_seconds,
             poll_interval=poll_interval,
             worker_id=worker_id,
+            clock=clock,
         )
         self._worker_running = False
         self.definition_listeners: list[Callable[[], None]] = []
