@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowdeck.domain.graph import Graph
+from flowdeck.domain.scopes import child_scope, item_index, parent_scope
 from flowdeck.domain.statuses import EventType, NodeStatus, RunStatus
 from flowdeck.engine.cas import DuplicateDeliveryError
 from flowdeck.engine.effects import Effects, job_key
 from flowdeck.engine.outcomes import Completed, Failed, completed_payload
 from flowdeck.engine.plans import RunPlan
 from flowdeck.engine.retry import backoff_seconds
-from flowdeck.engine.retry_plan import child_scope, parent_scope
 from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.jobs import NewJob
@@ -391,7 +391,7 @@ class Decision:
         by_index: dict[int, dict[str, Any]] = {}
         for node_id, iteration, output in await self.tx.completed_outputs(instance_id, sinks) if sinks else []:
             if parent_scope(iteration) == scope:
-                by_index.setdefault(int(iteration.rsplit(".", 1)[-1]), {})[node_id] = output
+                by_index.setdefault(item_index(iteration), {})[node_id] = output
         results = [
             (by_index.get(i, {}).get(sinks[0]) if len(sinks) == 1 else by_index.get(i, {})) if sinks else None
             for i in range(count)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flowdeck.domain.graph import Graph
+from flowdeck.domain.scopes import child_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, NodeStatus, RunStatus
 from flowdeck.engine.batching import Batcher, Delivery
 from flowdeck.engine.cas import Cas, DuplicateDeliveryError
@@ -28,7 +29,7 @@ from flowdeck.engine.one_statement import OneStatementSteps
 from flowdeck.engine.outcomes import Completed, Failed, NodeOutcome, RunStateError
 from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.engine.publisher import Publisher
-from flowdeck.engine.retry_plan import child_scope, plan_retry
+from flowdeck.engine.retry_plan import plan_retry
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager, StateTransaction
 from flowdeck.storage.steps import RunStart

@@ -14,24 +14,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from flowdeck.domain.graph import Graph
+from flowdeck.domain.scopes import child_scope
 from flowdeck.domain.statuses import EventType
 from flowdeck.engine.scheduling import EdgeCounts, settle_from_states
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.records import LogRow
 
-__all__ = ("LoopState", "RetryPlan", "child_scope", "parent_scope", "plan_retry")
+__all__ = ("LoopState", "RetryPlan", "plan_retry")
 
 LoopState = tuple[int, int, int]
 """(item count, finished iterations, attempt) of a loop in one scope."""
-
-
-def child_scope(scope: str, index: int) -> str:
-    """The iteration path of item ``index`` of a loop running in ``scope``: "3", or "3.1" when nested."""
-    return f"{scope}.{index}" if scope else str(index)
-
-
-def parent_scope(scope: str) -> str:
-    return scope.rsplit(".", 1)[0] if "." in scope else ""
 
 
 @dataclass(slots=True)

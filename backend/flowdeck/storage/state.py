@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from flowdeck.domain.scopes import nested_pattern, visible_scopes
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, RunStatus
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.jobs import JobTable, NewJob
@@ -27,14 +28,6 @@ __all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "
 
 DEFINITION_KEY = "__workflowDefinition"
 PINNED_KEY = "__pinned"
-
-
-def _scopes(iteration: str) -> list[str]:
-    """The iteration scopes visible from ``iteration``: "3.1" sees "", "3" and "3.1"."""
-    if not iteration:
-        return [""]
-    parts = iteration.split(".")
-    return ["", *(".".join(parts[: i + 1]) for i in range(len(parts)))]
 
 
 def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
@@ -294,7 +287,12 @@ class StateTransaction:
 
     async def has_scope_jobs(self, instance_id: str, node_ids: Iterable[str], scope: str) -> bool:
         """Does any of ``node_ids`` have a job in ``scope`` or in a scope nested in it?"""
-        params = {"p_instance": instance_id, "p_nodes": list(node_ids), "p_scope": scope, "p_nested": f"{scope}.%"}
+        params = {
+            "p_instance": instance_id,
+            "p_nodes": list(node_ids),
+            "p_scope": scope,
+            "p_nested": nested_pattern(scope),
+        }
         return (await self.conn.execute(self.db.sql.scope_job, params)).first() is not None
 
     async def completed_outputs(self, instance_id: str, node_ids: Iterable[str]) -> list[tuple[str, str, Any]]:
@@ -411,7 +409,7 @@ class StateManager:
         """
         params = {
             "p_id": instance_id,
-            "p_scopes": _scopes(iteration),
+            "p_scopes": visible_scopes(iteration),
             "p_nodes": list(node_ids),
             "p_hidden": DEFINITION_KEY,
         }

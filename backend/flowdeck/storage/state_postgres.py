@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowdeck.domain.scopes import nested_pattern, parent_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.storage.jobs import NewJob
 from flowdeck.storage.records import Job, LogEvent
@@ -121,8 +122,8 @@ class PostgresStateManager(StateManager):
         params = {
             **_result_params(step, now),
             "p_iteration": scope,
-            "p_nested": f"{scope}.%",
-            "p_parent": scope.rsplit(".", 1)[0] if "." in scope else "",
+            "p_nested": nested_pattern(scope),
+            "p_parent": parent_scope(scope),
             "p_loop_id": step.loop_id,
             "p_body": list(step.body),
             "p_entry": step.entry,
