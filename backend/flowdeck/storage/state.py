@@ -19,6 +19,7 @@ from flowdeck.domain.scopes import nested_pattern, visible_scopes
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, RunStatus
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.jobs import JobTable, NewJob
+from flowdeck.storage.log_fold import fold_context, merged_end_outputs
 from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
 from flowdeck.storage.statements import LOG_COLUMNS
 from flowdeck.storage.steps import ChainStep, ChainStepInput, EndStep, EndStepInput, IterationStepInput, RunStart
@@ -28,26 +29,6 @@ __all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "
 
 DEFINITION_KEY = "__workflowDefinition"
 PINNED_KEY = "__pinned"
-
-
-def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
-    """Fold log rows (event_type, node_id, output_variable, payload) in log order into a context."""
-    context: dict[str, Any] = {}
-    for event_type, node_id, output_variable, payload in rows:
-        if event_type == EventType.NODE_COMPLETED:
-            output = payload.get("output") if payload else None
-            context[output_variable] = output
-            context[f"__node_{node_id}"] = True
-            if payload and payload.get("end"):
-                merged = context.get("output")
-                context["output"] = (
-                    {**merged, **output} if isinstance(merged, dict) and isinstance(output, dict) else output
-                )
-        elif event_type == EventType.INPUT_SET:
-            context["input"] = payload.get("input") if payload else None
-        elif payload:
-            context.update(payload)
-    return context
 
 
 class StateTransaction:
@@ -199,7 +180,7 @@ class StateTransaction:
         rows = (await self.conn.execute(self.db.sql.outputs_if_idle, {"p_id": instance_id})).all()
         if not rows:
             return None
-        return _merged_end_outputs(payload for _, _, payload in rows[1:])
+        return merged_end_outputs(payload for _, _, payload in rows[1:])
 
     async def node_rows(self, instance_id: str) -> list[LogRow]:
         """Every node-level row of the run, in log order (partial retry folds them)."""
@@ -500,15 +481,6 @@ class StateManager:
     async def release_leases(self, owner: str) -> None:
         async with self.transaction() as tx:
             await tx.jobs.release(owner)
-
-
-def _merged_end_outputs(payloads: Iterable[Any]) -> dict[str, Any]:
-    """The outputs of the end nodes reached, merged in log order (later wins)."""
-    merged: dict[str, Any] = {}
-    for payload in payloads:
-        if payload and payload.get("end") and isinstance(payload.get("output"), dict):
-            merged.update(payload["output"])
-    return merged
 
 
 def run_status_payload(status: RunStatus, reason: str | None) -> dict[str, Any]:
