@@ -295,7 +295,7 @@ def _iteration_step() -> Any:
     with this iteration. Then: CAS, NODE_COMPLETED, the job removed, one more finished iteration and,
     when there is a next item (``finished + concurrency - 1``), the loop's body entry dispatched in that
     item's scope with its job leased to the worker and its NODE_STARTED row. This is what the general
-    decision (``Orchestrator._settle``) writes in that case; the conditions are read before the CAS,
+    decision (``Decision.settle`` in engine/decision.py) writes in that case; the conditions are read before the CAS,
     whose row lock and version check keep them true (every change to jobs or loop counts is a decision).
 
     One row (status before, log id, then the next iteration's job columns or NULLs); no row when
@@ -399,7 +399,7 @@ def _chain_step() -> Any:
     """A chain's step, decided in one statement: CAS the instance, log the node's NODE_COMPLETED, delete
     its job and, if the run is RUNNING and the job was still there, dispatch the successor with its
     job leased to the worker and its NODE_STARTED row. Each part runs only if the one before did, so it
-    writes exactly what the general decision (``Orchestrator.handle_result``) writes for this case.
+    writes exactly what the general decision (engine/decision.py) writes for this case.
 
     One row: (instance status or NULL when the CAS failed or the result was logged before, the log id
     or NULL for a duplicate delivered concurrently,
