@@ -42,6 +42,23 @@ class Watcher:
         ack: dict[str, Any] = await self.sio.call("workflow_run_join", {"runId": run_id}, timeout=5)
         return ack
 
+    def of_run(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
+        return [(name, data) for name, data in self.events if data.get("instanceID") == run_id]
+
+    async def caught_up(self, account: Account) -> None:
+        """Wait until the relay has sent this connection everything published before now.
+
+        The relay sends what the engine publishes in publishing order: a run started now and joined
+        before it ends is announced finished after everything published before it. Only then can a
+        test say that something was not sent.
+        """
+        started = await account.client.post("/api/test-runs", json=slow_chain())
+        marker = started.json()["instanceId"]
+        assert await self.join(marker) == {"ok": True}
+        async with asyncio.timeout(10):
+            while not any(name == "workflow_status_update" for name, _ in self.of_run(marker)):
+                await asyncio.sleep(0.01)
+
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def watcher(server: Server, alice: Account) -> AsyncIterator[Watcher]:
@@ -113,8 +130,8 @@ async def test_a_late_joiner_gets_the_finished_run_in_its_snapshot(
     await server.engine.wait_for_run(run_id, 10)
 
     assert await watcher.join(run_id) == {"ok": True}
-    await asyncio.sleep(0.1)
-    [(name, snapshot)] = watcher.events
+    await watcher.caught_up(alice)
+    [(name, snapshot)] = watcher.of_run(run_id)
     assert name == "workflow_run_snapshot" and snapshot["status"] == "COMPLETED"
     assert {n: v["status"] for n, v in snapshot["nodes"].items()} == dict.fromkeys(
         ["start", "s1", "s2", "s3", "end"], "COMPLETED"
@@ -123,7 +140,7 @@ async def test_a_late_joiner_gets_the_finished_run_in_its_snapshot(
 
 
 async def test_another_tenants_run_is_unknown_to_the_connection(
-    server: Server, mallory: Account, watcher: Watcher
+    server: Server, mallory: Account, alice: Account, watcher: Watcher
 ) -> None:
     started = await mallory.client.post("/api/test-runs", json=slow_chain())
     run_id = started.json()["instanceId"]
@@ -132,7 +149,8 @@ async def test_another_tenants_run_is_unknown_to_the_connection(
     assert await watcher.join("no-such-run") == {"ok": False, "error": "run not found"}
     assert (await watcher.sio.call("workflow_run_join", {"nothing": 1}, timeout=5))["ok"] is False
     await server.engine.wait_for_run(run_id, 10)
-    assert watcher.events == []
+    await watcher.caught_up(alice)
+    assert watcher.of_run(run_id) == []
 
 
 async def test_leaving_a_run_stops_its_updates(server: Server, alice: Account, watcher: Watcher) -> None:
@@ -142,9 +160,9 @@ async def test_leaving_a_run_stops_its_updates(server: Server, alice: Account, w
     assert await watcher.sio.call("workflow_run_leave", {"runId": run_id}, timeout=5) == {"ok": True}
     seen = len(watcher.events)
     await server.engine.wait_for_run(run_id, 10)
-    await asyncio.sleep(0.1)
+    await watcher.caught_up(alice)
     assert watcher.events[0][0] == "workflow_run_snapshot"
-    assert len(watcher.events) == seen  # nothing after the leave was acknowledged
+    assert watcher.of_run(run_id) == watcher.events[:seen]  # nothing after the leave was acknowledged
 
 
 @pytest.mark.parametrize("auth", [None, {"token": "fdk_not-a-real-token-at-all"}, {"token": 42}])

@@ -14,6 +14,7 @@ from flowdeck.engine.orchestrator import Completed
 from flowdeck.engine.projection import fold_nodes
 from flowdeck.engine.publisher import NodeUpdate
 from flowdeck.storage.database import Database
+from tests.support.clock import FakeClock
 from tests.support.graphs import definition, edge, end, linear, node
 from tests.support.handlers import make_test_registry
 from tests.support.runs import read_outcome, run_to_end, start
@@ -88,7 +89,9 @@ async def test_fail_fast_dispatches_nothing_new_and_records_late_results(engine:
     assert run.status == "FAILED"
     assert run.completed_at is not None and run.started_at is not None
     assert run.completed_at - run.started_at < 0.35  # failed at once, not after the slow branch
-    await asyncio.sleep(0.6)
+    # The late result's decision writes its row and whatever it starts in one transaction: once the
+    # row is there, anything it started would be there too.
+    await _wait_for_event(engine, instance_id, "NODE_COMPLETED", "slow")
     outcome = await read_outcome(engine, instance_id)
     assert outcome.status_of("slow") == "COMPLETED"  # the late result is recorded...
     assert "after_slow" not in outcome.nodes and "join" not in outcome.nodes  # ...and starts nothing
@@ -101,7 +104,9 @@ async def test_cancel_stops_the_run_and_its_running_node(engine: Engine, tenant_
     assert await engine.cancel_run(instance_id) is True
     run = await engine.wait_for_run(instance_id, 5)
     assert run.status == "CANCELLED"
-    await asyncio.sleep(0.1)
+    deadline = time.monotonic() + 5
+    while engine.worker.active_jobs and time.monotonic() < deadline:  # the cancel reaches the task
+        await asyncio.sleep(0.01)
     assert engine.worker.active_jobs == []
     assert await engine.state.count_jobs(instance_id) == 0
     outcome = await read_outcome(engine, instance_id)
@@ -140,8 +145,16 @@ async def test_retry_of_a_run_that_did_not_fail_is_refused(engine: Engine, tenan
         await engine.retry_run(outcome.run.id)
 
 
-async def test_run_timeout_fails_the_run_with_the_reason(engine: Engine, tenant_id: str) -> None:
-    instance_id = await start(engine, tenant_id, _chain(node("long", config={"sleep": 10}), timeoutSeconds=0.5))
+async def test_run_timeout_fails_the_run_with_the_reason(db: Database) -> None:
+    clock = FakeClock()
+    engine = Engine(db, make_test_registry(), clock=clock)  # no worker runs: the start node stays queued
+    tenant_id = await engine.tenants.ensure("acme")
+    instance_id = await start(engine, tenant_id, _chain(node("long"), timeoutSeconds=30))
+    clock.advance(29)
+    await engine.worker.sweep()
+    assert (await engine.state.get_instance(instance_id)).status == "RUNNING"  # type: ignore[union-attr]
+    clock.advance(2)
+    await engine.worker.sweep()
     run = await engine.wait_for_run(instance_id, 5)
     assert run.status == "FAILED"
     assert run.error is not None and "timed out" in run.error and "timeoutSeconds" in run.error

@@ -54,11 +54,13 @@ class Engine:
         poll_interval: float = 0.5,
         worker_id: str | None = None,
         observer: EngineObserver | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """``clock``: the time in epoch seconds for the state store and the worker (tests pass a fake one)."""
         self.db = db
         self.observer: EngineObserver = observer or NullObserver()
         self.registry = registry
-        self.state = StateManager(db)
+        self.state = StateManager.create(db, clock)
         self.workflows = WorkflowStore(db)
         self.tenants = TenantStore(db)
         self.plans = PlanCache(self.state, self.workflows, registry.default_handles())
@@ -73,6 +75,7 @@ class Engine:
             lease_seconds=lease_seconds,
             poll_interval=poll_interval,
             worker_id=worker_id,
+            clock=clock,
         )
         self._worker_running = False
         self.definition_listeners: list[Callable[[], None]] = []

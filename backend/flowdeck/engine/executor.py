@@ -14,7 +14,7 @@ from flowdeck.domain.errors import NodeError
 from flowdeck.domain.graph import Graph
 from flowdeck.engine.log_scope import current_node
 from flowdeck.engine.observer import EngineObserver, NullObserver
-from flowdeck.engine.orchestrator import Completed, Failed, NodeOutcome
+from flowdeck.engine.outcomes import Completed, Failed, NodeOutcome
 from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.handlers.base import NodeHandler, NodeHelpers
 from flowdeck.handlers.registry import HandlerRegistry

@@ -14,32 +14,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from flowdeck.domain.graph import Graph
-from flowdeck.domain.statuses import EventType
+from flowdeck.domain.scopes import child_scope
 from flowdeck.engine.scheduling import EdgeCounts, settle_from_states
 from flowdeck.handlers.loop import loop_concurrency
+from flowdeck.storage.log_fold import ScopeFold, fold_scopes
 from flowdeck.storage.records import LogRow
 
-__all__ = ("LoopState", "RetryPlan", "child_scope", "parent_scope", "plan_retry")
+__all__ = ("LoopState", "RetryPlan", "plan_retry")
 
 LoopState = tuple[int, int, int]
 """(item count, finished iterations, attempt) of a loop in one scope."""
-
-
-def child_scope(scope: str, index: int) -> str:
-    """The iteration path of item ``index`` of a loop running in ``scope``: "3", or "3.1" when nested."""
-    return f"{scope}.{index}" if scope else str(index)
-
-
-def parent_scope(scope: str) -> str:
-    return scope.rsplit(".", 1)[0] if "." in scope else ""
-
-
-@dataclass(slots=True)
-class ScopeFold:
-    handles: dict[str, str | None] = field(default_factory=dict)
-    """Terminal nodes: the handle they completed on (``None`` when skipped)."""
-    dispatched: set[str] = field(default_factory=set)
-    last_attempt: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -53,23 +37,6 @@ class RetryPlan:
     start_iterations: list[tuple[str, str, int]] = field(default_factory=list)
     """(loop, scope, index) of iterations to start."""
     complete_loops: list[tuple[str, str]] = field(default_factory=list)
-
-
-def fold_scopes(rows: Sequence[LogRow]) -> dict[str, ScopeFold]:
-    folds: dict[str, ScopeFold] = {"": ScopeFold()}
-    for row in rows:
-        if row.node_id is None or row.event_type == EventType.SYSTEM_SET:
-            continue  # a loop's per-iteration ctx.loop rows say nothing about whether the iteration ran
-        fold = folds.setdefault(row.iteration, ScopeFold())
-        node_id = row.node_id
-        fold.last_attempt[node_id] = max(fold.last_attempt.get(node_id, 0), row.node_attempt)
-        if row.event_type == EventType.NODE_COMPLETED:
-            fold.handles[node_id] = (row.payload or {}).get("handle")
-        elif row.event_type == EventType.NODE_SKIPPED:
-            fold.handles[node_id] = None
-        elif row.event_type == EventType.NODE_DISPATCHED:
-            fold.dispatched.add(node_id)
-    return folds
 
 
 def _owner(graph: Graph, fold: ScopeFold) -> str | None:

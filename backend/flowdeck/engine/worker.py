@@ -21,6 +21,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
@@ -49,8 +50,11 @@ class Worker:
         poll_interval: float = 0.5,
         sweep_interval: float = 1.0,
         worker_id: str | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.state = state
+        self.clock = clock
+        """The time in epoch seconds (due times, run timeouts); tests pass a fake one."""
         self.orchestrator = orchestrator
         self.executor = executor
         self.concurrency = concurrency
@@ -123,7 +127,7 @@ class Worker:
     # -- wake-ups ------------------------------------------------------------------------------------
     def notify(self, due: float) -> None:
         """Jobs were queued, due at ``due`` (epoch seconds)."""
-        delay = due - time.time()
+        delay = due - self.clock()
         if delay <= 0.001:
             self._wake.set()
         elif due < self._timer_due:
@@ -154,7 +158,7 @@ class Worker:
                     log.exception("claiming jobs failed; retrying after the poll interval")
                     jobs = []
                 if jobs:
-                    now = time.time()
+                    now = self.clock()
                     self.orchestrator.publisher.publish(
                         [
                             NodeUpdate(j.instance_id, j.node_id, j.iteration, NodeStatus.RUNNING, j.attempt, now)
@@ -226,12 +230,12 @@ class Worker:
 
     # -- sweeps --------------------------------------------------------------------------------------
     async def _sweep_loop(self) -> None:
-        last_stale_sweep = time.time()
+        last_stale_sweep = self.clock()
         while not self._stopping:
             await asyncio.sleep(self.sweep_interval)
-            recover = time.time() - last_stale_sweep > STALE_RUN_SECONDS / 5
+            recover = self.clock() - last_stale_sweep > STALE_RUN_SECONDS / 5
             if recover:
-                last_stale_sweep = time.time()
+                last_stale_sweep = self.clock()
             try:
                 await self.sweep(recover_stale=recover)
             except Exception:
@@ -239,7 +243,7 @@ class Worker:
 
     async def sweep(self, *, recover_stale: bool = False) -> None:
         """Fail runs past their timeout; optionally recover RUNNING runs that nothing can move on."""
-        now = time.time()
+        now = self.clock()
         for instance_id in await self.state.get_timed_out_instances(now):
             instance = await self.state.get_instance(instance_id)
             limit = (

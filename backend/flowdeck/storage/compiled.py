@@ -4,9 +4,10 @@ SQLAlchemy's execution path (parameter processing, result set-up, events, and on
 hop) costs about 25 us per statement on SQLite, where the statement itself takes 1-2 us, and about
 110 us on PostgreSQL, where a bare asyncpg round trip takes 130 us (measured on these machines). The
 engine's per-node statements are simple (no IN lists), so they are compiled here once per dialect,
-with their bind names in order, and run with a tuple of parameters inside the transaction
-SQLAlchemy opened. JSON parameters are encoded as the ``JSON`` column type would (the asyncpg
-connection's JSON codecs, set up by SQLAlchemy, take the encoded text).
+with their bind names in order, and run with a tuple of parameters inside the open transaction
+(SQLAlchemy's on SQLite, asyncpg's own on PostgreSQL: storage/database.py). JSON parameters are
+encoded as the ``JSON`` column type would (the asyncpg connection's JSON codecs, set up by
+SQLAlchemy, take the encoded text).
 """
 
 from __future__ import annotations

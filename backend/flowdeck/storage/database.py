@@ -15,10 +15,11 @@ Alembic migrations use aiosqlite as usual.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import msgspec
 import sqlalchemy as sa
@@ -93,39 +94,37 @@ class _InlineConnection:
 class _AsyncpgConnection:
     """An async SQLAlchemy connection whose compiled hot statements run on asyncpg directly (PostgreSQL).
 
-    They run inside the transaction SQLAlchemy manages on the same connection: its asyncpg adapter
-    opens that transaction lazily, at the first statement, so a compiled statement opens it the same
-    way when it comes first.
+    SQLAlchemy's side of the connection is in autocommit mode, so it never opens a transaction of
+    its own: ``Database`` opens one on the asyncpg connection itself (``asyncpg.Connection.transaction``),
+    and both SQLAlchemy's statements and the compiled ones run inside it.
     """
 
-    def __init__(self, conn: AsyncConnection, counter: StatementCounter) -> None:
+    def __init__(self, conn: AsyncConnection, raw: Any, counter: StatementCounter) -> None:
         self._conn = conn
+        self._raw = raw
         self._counter = counter
-        self._adapter: Any = None
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
         if isinstance(statement, CompiledStatement) and isinstance(parameters, list) and len(parameters) > 1:
             statement = statement.core  # many rows: one multi-row statement through SQLAlchemy
         if not isinstance(statement, CompiledStatement):
             return await self._conn.execute(statement, parameters)
-        adapter = self._adapter
-        if adapter is None:
-            adapter = self._adapter = (await self._conn.get_raw_connection()).dbapi_connection
         self._counter.round_trips += 1
-        async with adapter._execute_mutex:
-            if adapter._transaction is None:
-                await adapter._start_transaction()  # a no-op for an autocommit connection
-            return await statement.run_asyncpg(adapter.driver_connection, parameters)
+        return await statement.run_asyncpg(self._raw, parameters)
 
     async def run_sync(self, fn: Callable[[sa.Connection], T]) -> T:
         return await self._conn.run_sync(fn)
 
 
 class Database:
-    def __init__(self, url: str, *, pool_size: int = 20) -> None:
+    def __init__(self, url: str, *, pool_size: int = 20, one_statement: bool = True) -> None:
+        """``one_statement`` (PostgreSQL): take the common decisions and write pairs as single statements
+        (data-modifying CTEs). ``False`` writes the same rows with the portable statements SQLite uses;
+        tests/integration/test_one_statement_equivalence.py runs every topology both ways and compares."""
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         self.counter = StatementCounter()
+        self.one_statement = one_statement and not self.is_sqlite
         self.sql = statements_for(self.is_sqlite)
         if self.is_sqlite:
             self._sqlite_lock = asyncio.Lock()
@@ -169,8 +168,8 @@ class Database:
                 with self.sync_engine.begin() as conn:
                     yield _InlineConnection(conn, self.counter)
         else:
-            async with self.engine.begin() as conn:
-                yield _AsyncpgConnection(conn, self.counter)
+            async with self._postgres(transaction="write") as conn:
+                yield conn
 
     @asynccontextmanager
     async def read(self, *, snapshot: bool = True) -> AsyncIterator[Connection]:
@@ -184,10 +183,8 @@ class Database:
                 with self.sync_engine.connect().execution_options(flowdeck_read=True) as conn:
                     yield _InlineConnection(conn, self.counter)
         else:
-            async with self.engine.connect() as conn:
-                if not snapshot:
-                    await conn.execution_options(isolation_level="AUTOCOMMIT")
-                yield _AsyncpgConnection(conn, self.counter)
+            async with self._postgres(transaction="read" if snapshot else None) as conn:
+                yield conn
 
     @asynccontextmanager
     async def autocommit(self) -> AsyncIterator[Connection]:
@@ -195,9 +192,43 @@ class Database:
         trips (PostgreSQL only: SQLite has no data-modifying CTEs to make such statements of)."""
         if self.is_sqlite:
             raise RuntimeError("single-statement writes are a PostgreSQL path (SQLite has no data-modifying CTEs)")
+        async with self._postgres(transaction=None) as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def _postgres(self, *, transaction: Literal["write", "read"] | None) -> AsyncIterator[_AsyncpgConnection]:
+        """A pooled connection, in a transaction (committed for "write", rolled back for "read") or none.
+
+        Public APIs only: SQLAlchemy runs in autocommit mode (it opens no transaction) and the
+        transaction is asyncpg's, on the driver connection SQLAlchemy hands out. BEGIN and COMMIT
+        (or ROLLBACK) are one round trip each, as with SQLAlchemy's own transaction.
+        """
         async with self.engine.connect() as conn:
             await conn.execution_options(isolation_level="AUTOCOMMIT")
-            yield _AsyncpgConnection(conn, self.counter)
+            raw = (await conn.get_raw_connection()).driver_connection
+            assert raw is not None
+            wrapped = _AsyncpgConnection(conn, raw, self.counter)
+            if transaction is None:
+                yield wrapped
+                return
+            tx = raw.transaction()
+            await tx.start()
+            self.counter.round_trips += 2  # BEGIN, and COMMIT or ROLLBACK
+            try:
+                try:
+                    yield wrapped
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        await tx.rollback()
+                    raise
+                if transaction == "write":
+                    self.counter.commits += 1
+                    await tx.commit()
+                else:
+                    await tx.rollback()
+            finally:
+                if raw.is_in_transaction():  # the rollback failed: never pool a connection mid-transaction
+                    await conn.invalidate()
 
     async def create_all(self) -> None:
         """Create the schema without migrations (tests only; ``flowdeck migrate`` uses Alembic)."""

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import sqlalchemy as sa
-
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.records import Job
 from flowdeck.storage.tables import node_jobs
@@ -95,8 +93,3 @@ class JobTable:
         await self.conn.execute(
             node_jobs.update().where(node_jobs.c.lease_owner == owner).values(lease_owner=None, available_at=self.now)
         )
-
-    @staticmethod
-    async def next_due(conn: Connection) -> float | None:
-        due = (await conn.execute(sa.select(sa.func.min(node_jobs.c.available_at)))).scalar_one_or_none()
-        return None if due is None else float(due)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from flowdeck.domain.statuses import EventType, RunStatus
@@ -71,4 +71,3 @@ class Job:
     attempt: int
     retry_base: int = 1
     available_at: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)

@@ -5,14 +5,13 @@ Every query takes the caller's tenant id: a run of another tenant is simply not 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from flowdeck.domain.statuses import TERMINAL_NODE_STATUSES, EventType, NodeStatus, RunStatus
-from flowdeck.engine.projection import NodeView, fold_nodes
+from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.database import Database
+from flowdeck.storage.log_fold import NodeView, TimelineRow, fold_nodes, timeline_rows
 from flowdeck.storage.records import InstanceRecord, LogRow
 from flowdeck.storage.state import StateManager
 from flowdeck.storage.tables import instances
@@ -54,18 +53,6 @@ class RunFilter:
 class RunView:
     run: InstanceRecord
     nodes: dict[str, NodeView]
-
-
-@dataclass(slots=True)
-class TimelineRow:
-    """One attempt of one node (per loop iteration): a bar of the run's Gantt chart."""
-
-    node_id: str
-    iteration: str
-    attempt: int
-    status: NodeStatus
-    started_at: float | None
-    completed_at: float | None
 
 
 def _record(row: sa.Row[tuple[object, ...]], with_payloads: bool = True) -> InstanceRecord:
@@ -135,42 +122,3 @@ class RunQueries:
         if run is None:
             return None
         return timeline_rows(await self.state.read_log(instance_id), run)
-
-
-def timeline_rows(rows: Iterable[LogRow], run: InstanceRecord) -> list[TimelineRow]:
-    """Fold log rows into one row per (node, iteration, attempt), in the order the attempts began."""
-    bars: dict[tuple[str, str, int], TimelineRow] = {}
-    for row in rows:
-        if row.node_id is None:
-            continue
-        key = (row.node_id, row.iteration, row.node_attempt)
-        bar = bars.get(key)
-        if bar is None:
-            bar = bars[key] = TimelineRow(row.node_id, row.iteration, row.node_attempt, NodeStatus.PENDING, None, None)
-        _apply(bar, row)
-    result = list(bars.values())
-    if run.status is RunStatus.CANCELLED:
-        for bar in result:
-            if bar.status not in TERMINAL_NODE_STATUSES:
-                bar.status = NodeStatus.CANCELLED
-                bar.completed_at = run.completed_at
-    return result
-
-
-def _apply(bar: TimelineRow, row: LogRow) -> None:
-    event = row.event_type
-    if event == EventType.NODE_DISPATCHED:
-        if bar.status is NodeStatus.PENDING:
-            bar.status = NodeStatus.DISPATCHED
-    elif event == EventType.NODE_STARTED:
-        if bar.status in (NodeStatus.PENDING, NodeStatus.DISPATCHED):
-            bar.status = NodeStatus.RUNNING
-        bar.started_at = bar.started_at or row.created_at
-    elif event in (EventType.NODE_COMPLETED, EventType.NODE_FAILED, EventType.NODE_SKIPPED):
-        bar.status = {
-            EventType.NODE_COMPLETED: NodeStatus.COMPLETED,
-            EventType.NODE_FAILED: NodeStatus.FAILED,
-            EventType.NODE_SKIPPED: NodeStatus.SKIPPED,
-        }[EventType(event)]
-        bar.completed_at = row.created_at
-        bar.started_at = bar.started_at or row.created_at

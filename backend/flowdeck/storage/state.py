@@ -11,50 +11,24 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
-from flowdeck.domain.statuses import EventType, RunStatus
+from flowdeck.domain.scopes import nested_pattern, visible_scopes
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, RunStatus
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.jobs import JobTable, NewJob
+from flowdeck.storage.log_fold import fold_context, merged_end_outputs
 from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
 from flowdeck.storage.statements import LOG_COLUMNS
+from flowdeck.storage.steps import ChainStep, ChainStepInput, EndStep, EndStepInput, IterationStepInput, RunStart
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
 
-__all__ = ("DEFINITION_KEY", "PINNED_KEY", "ChainStep", "EndStep", "StateManager", "StateTransaction", "fold_context")
+__all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "fold_context")
 
 DEFINITION_KEY = "__workflowDefinition"
 PINNED_KEY = "__pinned"
-
-
-def _scopes(iteration: str) -> list[str]:
-    """The iteration scopes visible from ``iteration``: "3.1" sees "", "3" and "3.1"."""
-    if not iteration:
-        return [""]
-    parts = iteration.split(".")
-    return ["", *(".".join(parts[: i + 1]) for i in range(len(parts)))]
-
-
-def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
-    """Fold log rows (event_type, node_id, output_variable, payload) in log order into a context."""
-    context: dict[str, Any] = {}
-    for event_type, node_id, output_variable, payload in rows:
-        if event_type == EventType.NODE_COMPLETED:
-            output = payload.get("output") if payload else None
-            context[output_variable] = output
-            context[f"__node_{node_id}"] = True
-            if payload and payload.get("end"):
-                merged = context.get("output")
-                context["output"] = (
-                    {**merged, **output} if isinstance(merged, dict) and isinstance(output, dict) else output
-                )
-        elif event_type == EventType.INPUT_SET:
-            context["input"] = payload.get("input") if payload else None
-        elif payload:
-            context.update(payload)
-    return context
 
 
 class StateTransaction:
@@ -100,54 +74,33 @@ class StateTransaction:
         """Log a node attempt's result and remove its job, which goes only if the row is new.
 
         Returns (the row is new, the job was there at that attempt). ``(False, False)`` is a duplicate
-        delivery. One round trip on PostgreSQL.
+        delivery.
         """
-        if self.db.sql.record_result is None:
-            if await self.log_event(event) is None:
-                return False, False
-            return True, await self.jobs.delete(job_id, job_attempt)
-        params = {f"p_{name}": value for name, value in self._log_values(event).items()}
-        params["p_job"], params["p_job_attempt"] = job_id, job_attempt
-        log_id, deleted = (await self.conn.execute(self.db.sql.record_result, params)).one()
-        return log_id is not None, deleted is not None
+        if await self.log_event(event) is None:
+            return False, False
+        return True, await self.jobs.delete(job_id, job_attempt)
 
     async def dispatch_one(self, job: NewJob) -> Job | None:
         """Dispatch one node: its NODE_DISPATCHED row (the guard: never the same node twice), its job,
         and NODE_STARTED when the job is leased to its dispatcher. ``None`` when it was dispatched before.
-        One round trip on PostgreSQL.
         """
-        due = self.jobs.due_at(job) if job.delay_seconds and not job.lease_owner else None
-        if self.db.sql.dispatch_one is None:
-            if not await self.log_event_bulk([dispatched_event(job, due)]):
-                return None
-            added = await self.jobs.add([job])
-            if added and job.lease_owner:
-                await self.log_event(started_event(added[0]))
-            return added[0] if added else None
-        params = {
-            "p_instance_id": job.instance_id,
-            "p_node_id": job.node_id,
-            "p_iteration": job.iteration,
-            "p_attempt": job.attempt,
-            "p_retry_base": job.retry_base,
-            "p_available_at": self.jobs.due_at(job),
-            "p_lease_owner": job.lease_owner,
-            "p_now": self.now,
-            "p_payload": None if due is None else {"dueAt": due},
-        }
-        row = (await self.conn.execute(self.db.sql.dispatch_one, params)).first()
-        return None if row is None else Job(*row)
+        if not await self.log_event_bulk([dispatched_event(job, self._due(job))]):
+            return None
+        added = await self.jobs.add([job])
+        if added and job.lease_owner:
+            await self.log_event(started_event(added[0]))
+        return added[0] if added else None
+
+    def _due(self, job: NewJob) -> float | None:
+        """When a delayed job falls due (its NODE_DISPATCHED row says so); ``None`` for others."""
+        return self.jobs.due_at(job) if job.delay_seconds and not job.lease_owner else None
 
     async def claim_and_start(self, owner: str, limit: int, lease_seconds: float) -> list[Job]:
-        """Lease up to ``limit`` due jobs to ``owner`` and log their NODE_STARTED rows (one round trip on
-        PostgreSQL)."""
-        if self.db.sql.claim_and_start is None:
-            jobs = await self.jobs.claim(owner, limit, lease_seconds)
-            if jobs:
-                await self.log_event_bulk([started_event(job) for job in jobs])
-            return jobs
-        params = {"p_now": self.now, "p_limit": limit, "p_owner": owner, "p_until": self.now + lease_seconds}
-        return [Job(*row) for row in await self.conn.execute(self.db.sql.claim_and_start, params)]
+        """Lease up to ``limit`` due jobs to ``owner`` and log their NODE_STARTED rows."""
+        jobs = await self.jobs.claim(owner, limit, lease_seconds)
+        if jobs:
+            await self.log_event_bulk([started_event(job) for job in jobs])
+        return jobs
 
     # -- the instance ----------------------------------------------------------------------------
     async def create_instance(
@@ -207,14 +160,8 @@ class StateTransaction:
     ) -> None:
         """Change the run status and log its RUN_STATUS row. Call only after winning the CAS."""
         params = {"p_id": instance_id, "p_status": status.value, "p_now": self.now, "p_error": error}
-        payload: dict[str, Any] = {"status": status.value}
-        if reason:
-            payload["reason"] = reason
-        final = status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
-        if final and self.db.sql.finish_run_logged is not None:  # one round trip for both
-            await self.conn.execute(self.db.sql.finish_run_logged, {**params, "p_output": output, "p_payload": payload})
-            return
-        if final:
+        payload = run_status_payload(status, reason)
+        if status in TERMINAL_RUN_STATUSES:
             await self.conn.execute(self.db.sql.finish_run, {**params, "p_output": output})
         else:
             await self.conn.execute(self.db.sql.reopen_run, {**params, "p_deadline": deadline_at})
@@ -233,7 +180,7 @@ class StateTransaction:
         rows = (await self.conn.execute(self.db.sql.outputs_if_idle, {"p_id": instance_id})).all()
         if not rows:
             return None
-        return _merged_end_outputs(payload for _, _, payload in rows[1:])
+        return merged_end_outputs(payload for _, _, payload in rows[1:])
 
     async def node_rows(self, instance_id: str) -> list[LogRow]:
         """Every node-level row of the run, in log order (partial retry folds them)."""
@@ -321,7 +268,12 @@ class StateTransaction:
 
     async def has_scope_jobs(self, instance_id: str, node_ids: Iterable[str], scope: str) -> bool:
         """Does any of ``node_ids`` have a job in ``scope`` or in a scope nested in it?"""
-        params = {"p_instance": instance_id, "p_nodes": list(node_ids), "p_scope": scope, "p_nested": f"{scope}.%"}
+        params = {
+            "p_instance": instance_id,
+            "p_nodes": list(node_ids),
+            "p_scope": scope,
+            "p_nested": nested_pattern(scope),
+        }
         return (await self.conn.execute(self.db.sql.scope_job, params)).first() is not None
 
     async def completed_outputs(self, instance_id: str, node_ids: Iterable[str]) -> list[tuple[str, str, Any]]:
@@ -356,199 +308,53 @@ class StateTransaction:
             )
 
 
-@dataclass(frozen=True, slots=True)
-class ChainStep:
-    """What a one-statement chain step did (``StateManager.chain_step``)."""
-
-    now: float
-    status: RunStatus | None
-    """The run's status, or ``None`` when the compare-and-swap failed (nothing was written)."""
-    logged: bool
-    """The NODE_COMPLETED row is new (``False``: a duplicate delivery)."""
-    job_removed: bool
-    next_job: Job | None
-    """The successor's job, leased to the worker, when it was dispatched."""
-
-
-@dataclass(frozen=True, slots=True)
-class EndStep:
-    """What a one-statement end step did (``StateManager.end_step``)."""
-
-    now: float
-    status: RunStatus
-    """The run's status before it."""
-    run_completed: bool
-    output: Any
-    """The run output, when it completed."""
-    logged: bool
-    job_removed: bool
-
-
 class StateManager:
+    """The run state store, portable: what SQLite runs, and PostgreSQL with ``one_statement`` off.
+
+    ``StateManager.create`` picks the implementation for a database, as DBOS picks its system
+    database class; the engine never asks which one it has.
+    """
+
+    transaction_class: type[StateTransaction] = StateTransaction
+
     def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self.db = db
         self.clock = clock
 
+    @staticmethod
+    def create(db: Database, clock: Callable[[], float] = time.time) -> StateManager:
+        """The store for ``db``: PostgreSQL's single statements where the database has them."""
+        if db.one_statement:
+            from flowdeck.storage.state_postgres import PostgresStateManager
+
+            return PostgresStateManager(db, clock)
+        return StateManager(db, clock)
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[StateTransaction]:
         async with self.db.transaction() as conn:
-            yield StateTransaction(conn, self.db, self.clock())
+            yield self.transaction_class(conn, self.db, self.clock())
 
-    @property
-    def decides_in_one_statement(self) -> bool:
-        """Whether common decisions (a chain's step, a production start) can be one statement (PostgreSQL)."""
-        return self.db.sql.chain_step is not None
+    # -- single-statement decisions ----------------------------------------------------------------
+    # The portable store takes none: each returns ``None`` ("not offered") and the engine decides the
+    # general way. PostgresStateManager (storage/state_postgres.py) takes the common ones in one
+    # statement each, writing the same rows (tests/integration/test_one_statement_equivalence.py).
 
-    async def chain_step(
-        self,
-        *,
-        job: Job,
-        expected_version: int,
-        output_variable: str,
-        payload: Any,
-        successor: str,
-        owner: str,
-        lease_seconds: float,
-    ) -> ChainStep:
-        """A chain's step as one atomic statement (PostgreSQL): see ``statements._chain_step``."""
-        now = self.clock()
-        params = {
-            "p_instance_id": job.instance_id,
-            "p_expected": expected_version,
-            "p_next": expected_version + 1,
-            "p_now": now,
-            "p_node_id": job.node_id,
-            "p_iteration": job.iteration,
-            "p_output_variable": output_variable,
-            "p_payload": payload,
-            "p_attempt": job.attempt,
-            "p_job": job.id,
-            "p_successor": successor,
-            "p_lease_until": now + lease_seconds,
-            "p_owner": owner,
-        }
-        async with self.db.autocommit() as conn:
-            row = (await conn.execute(self.db.sql.chain_step, params)).one()
-        status, log_id, removed, *job_columns = row
-        next_job = None if job_columns[0] is None else Job(*job_columns)
-        return ChainStep(
-            now, None if status is None else RunStatus(status), log_id is not None, removed is not None, next_job
-        )
+    async def chain_step(self, step: ChainStepInput) -> ChainStep | None:
+        """A chain's step: the node's result and its sole successor dispatched, leased to ``owner``."""
+        return None
 
-    async def iteration_step(
-        self,
-        *,
-        job: Job,
-        expected_version: int,
-        output_variable: str,
-        payload: Any,
-        loop_id: str,
-        body: Iterable[str],
-        entry: str,
-        concurrency: int,
-        owner: str,
-        lease_seconds: float,
-    ) -> ChainStep | None:
-        """The node ending a loop iteration, as one atomic statement (PostgreSQL): see
-        ``statements._iteration_step``. ``None`` when nothing was written."""
-        now = self.clock()
-        scope = job.iteration
-        params = {
-            "p_instance_id": job.instance_id,
-            "p_expected": expected_version,
-            "p_next": expected_version + 1,
-            "p_now": now,
-            "p_node_id": job.node_id,
-            "p_iteration": scope,
-            "p_nested": f"{scope}.%",
-            "p_parent": scope.rsplit(".", 1)[0] if "." in scope else "",
-            "p_output_variable": output_variable,
-            "p_payload": payload,
-            "p_attempt": job.attempt,
-            "p_job": job.id,
-            "p_loop_id": loop_id,
-            "p_body": list(body),
-            "p_entry": entry,
-            "p_concurrency": concurrency,
-            "p_lease_until": now + lease_seconds,
-            "p_owner": owner,
-        }
-        async with self.db.autocommit() as conn:
-            row = (await conn.execute(self.db.sql.iteration_step, params)).first()
-        if row is None:
-            return None
-        status, log_id, *job_columns = row
-        next_job = None if job_columns[0] is None else Job(*job_columns)
-        return ChainStep(now, RunStatus(status), log_id is not None, log_id is not None, next_job)
+    async def iteration_step(self, step: IterationStepInput) -> ChainStep | None:
+        """The node ending a loop iteration: its result, the iteration counted, the next item started."""
+        return None
 
-    async def end_step(
-        self, *, job: Job, expected_version: int, output_variable: str, payload: Any, end_output: Any
-    ) -> EndStep | None:
-        """A top-level end node's result as one atomic statement (PostgreSQL): see ``statements._end_step``.
+    async def end_step(self, step: EndStepInput) -> EndStep | None:
+        """A top-level end node's result, and the run's completion when it was the last."""
+        return None
 
-        ``None`` when nothing was written (a failed CAS, or the result was logged before).
-        """
-        now = self.clock()
-        params = {
-            "p_instance_id": job.instance_id,
-            "p_expected": expected_version,
-            "p_next": expected_version + 1,
-            "p_now": now,
-            "p_node_id": job.node_id,
-            "p_output_variable": output_variable,
-            "p_payload": payload,
-            "p_attempt": job.attempt,
-            "p_job": job.id,
-            "p_end_output": end_output if isinstance(end_output, dict) else {},
-            "p_status_payload": {"status": RunStatus.COMPLETED.value},
-        }
-        async with self.db.autocommit() as conn:
-            row = (await conn.execute(self.db.sql.end_step, params)).first()
-        if row is None:
-            return None
-        before, finished, output, log_id, removed = row
-        return EndStep(now, RunStatus(before), bool(finished), output, log_id is not None, removed is not None)
-
-    async def start_production_run(
-        self,
-        *,
-        instance_id: str,
-        tenant_id: str,
-        workflow_id: str | None,
-        workflow_version: int | None,
-        trigger: str,
-        run_input: Any,
-        timeout_seconds: float,
-        start_id: str,
-    ) -> float:
-        """Create a production run with its start node queued, as one statement (PostgreSQL); returns
-        the time it was stamped with."""
-        now = self.clock()
-        params = {
-            "p_id": instance_id,
-            "p_tenant_id": tenant_id,
-            "p_workflow_id": workflow_id,
-            "p_workflow_version": workflow_version,
-            "p_trigger": trigger,
-            "p_input": run_input,
-            "p_input_payload": {"input": run_input},
-            "p_status_payload": {"status": RunStatus.RUNNING.value},
-            "p_now": now,
-            "p_deadline": now + timeout_seconds,
-            "p_start_id": start_id,
-        }
-        async with self.db.autocommit() as conn:
-            await conn.execute(self.db.sql.start_run, params)
-        return now
-
-    # -- single writes ---------------------------------------------------------------------------
-    async def log_event(self, event: LogEvent) -> int | None:
-        async with self.transaction() as tx:
-            return await tx.log_event(event)
-
-    async def log_event_bulk(self, events: Sequence[LogEvent]) -> list[str | None]:
-        async with self.transaction() as tx:
-            return await tx.log_event_bulk(events)
+    async def start_production_run(self, start: RunStart) -> float | None:
+        """A production run with its start node queued; returns the time it was stamped with."""
+        return None
 
     # -- reads -----------------------------------------------------------------------------------
     async def get_instance(self, instance_id: str) -> InstanceRecord | None:
@@ -584,7 +390,7 @@ class StateManager:
         """
         params = {
             "p_id": instance_id,
-            "p_scopes": _scopes(iteration),
+            "p_scopes": visible_scopes(iteration),
             "p_nodes": list(node_ids),
             "p_hidden": DEFINITION_KEY,
         }
@@ -602,24 +408,6 @@ class StateManager:
         async with self.db.read() as conn:
             payload = (await conn.execute(stmt)).scalar_one_or_none()
         return payload if isinstance(payload, dict) else None
-
-    async def _node_ids_with(
-        self, instance_id: str, node_ids: Iterable[str], event_type: EventType, iteration: str
-    ) -> set[str]:
-        stmt = sa.select(instance_logs.c.node_id).where(
-            instance_logs.c.instance_id == instance_id,
-            instance_logs.c.iteration == iteration,
-            instance_logs.c.event_type == event_type.value,
-            instance_logs.c.node_id.in_(list(node_ids)),
-        )
-        async with self.db.read() as conn:
-            return {row[0] for row in await conn.execute(stmt)}
-
-    async def get_completed_node_ids(self, instance_id: str, node_ids: Iterable[str], iteration: str = "") -> set[str]:
-        return await self._node_ids_with(instance_id, node_ids, EventType.NODE_COMPLETED, iteration)
-
-    async def get_dispatched_node_ids(self, instance_id: str, node_ids: Iterable[str], iteration: str = "") -> set[str]:
-        return await self._node_ids_with(instance_id, node_ids, EventType.NODE_DISPATCHED, iteration)
 
     async def read_log(self, instance_id: str, *, after_log_id: int = 0, limit: int | None = None) -> list[LogRow]:
         stmt = (
@@ -694,18 +482,13 @@ class StateManager:
         async with self.transaction() as tx:
             await tx.jobs.release(owner)
 
-    async def next_job_due(self) -> float | None:
-        async with self.db.read() as conn:
-            return await JobTable.next_due(conn)
 
-
-def _merged_end_outputs(payloads: Iterable[Any]) -> dict[str, Any]:
-    """The outputs of the end nodes reached, merged in log order (later wins)."""
-    merged: dict[str, Any] = {}
-    for payload in payloads:
-        if payload and payload.get("end") and isinstance(payload.get("output"), dict):
-            merged.update(payload["output"])
-    return merged
+def run_status_payload(status: RunStatus, reason: str | None) -> dict[str, Any]:
+    """The RUN_STATUS row's payload."""
+    payload: dict[str, Any] = {"status": status.value}
+    if reason:
+        payload["reason"] = reason
+    return payload
 
 
 def dispatched_event(job: NewJob, due_at: float | None = None) -> LogEvent:

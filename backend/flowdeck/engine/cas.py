@@ -1,0 +1,141 @@
+"""The compare-and-swap every decision of a run takes, and its retry loop.
+
+A decision reads the instance version, claims the next one and only then writes; everything commits
+together. A decision that loses the CAS rolls back and runs again on fresh state. This process's own
+decisions of one run queue on a lock first, so they don't lose the CAS to each other (on PostgreSQL
+a loser has already waited for the winner's commit); the CAS still decides between processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from flowdeck.domain.statuses import RunStatus
+from flowdeck.engine.effects import Effects
+from flowdeck.engine.plans import RunNotFoundError
+from flowdeck.storage.state import StateManager, StateTransaction
+
+__all__ = ("Cas", "DecideFn", "DuplicateDeliveryError", "KnownVersions")
+
+T = TypeVar("T")
+
+MAX_CAS_ATTEMPTS = 200
+
+DecideFn = Callable[[StateTransaction, RunStatus, Effects], Awaitable[T]]
+"""A decision: given the transaction, the run's status (the CAS won) and the effects to fill."""
+
+
+class DuplicateDeliveryError(Exception):
+    """This result was delivered before: roll back, change nothing."""
+
+
+class _CasConflictError(Exception):
+    """Another decision moved the instance on first: roll back and decide again."""
+
+
+class KnownVersions:
+    """The instance versions this process committed last, for the most recent runs (bounded)."""
+
+    _LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._versions: OrderedDict[str, int] = OrderedDict()
+
+    def get(self, instance_id: str) -> int | None:
+        return self._versions.get(instance_id)
+
+    def remember(self, instance_id: str, version: int) -> None:
+        self._versions[instance_id] = version
+        self._versions.move_to_end(instance_id)
+        if len(self._versions) > self._LIMIT:
+            self._versions.popitem(last=False)
+
+    def forget(self, instance_id: str) -> None:
+        self._versions.pop(instance_id, None)
+
+
+@dataclass(slots=True)
+class _RunLock:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
+class Cas:
+    """Takes decisions under the compare-and-swap and announces their effects once committed."""
+
+    def __init__(self, state: StateManager, announce: Callable[[Effects], None]) -> None:
+        self.state = state
+        self.announce = announce
+        self.versions = KnownVersions()
+        self._run_locks: dict[str, _RunLock] = {}
+
+    async def decide(self, instance_id: str, decision: DecideFn[T]) -> T | None:
+        """Take ``decision`` for the run, after this process's other decisions of it."""
+        async with self.serialized(instance_id):
+            return await self.decide_now(instance_id, decision)
+
+    @asynccontextmanager
+    async def serialized(self, instance_id: str) -> AsyncIterator[None]:
+        """Hold this process's lock of the run."""
+        lock = self._run_locks.get(instance_id)
+        if lock is None:
+            lock = self._run_locks[instance_id] = _RunLock()
+        lock.users += 1
+        try:
+            async with lock.lock:
+                yield
+        finally:
+            lock.users -= 1
+            if not lock.users:
+                del self._run_locks[instance_id]
+
+    async def decide_now(self, instance_id: str, decision: DecideFn[T]) -> T | None:
+        """Take ``decision`` under the CAS, again on fresh state each time it loses (the caller holds the
+        run's lock). ``None`` when it found a duplicate delivery."""
+        for attempt in range(MAX_CAS_ATTEMPTS):
+            known = self.versions.get(instance_id)
+            try:
+                async with self.state.transaction() as tx:
+                    effects = Effects(tx.now)
+                    version, status = await self._claim_version(tx, instance_id, known)
+                    result = await decision(tx, status, effects)
+            except DuplicateDeliveryError:
+                return None
+            except _CasConflictError:
+                self.versions.forget(instance_id)
+                await asyncio.sleep(random.uniform(0, 0.001 * min(attempt + 1, 20)))  # noqa: S311 -- jitter
+                continue
+            except BaseException:
+                self.versions.forget(instance_id)
+                raise
+            self.versions.remember(instance_id, version + 1)
+            self.announce(effects)
+            return result
+        raise RuntimeError(f"run {instance_id}: no decision after {MAX_CAS_ATTEMPTS} compare-and-swap attempts")
+
+    @staticmethod
+    async def _claim_version(tx: StateTransaction, instance_id: str, known: int | None) -> tuple[int, RunStatus]:
+        """The compare-and-swap: move the instance from its version to the next; returns (old version, status).
+
+        The version this process committed last is usually still current (a run's decisions mostly
+        happen here), which saves reading it first; when another process moved it on, read it and
+        try once more.
+        """
+        if known is not None:
+            status = await tx.compare_and_swap(instance_id, known)
+            if status is not None:
+                return known, status
+        current = await tx.read_instance_version(instance_id)
+        if current is None:
+            raise RunNotFoundError(f"run {instance_id} does not exist")
+        _, version = current
+        status = await tx.compare_and_swap(instance_id, version)
+        if status is None:
+            raise _CasConflictError
+        return version, status

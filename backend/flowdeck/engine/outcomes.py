@@ -1,0 +1,41 @@
+"""What a node attempt came to, as the worker hands it to the orchestrator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ("Completed", "Failed", "NodeOutcome", "RunStateError")
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    output: Any
+    handle: str | None
+    queue_delay: float | None = None
+    logs: str | None = None
+    iterations: list[Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    error_type: str
+    message: str
+    retryable: bool = True
+
+
+NodeOutcome = Completed | Failed
+
+
+class RunStateError(Exception):
+    """The run is not in a state that allows this request (cancel a finished run, retry a running one)."""
+
+
+def completed_payload(outcome: Completed, *, end: bool = False) -> dict[str, Any]:
+    """The NODE_COMPLETED row's payload: the output, the handle taken, the end mark and the logs."""
+    payload: dict[str, Any] = {"output": outcome.output, "handle": outcome.handle}
+    if end:
+        payload["end"] = True
+    if outcome.logs:
+        payload["logs"] = outcome.logs
+    return payload

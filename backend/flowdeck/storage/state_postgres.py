@@ -1,0 +1,176 @@
+"""The state store on PostgreSQL: the portable one, with decisions and write pairs as single statements.
+
+Each override writes exactly the rows of the portable method it replaces, in one round trip
+(storage/statements_postgres.py); tests/integration/test_one_statement_equivalence.py runs every
+topology with and without them and compares. ``Database(url, one_statement=False)`` turns them off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowdeck.domain.scopes import nested_pattern, parent_scope
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
+from flowdeck.storage.jobs import NewJob
+from flowdeck.storage.records import Job, LogEvent
+from flowdeck.storage.state import StateManager, StateTransaction, run_status_payload
+from flowdeck.storage.statements_postgres import postgres_statements
+from flowdeck.storage.steps import (
+    ChainStep,
+    ChainStepInput,
+    EndStep,
+    EndStepInput,
+    IterationStepInput,
+    NodeResult,
+    RunStart,
+)
+
+__all__ = ("PostgresStateManager", "PostgresStateTransaction")
+
+
+class PostgresStateTransaction(StateTransaction):
+    async def record_result(self, event: LogEvent, job_id: int, job_attempt: int) -> tuple[bool, bool]:
+        params = {f"p_{name}": value for name, value in self._log_values(event).items()}
+        params["p_job"], params["p_job_attempt"] = job_id, job_attempt
+        log_id, deleted = (await self.conn.execute(postgres_statements().record_result, params)).one()
+        return log_id is not None, deleted is not None
+
+    async def dispatch_one(self, job: NewJob) -> Job | None:
+        due = self._due(job)
+        params = {
+            "p_instance_id": job.instance_id,
+            "p_node_id": job.node_id,
+            "p_iteration": job.iteration,
+            "p_attempt": job.attempt,
+            "p_retry_base": job.retry_base,
+            "p_available_at": self.jobs.due_at(job),
+            "p_lease_owner": job.lease_owner,
+            "p_now": self.now,
+            "p_payload": None if due is None else {"dueAt": due},
+        }
+        row = (await self.conn.execute(postgres_statements().dispatch_one, params)).first()
+        return None if row is None else Job(*row)
+
+    async def claim_and_start(self, owner: str, limit: int, lease_seconds: float) -> list[Job]:
+        params = {"p_now": self.now, "p_limit": limit, "p_owner": owner, "p_until": self.now + lease_seconds}
+        return [Job(*row) for row in await self.conn.execute(postgres_statements().claim_and_start, params)]
+
+    async def set_run_status(
+        self,
+        instance_id: str,
+        status: RunStatus,
+        *,
+        output: Any = None,
+        error: str | None = None,
+        reason: str | None = None,
+        deadline_at: float | None = None,
+    ) -> None:
+        if status not in TERMINAL_RUN_STATUSES:
+            await super().set_run_status(instance_id, status, reason=reason, error=error, deadline_at=deadline_at)
+            return
+        params = {
+            "p_id": instance_id,
+            "p_status": status.value,
+            "p_now": self.now,
+            "p_error": error,
+            "p_output": output,
+            "p_payload": run_status_payload(status, reason),
+        }
+        await self.conn.execute(postgres_statements().finish_run_logged, params)
+
+
+def _result_params(step: NodeResult, now: float) -> dict[str, Any]:
+    job = step.job
+    return {
+        "p_instance_id": job.instance_id,
+        "p_expected": step.expected_version,
+        "p_next": step.expected_version + 1,
+        "p_now": now,
+        "p_node_id": job.node_id,
+        "p_output_variable": step.output_variable,
+        "p_payload": step.payload,
+        "p_attempt": job.attempt,
+        "p_job": job.id,
+    }
+
+
+class PostgresStateManager(StateManager):
+    transaction_class = PostgresStateTransaction
+
+    async def chain_step(self, step: ChainStepInput) -> ChainStep:
+        """See ``statements_postgres._chain_step``."""
+        now = self.clock()
+        params = {
+            **_result_params(step, now),
+            "p_iteration": step.job.iteration,
+            "p_successor": step.successor,
+            "p_lease_until": now + step.lease_seconds,
+            "p_owner": step.owner,
+        }
+        async with self.db.autocommit() as conn:
+            row = (await conn.execute(postgres_statements().chain_step, params)).one()
+        status, log_id, removed, *job_columns = row
+        next_job = None if job_columns[0] is None else Job(*job_columns)
+        return ChainStep(
+            now, None if status is None else RunStatus(status), log_id is not None, removed is not None, next_job
+        )
+
+    async def iteration_step(self, step: IterationStepInput) -> ChainStep:
+        """See ``statements_postgres._iteration_step``."""
+        now = self.clock()
+        scope = step.job.iteration
+        params = {
+            **_result_params(step, now),
+            "p_iteration": scope,
+            "p_nested": nested_pattern(scope),
+            "p_parent": parent_scope(scope),
+            "p_loop_id": step.loop_id,
+            "p_body": list(step.body),
+            "p_entry": step.entry,
+            "p_concurrency": step.concurrency,
+            "p_lease_until": now + step.lease_seconds,
+            "p_owner": step.owner,
+        }
+        async with self.db.autocommit() as conn:
+            row = (await conn.execute(postgres_statements().iteration_step, params)).first()
+        if row is None:
+            return ChainStep(now, None, False, False, None)
+        status, log_id, *job_columns = row
+        next_job = None if job_columns[0] is None else Job(*job_columns)
+        return ChainStep(now, RunStatus(status), log_id is not None, log_id is not None, next_job)
+
+    async def end_step(self, step: EndStepInput) -> EndStep:
+        """See ``statements_postgres._end_step``."""
+        now = self.clock()
+        end_output = step.end_output
+        params = {
+            **_result_params(step, now),
+            "p_end_output": end_output if isinstance(end_output, dict) else {},
+            "p_status_payload": run_status_payload(RunStatus.COMPLETED, None),
+        }
+        async with self.db.autocommit() as conn:
+            row = (await conn.execute(postgres_statements().end_step, params)).first()
+        if row is None:
+            return EndStep(now, None, False, None, False, False)
+        before, finished, output, log_id, removed = row
+        return EndStep(now, RunStatus(before), bool(finished), output, log_id is not None, removed is not None)
+
+    async def start_production_run(self, start: RunStart) -> float:
+        """See ``statements_postgres._start_run``."""
+        now = self.clock()
+        params = {
+            "p_id": start.instance_id,
+            "p_tenant_id": start.tenant_id,
+            "p_workflow_id": start.workflow_id,
+            "p_workflow_version": start.workflow_version,
+            "p_trigger": start.trigger,
+            "p_input": start.run_input,
+            "p_input_payload": {"input": start.run_input},
+            "p_status_payload": run_status_payload(RunStatus.RUNNING, None),
+            "p_now": now,
+            "p_deadline": now + start.timeout_seconds,
+            "p_start_id": start.start_id,
+        }
+        async with self.db.autocommit() as conn:
+            await conn.execute(postgres_statements().start_run, params)
+        return now

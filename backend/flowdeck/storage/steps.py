@@ -1,0 +1,92 @@
+"""The single-statement decisions of the state store: what each is given and what it reports.
+
+The portable store offers none (``None``); PostgreSQL's takes them in one statement each
+(storage/state_postgres.py). One input object per call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from flowdeck.domain.statuses import RunStatus
+from flowdeck.storage.records import Job
+
+__all__ = ("ChainStep", "ChainStepInput", "EndStep", "EndStepInput", "IterationStepInput", "RunStart")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResult:
+    """A node attempt's successful result as the run's decision records it."""
+
+    job: Job
+    expected_version: int
+    """The instance version the deciding process saw last (the compare-and-swap expects it)."""
+    output_variable: str
+    payload: Any
+    """The NODE_COMPLETED row's payload."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChainStepInput(NodeResult):
+    successor: str
+    owner: str
+    lease_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class IterationStepInput(NodeResult):
+    loop_id: str
+    body: tuple[str, ...]
+    entry: str
+    concurrency: int
+    owner: str
+    lease_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class EndStepInput(NodeResult):
+    end_output: Any
+
+
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    """A production run to create with its start node queued."""
+
+    instance_id: str
+    tenant_id: str
+    workflow_id: str | None
+    workflow_version: int | None
+    trigger: str
+    run_input: Any
+    timeout_seconds: float
+    start_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChainStep:
+    """What a one-statement chain or iteration step did."""
+
+    now: float
+    status: RunStatus | None
+    """The run's status, or ``None`` when nothing was written (the compare-and-swap failed, the
+    result was logged before, or the case was not one the statement takes)."""
+    logged: bool
+    """The NODE_COMPLETED row is new (``False``: a duplicate delivery)."""
+    job_removed: bool
+    next_job: Job | None
+    """The successor's job, leased to the worker, when it was dispatched."""
+
+
+@dataclass(frozen=True, slots=True)
+class EndStep:
+    """What a one-statement end step did."""
+
+    now: float
+    status: RunStatus | None
+    """The run's status before it, or ``None`` when nothing was written."""
+    run_completed: bool
+    output: Any
+    """The run output, when it completed."""
+    logged: bool
+    job_removed: bool

@@ -1,0 +1,380 @@
+"""PostgreSQL's one-statement paths write exactly what the portable decision writes.
+
+On PostgreSQL the common decisions (a chain's step, the node ending a loop iteration, a top-level
+end, a production run's start) and several write pairs are single data-modifying statements
+(storage/statements.py) that restate the engine's rules in SQL. Every topology of the topology
+suite runs here twice on the same database, once with those statements (``Database(url)``) and
+once with the portable path SQLite takes (``Database(url, one_statement=False)``), driven the same
+deterministic way: one node at a time in a fixed order, on a fake clock. After every decision the
+run's log rows (less their ids), its instance row, its jobs (less their ids), its join counters and
+loop counters, the job handed back to the worker and the announcements must be the same.
+
+A rule changed in one path and not in the other fails this test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES
+from flowdeck.engine.engine import Engine
+from flowdeck.engine.publisher import Update
+from flowdeck.storage.database import Database
+from flowdeck.storage.records import Job
+from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
+from tests.support.clock import FakeClock
+from tests.support.graphs import definition, diamond, edge, end, linear, node
+from tests.support.handlers import make_test_registry
+
+OWNER = "equivalence-worker"
+LEASE_SECONDS = 1_000_000.0  # a lease never runs out while the driver holds it
+
+
+@dataclasses.dataclass(frozen=True)
+class Topology:
+    name: str
+    definition: dict[str, Any]
+    run_input: Any = None
+    pinned: dict[str, Any] | None = None
+    """Pins make it a test run (started with its definition and pins, as the editor does)."""
+    redeliver: bool = False
+    """Deliver every result twice: the second must change nothing, on either path."""
+
+
+def _condition_skip() -> dict[str, Any]:
+    return definition(
+        [
+            node("start", "start"),
+            node("cond", "condition", config={"branches": [{"id": "big", "expression": "ctx.input.n > 10"}]}),
+            node("a"),
+            node("c"),
+            node("b"),
+            node("join"),
+            end(params={"via": "{{ ctx.join.node }}"}),
+        ],
+        [
+            edge("start", "cond"),
+            edge("cond", "a", "big"),
+            edge("a", "c"),
+            edge("cond", "b", "else"),
+            edge("c", "join"),
+            edge("b", "join"),
+            edge("join", "end"),
+        ],
+    )
+
+
+def _all_inputs_skipped() -> dict[str, Any]:
+    return definition(
+        [
+            node("start", "start"),
+            node("cond", "condition", config={"branches": [{"id": "yes", "expression": "false"}]}),
+            node("a"),
+            node("b"),
+            node("join"),
+            end("end_join"),
+            end("end_else", {"took": "else"}),
+        ],
+        [
+            edge("start", "cond"),
+            edge("cond", "a", "yes"),
+            edge("cond", "b", "yes"),
+            edge("a", "join"),
+            edge("b", "join"),
+            edge("join", "end_join"),
+            edge("cond", "end_else", "else"),
+        ],
+    )
+
+
+def _error_edge() -> dict[str, Any]:
+    return definition(
+        [
+            node("start", "start"),
+            node("risky", config={"failTimes": 5, "retryable": False}),
+            node("recover"),
+            end(params={"error": "{{ ctx.risky.error.message }}"}),
+        ],
+        [edge("start", "risky"), edge("risky", "recover", "error"), edge("recover", "end")],
+    )
+
+
+def _retried() -> dict[str, Any]:
+    """A node that fails once and succeeds on its retry (no backoff, so no jitter), mid-chain."""
+    return definition(
+        [
+            node("start", "start"),
+            node("flaky", config={"failTimes": 1}, retry={"maxAttempts": 2, "backoffSeconds": 0}),
+            node("after"),
+            end(params={"attempt": "{{ ctx.flaky.attempt }}"}),
+        ],
+        [edge("start", "flaky"), edge("flaky", "after"), edge("after", "end")],
+    )
+
+
+def _fail_workflow() -> dict[str, Any]:
+    """A node failing the run while a sibling branch still has queued work."""
+    return definition(
+        [
+            node("start", "start"),
+            node("broken", config={"failTimes": 5}, retry={"maxAttempts": 1}, errorHandling="fail_workflow"),
+            node("other"),
+            node("later"),
+            end(params={"x": 1}),
+        ],
+        [edge("start", "broken"), edge("start", "other"), edge("other", "later"), edge("broken", "end")],
+    )
+
+
+def _loop(items: Any, body: list[dict[str, Any]], body_edges: list[dict[str, Any]], **config: Any) -> dict[str, Any]:
+    entry = body[0]["id"]
+    return definition(
+        [
+            node("start", "start"),
+            node("each", "loop", config={"items": items, **config}),
+            *body,
+            end(params={"result": "{{ ctx.each }}"}),
+        ],
+        [edge("start", "each"), edge("each", entry, "loop"), *body_edges, edge("each", "end", "done")],
+    )
+
+
+def _nested_loops() -> dict[str, Any]:
+    return definition(
+        [
+            node("start", "start"),
+            node("outer", "loop", config={"items": "{{ ctx.input.groups }}", "concurrency": 2}),
+            node("inner", "loop", config={"items": "{{ ctx.loop.item }}"}),
+            node("double", config={"output": "{{ ctx.loop.item * 2 }}"}),
+            node("after", config={"output": "{{ ctx.double }}"}),
+            end(params={"result": "{{ ctx.outer.items }}"}),
+        ],
+        [
+            edge("start", "outer"),
+            edge("outer", "inner", "loop"),
+            edge("inner", "double", "loop"),
+            edge("double", "after"),
+            edge("outer", "end", "done"),
+        ],
+    )
+
+
+def _end_merge() -> dict[str, Any]:
+    return definition(
+        [
+            node("start", "start"),
+            node("a", config={"output": {"v": "a"}}),
+            node("b", config={"output": {"v": "b"}}),
+            end("end_a", params={"who": "a", "only_a": 1}),
+            end("end_b", params={"who": "b", "only_b": 2}),
+        ],
+        [edge("start", "a"), edge("start", "b"), edge("a", "end_a"), edge("b", "end_b")],
+    )
+
+
+def _delay() -> dict[str, Any]:
+    return definition(
+        [
+            node("start", "start"),
+            node("wait", "delay", config={"seconds": 30}),
+            node("after"),
+            end(params={"waited": "{{ ctx.wait.delayedSeconds }}"}),
+        ],
+        [edge("start", "wait"), edge("wait", "after"), edge("after", "end")],
+    )
+
+
+def _pinnable() -> dict[str, Any]:
+    return definition(
+        [
+            node("start", "start"),
+            node("fetch"),
+            node("cond", "condition", config={"branches": [{"id": "yes", "expression": "true"}]}),
+            node("use", config={"output": "{{ ctx.fetch }}"}),
+            node("other"),
+            end(params={"got": "{{ ctx.use }}"}),
+            end("end_other", params={"other": 1}),
+        ],
+        [
+            edge("start", "fetch"),
+            edge("fetch", "cond"),
+            edge("cond", "use", "yes"),
+            edge("cond", "other", "else"),
+            edge("use", "end"),
+            edge("other", "end_other"),
+        ],
+    )
+
+
+TOPOLOGIES = [
+    Topology("linear", linear(4), {"order": 7}),
+    Topology("linear, every result delivered twice", linear(3), redeliver=True),
+    Topology("diamond all", diamond(3, "all")),
+    Topology("diamond any", diamond(2, "any")),
+    Topology("condition skip (else)", _condition_skip(), {"n": 1}),
+    Topology("condition skip (big)", _condition_skip(), {"n": 50}),
+    Topology("a join whose every input is skipped", _all_inputs_skipped()),
+    Topology("error edge", _error_edge()),
+    Topology("retry, then success", _retried()),
+    Topology("fail_workflow", _fail_workflow()),
+    Topology("loop", _loop([1, 2, 3], [node("times", config={"output": "{{ ctx.loop.item * 10 }}"})], [])),
+    Topology(
+        "loop with a chain body, concurrency 2",
+        _loop([1, 2, 3, 4], [node("a"), node("b")], [edge("a", "b")], concurrency=2),
+        redeliver=True,
+    ),
+    Topology("empty loop", _loop([], [node("never")], [])),
+    Topology("nested loops", _nested_loops(), {"groups": [[1, 2], [3], []]}),
+    Topology("end-output merge", _end_merge()),
+    Topology("delay", _delay()),
+    Topology("pins (a test run)", _pinnable(), pinned={"fetch": {"rows": [1, 2]}, "cond": {"branch": "else"}}),
+]
+
+
+@dataclasses.dataclass
+class Trace:
+    steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+async def _snapshot(db: Database, instance_id: str) -> dict[str, Any]:
+    """What the run looks like in the database, less generated ids (log rows keep their log order)."""
+    log_columns = _less(instance_logs, "log_id", "instance_id")
+    job_columns = _less(node_jobs, "id", "instance_id")
+    instance_columns = _less(instances, "id", "workflow_id", "tenant_id")
+    async with db.read() as conn:
+        log = (
+            await conn.execute(
+                sa.select(*log_columns)
+                .where(instance_logs.c.instance_id == instance_id)
+                .order_by(instance_logs.c.log_id)
+            )
+        ).all()
+        instance = (await conn.execute(sa.select(*instance_columns).where(instances.c.id == instance_id))).one()
+        jobs = (await conn.execute(sa.select(*job_columns).where(node_jobs.c.instance_id == instance_id))).all()
+        barriers = (
+            await conn.execute(
+                sa.select(*_less(join_barriers, "instance_id")).where(join_barriers.c.instance_id == instance_id)
+            )
+        ).all()
+        loops = (
+            await conn.execute(
+                sa.select(*_less(loop_states, "instance_id")).where(loop_states.c.instance_id == instance_id)
+            )
+        ).all()
+    return {
+        "log": [tuple(row) for row in log],
+        "instance": dict(instance._mapping),
+        "jobs": sorted(tuple(row) for row in jobs),
+        "join_counters": sorted(tuple(row) for row in barriers),
+        "loop_counters": sorted(tuple(row) for row in loops),
+    }
+
+
+def _less(table: sa.Table, *left_out: str) -> list[sa.Column[Any]]:
+    return [c for c in table.c if c.name not in left_out]
+
+
+def _job_key(job: Job | None) -> tuple[str, str, int] | None:
+    return None if job is None else (job.node_id, job.iteration, job.attempt)
+
+
+def _announced(updates: list[Update]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in dataclasses.asdict(u).items() if k != "instance_id"} for u in updates]
+
+
+async def _run(url: str, topology: Topology, *, one_statement: bool) -> Trace:
+    """Drive one run to its end, one node at a time in a fixed order, recording every step."""
+    clock = FakeClock()
+    db = Database(url, one_statement=one_statement)
+    engine = Engine(db, make_test_registry(), lease_seconds=LEASE_SECONDS, clock=clock)
+    trace = Trace()
+    try:
+        tenant_id = await engine.tenants.ensure("equivalence")
+        with engine.publisher.subscribe() as updates:
+
+            def drain() -> list[Update]:
+                taken: list[Update] = []
+                while not updates.queue.empty():
+                    taken.append(updates.queue.get_nowait())
+                return taken
+
+            async def record(step: str, follow: Job | None = None) -> None:
+                state = await _snapshot(db, instance_id)
+                trace.steps.append(
+                    {"step": step, "follow": _job_key(follow), "announced": _announced(drain()), **state}
+                )
+
+            if topology.pinned is None:
+                workflow = await engine.create_workflow(tenant_id, topology.definition)
+                instance_id = await engine.start_workflow_run(tenant_id, workflow.id, topology.run_input)
+            else:
+                instance_id = await engine.start_test_run(
+                    tenant_id, topology.definition, topology.run_input, pinned=topology.pinned
+                )
+            await record("start")
+            pending: list[Job] = []
+            for _ in range(500):
+                if not pending:
+                    clock.now += 1.0
+                    pending = sorted(
+                        await engine.state.claim_jobs(OWNER, 100, LEASE_SECONDS),
+                        key=lambda j: (j.available_at, j.iteration, j.node_id, j.attempt),
+                    )
+                    if pending:
+                        await record("claim")
+                    else:
+                        due = await _next_due(db, instance_id)
+                        if due is None:
+                            break
+                        clock.now = max(clock.now, due)
+                        continue
+                job = pending.pop(0)
+                outcome, _ = await engine.executor.run(job)
+                clock.now += 1.0
+                follow = await engine.orchestrator.handle_result(job, outcome, claim_for=OWNER)
+                await record(f"result of {job.node_id}[{job.iteration}]#{job.attempt}", follow)
+                if topology.redeliver:
+                    again = await engine.orchestrator.handle_result(job, outcome, claim_for=OWNER)
+                    await record(f"duplicate of {job.node_id}[{job.iteration}]#{job.attempt}", again)
+                if follow is not None:
+                    pending.insert(0, follow)
+            else:
+                pytest.fail(f"{topology.name}: the run did not end within 500 steps")
+            run = await engine.state.get_instance(instance_id)
+            assert run is not None and run.status in TERMINAL_RUN_STATUSES, f"{topology.name}: {run}"
+    finally:
+        await db.dispose()
+    return trace
+
+
+async def _next_due(db: Database, instance_id: str) -> float | None:
+    async with db.read() as conn:
+        due = (
+            await conn.execute(
+                sa.select(sa.func.min(node_jobs.c.available_at)).where(node_jobs.c.instance_id == instance_id)
+            )
+        ).scalar_one_or_none()
+    return None if due is None else float(due)
+
+
+def _first_difference(a: Trace, b: Trace) -> str:
+    for index, (x, y) in enumerate(zip(a.steps, b.steps, strict=False)):
+        if x != y:
+            keys = [k for k in x if x[k] != y.get(k)]
+            detail = "\n".join(f"  {k}:\n    one statement: {x[k]}\n    portable:      {y.get(k)}" for k in keys)
+            return f"step {index} ({x['step']} / {y['step']}) differs in {keys}:\n{detail}"
+    return f"one statement took {len(a.steps)} steps, portable {len(b.steps)}"
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES, ids=lambda t: t.name)
+async def test_the_one_statement_paths_write_what_the_portable_decision_writes(
+    postgres_url: str, topology: Topology
+) -> None:
+    fast = await _run(postgres_url, topology, one_statement=True)
+    portable = await _run(postgres_url, topology, one_statement=False)
+    assert fast.steps == portable.steps, _first_difference(fast, portable)
+    assert len(fast.steps) > 2
