@@ -148,6 +148,14 @@ class AccountStore:
         async with self.db.transaction() as conn:
             await conn.execute(user_sessions.delete().where(user_sessions.c.id == session_id))
 
+    async def delete_sessions(self, user_id: str, *, keep: str | None = None) -> None:
+        """End every session of a user, but ``keep``."""
+        stmt = user_sessions.delete().where(user_sessions.c.user_id == user_id)
+        if keep is not None:
+            stmt = stmt.where(user_sessions.c.id != keep)
+        async with self.db.transaction() as conn:
+            await conn.execute(stmt)
+
     # -- API tokens --------------------------------------------------------------------------------
     async def create_token(
         self, user: UserRow, name: str, token_hash: str, prefix: str, now: float, expires: float | None

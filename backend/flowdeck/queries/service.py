@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -23,7 +24,9 @@ from flowdeck.handlers.base import ConfigIssue, NodeError
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.errors import NotFoundError, QueryValidationError
 from flowdeck.queries.models import DataSource, SavedQuery
+from flowdeck.queries.probe import probe
 from flowdeck.queries.secrets import SecretDecryptionError, SecretKeyMissingError
+from flowdeck.queries.validation import validate_source
 from flowdeck.storage.data_sources import DataSourceStore
 
 __all__ = ("SECRET_MASK", "DataService", "query_view", "run_saved_query", "source_view")
@@ -165,6 +168,31 @@ class DataService:
         if not await self.store.delete_source(tenant_id, source_id):
             raise NotFoundError("data source", source_id)
         await self.engine.forget(source_id)
+
+    async def test_unsaved_source(self, tenant_id: str, body: Any) -> dict[str, Any]:
+        """Test the connection of a data source as it would be created (``{ok, message, latencyMs}``)."""
+        fields = _body(body, _SOURCE_KEYS)
+        secrets = fields.get("secrets") or {}
+        if isinstance(secrets, Mapping):  # a form may send the mask back: nothing is stored to keep here
+            secrets = {k: v for k, v in secrets.items() if v != SECRET_MASK}
+        name, kind, config = fields.get("name"), fields.get("kind"), fields.get("config", {})
+        validate_source(name, kind, config, secrets)
+        source = DataSource(f"test-{uuid.uuid4()}", tenant_id, str(name), str(kind), config, tuple(secrets), 0.0, 0.0)
+        try:
+            return await probe(self.engine, source, secrets)
+        finally:
+            await self.engine.forget(source.id)
+
+    async def test_saved_source(self, tenant_id: str, source_id: str) -> dict[str, Any]:
+        """Test the connection of a stored data source, with its stored secrets."""
+        source = await self.store.get_source(tenant_id, source_id)
+        if source is None:
+            raise NotFoundError("data source", source_id)
+        try:
+            secrets = self.store.secrets_of(source)
+        except (SecretKeyMissingError, SecretDecryptionError) as exc:
+            return {"ok": False, "message": f"the stored secrets cannot be read: {exc}", "latencyMs": 0.0}
+        return await probe(self.engine, source, secrets)
 
     async def create_query(self, tenant_id: str, body: Any) -> dict[str, Any]:
         fields = _body(body, _QUERY_KEYS)

@@ -40,6 +40,21 @@ class DataSourceController(Controller):
         """``{name, kind: sql|http, config, secrets?}``: an SQLAlchemy async URL, or a base URL and headers."""
         return await services.data.create_data_source(principal.tenant_id, data)
 
+    @post("/test", status_code=HTTP_200_OK, raises=errors(400, 413))
+    async def test_unsaved_data_source(
+        self, data: JSONBody[dict[str, Any]], principal: Caller, services: AppServices
+    ) -> dict[str, Any]:
+        """Try the connection of a data source before saving it (the create body): ``{ok, message, latencyMs}``.
+
+        An invalid body is a 400 naming the field; a source that cannot be reached answers ``ok: false``.
+        """
+        return await services.data.test_unsaved_source(principal.tenant_id, data)
+
+    @post("/{source_id:str}/test", status_code=HTTP_200_OK, raises=errors(400, 404))
+    async def test_data_source(self, source_id: SourceId, principal: Caller, services: AppServices) -> dict[str, Any]:
+        """Try the connection of a saved data source with its stored secrets: ``{ok, message, latencyMs}``."""
+        return await services.data.test_saved_source(principal.tenant_id, source_id)
+
     @get("/{source_id:str}", raises=errors(400, 404))
     async def get_data_source(self, source_id: SourceId, principal: Caller, services: AppServices) -> dict[str, Any]:
         return await services.data.get_data_source(principal.tenant_id, source_id)
