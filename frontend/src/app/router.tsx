@@ -1,8 +1,11 @@
 import { lazy, Suspense } from 'react';
 import { createBrowserRouter, Outlet } from 'react-router';
 
+import { AccountPage } from '../account/AccountPage';
 import { LoginPage } from '../auth/LoginPage';
 import { RequireSession, SessionProvider } from '../auth/session';
+import { DataSourceEditPage, DataSourcesPage } from '../data/DataSourcesPage';
+import { QueriesPage, QueryEditPage } from '../data/QueriesPage';
 import { EditorPage } from '../editor/EditorPage';
 import { RunDetailPage } from '../runs/RunDetailPage';
 import { RunHistoryPage } from '../runs/RunHistoryPage';
@@ -50,6 +53,13 @@ export const router = createBrowserRouter([
               },
               { path: '/runs', element: <RunHistoryPage /> },
               { path: '/runs/:runId', element: <RunDetailPage /> },
+              { path: '/data-sources', element: <DataSourcesPage /> },
+              { path: '/data-sources/new', element: <DataSourceEditPage /> },
+              { path: '/data-sources/:sourceId', element: <DataSourceEditPage /> },
+              { path: '/queries', element: <QueriesPage /> },
+              { path: '/queries/new', element: <QueryEditPage /> },
+              { path: '/queries/:queryId', element: <QueryEditPage /> },
+              { path: '/account', element: <AccountPage /> },
               { path: '*', element: <NotFound /> },
             ],
           },
