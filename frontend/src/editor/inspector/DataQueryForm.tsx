@@ -162,7 +162,6 @@ export function DataQueryForm({ node, setConfig, paths, readOnly, problemAt }: F
               onSaved={(query) => {
                 setQueries((old) => [...(old ?? []).filter((q) => q.id !== query.id), query]);
                 choose(query);
-                reload();
               }}
             />
           </div>
