@@ -95,6 +95,8 @@ describe('runReducer', () => {
 });
 
 describe('runReducer with node ids that are Object.prototype names', () => {
+  // `record.toString` would be typed as Object's method: read by a string key.
+  const at = <T,>(record: Readonly<Record<string, T>> | null | undefined, key: string): T | undefined => record?.[key];
   const HOSTILE = ['__proto__', 'constructor', 'toString'] as const;
 
   it('keeps each as a node of its own, from updates, a snapshot and the REST detail', () => {
@@ -120,14 +122,14 @@ describe('runReducer with node ids that are Object.prototype names', () => {
     const snap = runReducer(started(), { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', nodes }) as RunView;
     expect(snap.nodes.__proto__?.status).toBe('COMPLETED');
     expect(snap.nodes.constructor).toBeUndefined();
-    expect(displayStatus(snap.nodes.toString)).toBe('RUNNING');
+    expect(displayStatus(at(snap.nodes, 'toString'))).toBe('RUNNING');
     const detail = runReducer(null, {
       kind: 'detail',
       detail: { instanceId: 'r1', workflowId: null, version: null, isTest: true, status: 'RUNNING', trigger: 'test', error: null, createdAt: 0, startedAt: 0, completedAt: null, input: null, output: null, nodes },
     }) as RunView;
     expect(detail.nodes.__proto__?.output).toBe(1);
-    expect(detail.nodes.toString?.iterations?.constructor?.status).toBe('FAILED');
-    expect(detail.nodes.toString?.iterations?.toString).toBeUndefined();
+    expect(at(at(detail.nodes, 'toString')?.iterations, 'constructor')?.status).toBe('FAILED');
+    expect(at(at(detail.nodes, 'toString')?.iterations, 'toString')).toBeUndefined();
   });
 
   it('folds loop iterations whose node id is __proto__', () => {
