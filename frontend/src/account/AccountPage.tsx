@@ -70,8 +70,8 @@ function TokensSection() {
         <Field label="Name" error={errorAt(errors, 'name')}>
           <input className="input" value={name} placeholder="nightly export" onChange={(e) => setName(e.target.value)} data-testid="token-name" />
         </Field>
-        <Field label="Expires in (days)" error={errorAt(errors, 'expiresInDays')} hint="Empty: never.">
-          <input className="input" type="number" min={1} max={3650} value={days} onChange={(e) => setDays(e.target.value)} data-testid="token-days" />
+        <Field label="Expires in (days)" error={errorAt(errors, 'expiresInDays')}>
+          <input className="input" type="number" min={1} max={3650} value={days} placeholder="never" onChange={(e) => setDays(e.target.value)} data-testid="token-days" />
         </Field>
         <button type="submit" className="btn btn--primary" data-testid="token-create">
           Create token
