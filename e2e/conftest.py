@@ -121,15 +121,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         pytest.fail("the editor is not built: run `make frontend` (npm ci && npm run build in frontend/)")
     work = tmp_path_factory.mktemp("flowdeck-e2e")
     db = work / "flowdeck.db"
-    sqlite_dir = work / "sqlite-sources"
-    sqlite_dir.mkdir()
+    (work / "sqlite").mkdir()  # where SQLite data sources of e2e tests may live
     env = {
         **os.environ,
         "FLOWDECK_DATABASE_URL": f"sqlite+aiosqlite:///{db}",
         "FLOWDECK_SECRET_KEY": "e2e-secret-key-not-for-production",
         "FLOWDECK_SANDBOX_WORKERS": "1",
         "FLOWDECK_WORKER_CONCURRENCY": "8",
-        "FLOWDECK_SQLITE_DIRS": str(sqlite_dir),
+        "FLOWDECK_SQLITE_DIRS": str(work / "sqlite"),
+        "FLOWDECK_HTTP_ALLOW": "127.0.0.1",
     }
     flowdeck = _flowdeck()
     subprocess.run([flowdeck, "migrate"], env=env, check=True, capture_output=True)
@@ -165,7 +165,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, proc, log)
-        yield Server(url=url, token=token, sqlite_dir=sqlite_dir, env=env)
+        yield Server(url=url, token=token, sqlite_dir=work / "sqlite", env=env)
     finally:
         proc.terminate()
         try:

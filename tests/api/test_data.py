@@ -145,7 +145,7 @@ async def test_another_tenant_cannot_see_or_use_them(
 
 
 async def test_a_connection_is_tested_before_saving_and_once_saved(
-    alice: Account, mallory: Account, orders_db: str, tmp_path: Path
+    alice: Account, mallory: Account, orders_db: str
 ) -> None:
     body = {"name": "orders", "kind": "sql", "config": {"url": orders_db}}
     unsaved = await alice.client.post("/api/data-sources/test", json=body)
@@ -153,10 +153,6 @@ async def test_a_connection_is_tested_before_saving_and_once_saved(
     answer = unsaved.json()
     assert answer["ok"] is True and answer["latencyMs"] >= 0
     assert (await alice.client.get("/api/data-sources")).json()["items"] == []  # testing saves nothing
-
-    missing_file = f"sqlite+aiosqlite:///{tmp_path / 'nope' / 'missing.db'}"
-    failed = await alice.client.post("/api/data-sources/test", json={**body, "config": {"url": missing_file}})
-    assert failed.status_code == 200 and failed.json()["ok"] is False and failed.json()["message"]
 
     invalid = await alice.client.post("/api/data-sources/test", json={**body, "config": {"url": "nonsense"}})
     assert invalid.status_code == 400

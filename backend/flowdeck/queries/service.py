@@ -169,13 +169,13 @@ class DataService:
             raise NotFoundError("data source", source_id)
         await self.engine.forget(source_id)
 
-    async def test_unsaved_source(self, tenant_id: str, body: Any) -> dict[str, Any]:
-        """Test the connection of a data source as it would be created (``{ok, message, latencyMs}``)."""
+    async def test_data_source(self, tenant_id: str, body: Any) -> dict[str, Any]:
+        """Try an unsaved data source (a body as for create; ``name`` optional): ``{ok, message, latencyMs}``."""
         fields = _body(body, _SOURCE_KEYS)
         secrets = fields.get("secrets") or {}
         if isinstance(secrets, Mapping):  # a form may send the mask back: nothing is stored to keep here
             secrets = {k: v for k, v in secrets.items() if v != SECRET_MASK}
-        name, kind, config = fields.get("name"), fields.get("kind"), fields.get("config", {})
+        name, kind, config = fields.get("name") or "unsaved", fields.get("kind"), fields.get("config", {})
         validate_source(name, kind, config, secrets)
         source = DataSource(f"test-{uuid.uuid4()}", tenant_id, str(name), str(kind), config, tuple(secrets), 0.0, 0.0)
         try:
@@ -183,7 +183,7 @@ class DataService:
         finally:
             await self.engine.forget(source.id)
 
-    async def test_saved_source(self, tenant_id: str, source_id: str) -> dict[str, Any]:
+    async def test_saved_data_source(self, tenant_id: str, source_id: str) -> dict[str, Any]:
         """Test the connection of a stored data source, with its stored secrets."""
         source = await self.store.get_source(tenant_id, source_id)
         if source is None:

@@ -41,19 +41,22 @@ class DataSourceController(Controller):
         return await services.data.create_data_source(principal.tenant_id, data)
 
     @post("/test", status_code=HTTP_200_OK, raises=errors(400, 413))
-    async def test_unsaved_data_source(
+    async def test_data_source(
         self, data: JSONBody[dict[str, Any]], principal: Caller, services: AppServices
     ) -> dict[str, Any]:
-        """Try the connection of a data source before saving it (the create body): ``{ok, message, latencyMs}``.
+        """Try an unsaved data source (a body as for create): ``{ok, message, latencyMs}``.
 
-        An invalid body is a 400 naming the field; a source that cannot be reached answers ``ok: false``.
+        Connects exactly as a query would (every guard applies); SQL runs ``SELECT 1``, HTTP sends
+        ``GET`` to the base URL (``ok`` when it answers below 400). An invalid or refused config is a 400.
         """
-        return await services.data.test_unsaved_source(principal.tenant_id, data)
+        return await services.data.test_data_source(principal.tenant_id, data)
 
     @post("/{source_id:str}/test", status_code=HTTP_200_OK, raises=errors(400, 404))
-    async def test_data_source(self, source_id: SourceId, principal: Caller, services: AppServices) -> dict[str, Any]:
-        """Try the connection of a saved data source with its stored secrets: ``{ok, message, latencyMs}``."""
-        return await services.data.test_saved_source(principal.tenant_id, source_id)
+    async def test_saved_data_source(
+        self, source_id: SourceId, principal: Caller, services: AppServices
+    ) -> dict[str, Any]:
+        """Try a saved data source as stored: ``{ok, message, latencyMs}``."""
+        return await services.data.test_saved_data_source(principal.tenant_id, source_id)
 
     @get("/{source_id:str}", raises=errors(400, 404))
     async def get_data_source(self, source_id: SourceId, principal: Caller, services: AppServices) -> dict[str, Any]:
