@@ -179,7 +179,7 @@ describe('editor store with node ids that are Object.prototype names', () => {
     ],
   };
 
-  it('loads, indexes problems and pins them by id, and lays them out', () => {
+  it('loads, and indexes problems and pins by id', () => {
     const store = createEditorStore();
     const s = () => store.getState();
     s().load({ workflowId: 'w1', version: 1, title: 'T', description: null, options: null }, definition);
@@ -200,9 +200,5 @@ describe('editor store with node ids that are Object.prototype names', () => {
     s().setPins(JSON.parse('{"__proto__": 1}') as Record<string, unknown>);
     expect(s().pins.__proto__).toBe(1);
 
-    s().layout();
-    const xs = s().nodes.map((n) => n.position.x);
-    expect(xs[0]).toBeLessThan(xs[1] ?? 0);
-    expect(xs[1]).toBeLessThan(xs[2] ?? 0);
   });
 });
