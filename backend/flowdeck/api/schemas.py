@@ -28,6 +28,7 @@ __all__ = (
     "HookPending",
     "LoginRequest",
     "NodeStateOut",
+    "PasswordChange",
     "Problem",
     "RunAccepted",
     "RunActionOut",
@@ -80,6 +81,12 @@ class Camel(msgspec.Struct, rename="camel", kw_only=True):
 class LoginRequest(Camel):
     email: Email
     password: Password
+
+
+class PasswordChange(Camel):
+    current_password: Password
+    new_password: Annotated[str, Meta(max_length=1024)]
+    """Checked by the account rules (length, no NUL), which name ``newPassword`` when it is refused."""
 
 
 class UserOut(Camel):

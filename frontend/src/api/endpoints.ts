@@ -9,7 +9,6 @@ import type {
   RunEvent,
   RunStatus,
   RunSummary,
-  SavedQuery,
   SaveBody,
   Session,
   TimelineRow,
@@ -75,8 +74,4 @@ export const runs = {
   timeline: (id: string) => request<Page<TimelineRow>>('GET', `/api/runs/${encodeURIComponent(id)}/timeline`),
   cancel: (id: string) => request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/cancel`),
   retry: (id: string) => request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/retry`),
-};
-
-export const queries = {
-  list: () => request<Page<SavedQuery>>('GET', '/api/queries'),
 };

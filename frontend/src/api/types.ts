@@ -97,14 +97,7 @@ export type TimelineRow = {
 
 export type RunAction = { instanceId: string; status: RunStatus; nodeIds: string[] };
 
-/** SPEC §6 saved queries (GET /api/queries); the backend does not serve them yet, so fields are loose. */
-export type SavedQuery = {
-  id: string;
-  name: string;
-  kind?: string;
-  sql?: string;
-  parameters?: string[];
-};
+/** SPEC §6 data sources and saved queries: see data/api.ts. */
 
 /** SPEC §8 webhook of a workflow (GET /api/workflows/{id}/webhook); `url` is a path (`/hooks/<id>`). */
 export type WebhookInfo = { url: string; hasSecret: boolean; createdAt: number | null; lastUsedAt: number | null };

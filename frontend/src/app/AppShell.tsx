@@ -17,12 +17,18 @@ export function AppShell() {
           <NavLink to="/runs" data-testid="nav-runs">
             Runs
           </NavLink>
+          <NavLink to="/data-sources" data-testid="nav-data-sources">
+            Data sources
+          </NavLink>
+          <NavLink to="/queries" data-testid="nav-queries">
+            Queries
+          </NavLink>
         </nav>
         <span className="spacer" />
         {session && (
-          <span className="topbar__user" data-testid="current-user">
+          <NavLink to="/account" className="topbar__user" data-testid="current-user" title="Account: API tokens, password">
             {session.user.email} <span className="muted">· {session.user.tenantName}</span>
-          </span>
+          </NavLink>
         )}
         <button type="button" className="btn btn--ghost btn--small" onClick={() => void signOut()} data-testid="sign-out">
           Sign out

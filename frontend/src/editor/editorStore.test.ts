@@ -165,3 +165,40 @@ describe('editor store', () => {
     expect(s().title).toBe('T');
   });
 });
+
+describe('editor store with node ids that are Object.prototype names', () => {
+  const definition = {
+    nodes: [
+      { id: '__proto__', type: 'start', config: {} },
+      { id: 'constructor', type: 'python', config: { code: 'return 1' } },
+      { id: 'toString', type: 'end', config: { outputParameters: {} } },
+    ],
+    edges: [
+      { id: 'e1', source: '__proto__', target: 'constructor', sourceHandle: 'default' },
+      { id: 'e2', source: 'constructor', target: 'toString', sourceHandle: 'success' },
+    ],
+  };
+
+  it('loads, and indexes problems and pins by id', () => {
+    const store = createEditorStore();
+    const s = () => store.getState();
+    s().load({ workflowId: 'w1', version: 1, title: 'T', description: null, options: null }, definition);
+    expect(s().nodes.map((n) => n.id)).toEqual(['__proto__', 'constructor', 'toString']);
+    expect(s().edges).toHaveLength(2);
+    expect(s().problemIndex.byNode.constructor).toBeUndefined();
+
+    s().setProblems([{ code: 'x', message: 'bad', nodeId: '__proto__' }]);
+    expect(s().problemIndex.byNode.__proto__?.map((p) => p.message)).toEqual(['bad']);
+    expect(s().problemIndex.byNode.toString).toBeUndefined();
+
+    expect('constructor' in s().pins).toBe(false);
+    s().setPin('__proto__', { pinned: true });
+    s().setPin('constructor', 2);
+    expect(Object.keys(s().pins).sort()).toEqual(['__proto__', 'constructor']);
+    s().removePin('__proto__');
+    expect(Object.keys(s().pins)).toEqual(['constructor']);
+    s().setPins(JSON.parse('{"__proto__": 1}') as Record<string, unknown>);
+    expect(s().pins.__proto__).toBe(1);
+
+  });
+});

@@ -17,6 +17,7 @@ import { newEdgeId, newId } from '../graph/ids';
 import { autoLayout } from '../graph/layout';
 import { createNode, type EditorEdge, type EditorNode, type NodeData, type NodeType } from '../graph/model';
 import { runReducer, type RunAction, type RunView } from '../runs/runReducer';
+import { dict, dictOf, withKey, withoutKey, type Dict } from '../shared/dict';
 
 /** What undo/redo restores: the graph and the workflow's own fields (title, description, options). */
 export type Snapshot = { nodes: EditorNode[]; edges: EditorEdge[] } & WorkflowFields;
@@ -31,9 +32,10 @@ export type WorkflowMeta = {
   options: WorkflowOptions | null;
 };
 
+/** By node and edge id: null-prototype records (shared/dict), as every record keyed by an id. */
 export type ProblemIndex = {
-  byNode: Record<string, Problem[]>;
-  byEdge: Record<string, Problem[]>;
+  byNode: Dict<Problem[]>;
+  byEdge: Dict<Problem[]>;
 };
 
 export type ConnectResult = { ok: true } | { ok: false; reason: string };
@@ -47,7 +49,7 @@ export type EditorState = WorkflowMeta & {
   problems: Problem[];
   problemIndex: ProblemIndex;
   run: RunView | null;
-  pins: Record<string, unknown>;
+  pins: Dict<unknown>;
   inspectorNodeId: string | null;
   testInput: string;
 
@@ -88,8 +90,8 @@ export type EditorState = WorkflowMeta & {
 export type EditorStore = StoreApi<EditorState>;
 
 function indexProblems(problems: readonly Problem[]): ProblemIndex {
-  const byNode: Record<string, Problem[]> = {};
-  const byEdge: Record<string, Problem[]> = {};
+  const byNode = dict<Problem[]>();
+  const byEdge = dict<Problem[]>();
   for (const p of problems) {
     if (p.edgeId) (byEdge[p.edgeId] ??= []).push(p);
     else if (p.nodeId) (byNode[p.nodeId] ??= []).push(p);
@@ -172,9 +174,9 @@ export function createEditorStore(): EditorStore {
       savedJson: '',
       readOnly: false,
       problems: [],
-      problemIndex: { byNode: {}, byEdge: {} },
+      problemIndex: { byNode: dict(), byEdge: dict() },
       run: null,
-      pins: {},
+      pins: dict(),
       inspectorNodeId: null,
       testInput: '{}',
 
@@ -187,7 +189,7 @@ export function createEditorStore(): EditorStore {
           savedJson: definitionJson(next),
           readOnly: options.readOnly ?? false,
           problems: [],
-          problemIndex: { byNode: {}, byEdge: {} },
+          problemIndex: { byNode: dict(), byEdge: dict() },
           inspectorNodeId: null,
         });
       },
@@ -383,19 +385,15 @@ export function createEditorStore(): EditorStore {
       },
 
       setPin(nodeId, output) {
-        set((s) => ({ pins: { ...s.pins, [nodeId]: output } }));
+        set((s) => ({ pins: withKey(s.pins, nodeId, output) }));
       },
 
       removePin(nodeId) {
-        set((s) => {
-          const pins = { ...s.pins };
-          delete pins[nodeId];
-          return { pins };
-        });
+        set((s) => ({ pins: withoutKey(s.pins, nodeId) }));
       },
 
       setPins(pins) {
-        set({ pins });
+        set({ pins: dictOf(pins) });
       },
 
       openInspector(nodeId) {

@@ -16,19 +16,23 @@ export function autoLayout(
   nodes: readonly EditorNode[],
   edges: readonly EditorEdge[],
 ): Map<string, { x: number; y: number }> {
+  // dagre keeps nodes in plain objects: give it index keys, never the ids (`constructor` is a valid id).
+  const key = new Map(nodes.map((n, i) => [n.id, `n${i}`]));
   const g = new dagre.graphlib.Graph({ multigraph: true });
   g.setGraph({ rankdir: 'LR', nodesep: 40, ranksep: 90, marginx: 20, marginy: 20 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const node of nodes) {
-    g.setNode(node.id, { width: node.measured?.width ?? NODE_WIDTH, height: estimatedHeight(node) });
+    g.setNode(key.get(node.id) as string, { width: node.measured?.width ?? NODE_WIDTH, height: estimatedHeight(node) });
   }
-  for (const edge of edges) {
-    if (g.hasNode(edge.source) && g.hasNode(edge.target)) g.setEdge(edge.source, edge.target, {}, edge.id);
+  for (const [i, edge] of edges.entries()) {
+    const source = key.get(edge.source);
+    const target = key.get(edge.target);
+    if (source && target) g.setEdge(source, target, {}, `e${i}`);
   }
   dagre.layout(g);
   const positions = new Map<string, { x: number; y: number }>();
   for (const node of nodes) {
-    const laid = g.node(node.id);
+    const laid = g.node(key.get(node.id) as string);
     const width = node.measured?.width ?? NODE_WIDTH;
     positions.set(node.id, { x: Math.round(laid.x - width / 2), y: Math.round(laid.y - estimatedHeight(node) / 2) });
   }

@@ -2,6 +2,7 @@
 import type { NodeUpdateMessage, RealtimeMessage } from '../api/realtime-types';
 import type { NodeState, NodeStatus, RunDetail, RunStatus } from '../api/types';
 import { NODE_STATUS_RANK, TERMINAL_NODE_STATUSES } from '../generated/statuses';
+import { dict, dictOf, own, withKey, type Dict } from '../shared/dict';
 
 export type NodeRun = NodeState;
 
@@ -21,7 +22,8 @@ export type RunView = {
   input: unknown;
   output: unknown;
   error: string | null;
-  nodes: Record<string, NodeRun>;
+  /** By node id: a null-prototype record (ids such as `__proto__` are valid), built with shared/dict. */
+  nodes: Dict<NodeRun>;
   log: LogLine[];
 };
 
@@ -62,7 +64,7 @@ function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRu
 }
 
 function nodeUpdate(state: RunView, msg: NodeUpdateMessage): RunView {
-  const existing = state.nodes[msg.nodeID];
+  const existing = own(state.nodes, msg.nodeID);
   const line: LogLine = {
     at: msg.at,
     nodeId: msg.nodeID,
@@ -74,18 +76,25 @@ function nodeUpdate(state: RunView, msg: NodeUpdateMessage): RunView {
   const log = [...state.log, line].slice(-LOG_LIMIT);
   if (msg.iteration) {
     const parent = existing ?? emptyNode();
-    const iterations = parent.iterations ?? {};
-    const current = iterations[msg.iteration];
+    const iterations = parent.iterations ?? dict<NodeRun>();
+    const current = own(iterations, msg.iteration);
     if (!isNewer(current, msg)) return { ...state, log };
-    const updated = { ...parent, iterations: { ...iterations, [msg.iteration]: applyNode(current, msg) } };
-    return { ...state, log, nodes: { ...state.nodes, [msg.nodeID]: updated } };
+    const updated: NodeRun = { ...parent, iterations: withKey<NodeRun>(iterations, msg.iteration, applyNode(current, msg)) };
+    return { ...state, log, nodes: withKey(state.nodes, msg.nodeID, updated) };
   }
   if (!isNewer(existing, msg)) return { ...state, log };
-  return { ...state, log, nodes: { ...state.nodes, [msg.nodeID]: applyNode(existing, msg) } };
+  return { ...state, log, nodes: withKey(state.nodes, msg.nodeID, applyNode(existing, msg)) };
 }
 
 export function startedRun(runId: string, input: unknown, isTest: boolean): RunView {
-  return { runId, isTest, status: 'PENDING', input, output: null, error: null, nodes: {}, log: [] };
+  return { runId, isTest, status: 'PENDING', input, output: null, error: null, nodes: dict(), log: [] };
+}
+
+/** Node states as the API sends them (parsed JSON: plain objects) as null-prototype records. */
+export function nodesOf(nodes: Readonly<Record<string, NodeState>> | null | undefined): Dict<NodeRun> {
+  return dict(
+    Object.entries(nodes ?? {}).map(([id, node]) => [id, node.iterations ? { ...node, iterations: dictOf(node.iterations) } : node] as const),
+  );
 }
 
 export function runReducer(state: RunView | null, action: RunAction): RunView | null {
@@ -101,7 +110,7 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
         input: d.input,
         output: d.output,
         error: d.error,
-        nodes: d.nodes,
+        nodes: nodesOf(d.nodes),
         log: state?.runId === d.instanceId ? state.log : [],
       };
     }
@@ -111,8 +120,8 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
   if (!state || action.instanceID !== state.runId) return state;
   switch (action.kind) {
     case 'snapshot': {
-      const nodes: Record<string, NodeRun> = { ...state.nodes };
-      for (const [id, node] of Object.entries(action.nodes)) {
+      const nodes = dictOf(state.nodes);
+      for (const [id, node] of Object.entries(nodesOf(action.nodes))) {
         if (isNewer(nodes[id], node)) nodes[id] = node;
       }
       return { ...state, status: action.status, nodes };
@@ -149,9 +158,9 @@ export function timeSpan(node: NodeRun | undefined): { start: number | null; end
 }
 
 /** Node id → output of every COMPLETED node (for pins, "Test from here" and template suggestions). */
-export function completedOutputs(run: RunView | null): Record<string, unknown> {
-  const outputs: Record<string, unknown> = {};
-  for (const [id, node] of Object.entries(run?.nodes ?? {})) {
+export function completedOutputs(run: RunView | null): Dict<unknown> {
+  const outputs = dict<unknown>();
+  for (const [id, node] of Object.entries(run ? nodesOf(run.nodes) : {})) {
     if (node.status === 'COMPLETED') outputs[id] = node.output;
   }
   return outputs;
