@@ -20,11 +20,22 @@ if TYPE_CHECKING:
 __all__ = ("main",)
 
 
+_NOTICES = "flowdeck.storage.migrate"
+"""The logger whose INFO lines are shown without ``--verbose`` (one line: ``database migrated to …``)."""
+
+
 def _configure_logging(verbose: bool = False) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    """Quiet by default (warnings and errors only, on stderr); ``--verbose`` shows everything."""
+    if verbose:
+        logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        return
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    notices = logging.getLogger(_NOTICES)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    notices.addHandler(handler)
+    notices.setLevel(logging.INFO)
+    notices.propagate = False
 
 
 def _public_url(host: str, port: int) -> str:
@@ -54,7 +65,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     port = args.port or settings.port
     print(f"Flowdeck is starting on http://{host}:{port}/ (database: {settings.database_url})")
     config = ApiConfig(bootstrap_admin=True, on_ready=_announce(_public_url(host, port)))
-    uvicorn.run(build_app(settings, config).asgi, host=host, port=port, log_level="info")
+    log_level = "info" if args.verbose else "warning"  # uvicorn's start-up lines and access log: --verbose
+    uvicorn.run(build_app(settings, config).asgi, host=host, port=port, log_level=log_level)
     return 0
 
 
@@ -86,8 +98,9 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     from flowdeck.storage.migrate import upgrade
 
     settings = Settings.from_env()
-    asyncio.run(upgrade(settings.database_url))
-    print(f"database is at the latest schema ({settings.database_url})")
+    migration = asyncio.run(upgrade(settings.database_url))
+    if not migration.changed:  # a change was announced by the migration itself
+        print(f"database already at the latest revision {migration.head}", file=sys.stderr)
     return 0
 
 
@@ -128,9 +141,10 @@ def cmd_users_create(args: argparse.Namespace) -> int:
     except UserExistsError as exc:
         print(f"flowdeck: {exc}", file=sys.stderr)
         return 1
-    print(f"created user {user.email} in tenant {user.tenant_name}")
+    print(f"created user {user.email} in tenant {user.tenant_name}", file=sys.stderr)
     if piped is None:
-        print(f"password: {password}")
+        print("generated password (printed alone on stdout):", file=sys.stderr)
+        print(password)
     return 0
 
 
@@ -141,9 +155,10 @@ def cmd_users_set_password(args: argparse.Namespace) -> int:
     piped = _password_from_stdin()
     password = piped or generate_password()
     asyncio.run(set_password(Settings.from_env(), args.email, password))
-    print(f"password of {args.email} changed")
+    print(f"password of {args.email} changed", file=sys.stderr)
     if piped is None:
-        print(f"password: {password}")
+        print("generated password (printed alone on stdout):", file=sys.stderr)
+        print(password)
     return 0
 
 
@@ -174,7 +189,7 @@ def _add_account_commands(sub: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flowdeck", description="Flowdeck workflow engine")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log everything (default: warnings only)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="API, editor and an embedded worker in one process")

@@ -64,14 +64,16 @@ def test_users_create_reads_the_password_from_stdin_or_generates_one(
     email = f"ops-{uuid.uuid4().hex[:8]}@acme.test"
     monkeypatch.setattr("sys.stdin", _Stdin("s3cret-passphrase\n"))
     assert main(["users", "create", "--email", email, "--tenant", "acme"]) == 0
-    out = capsys.readouterr().out
-    assert f"created user {email} in tenant acme" in out and "password:" not in out
+    printed = capsys.readouterr()
+    assert f"created user {email} in tenant acme" in printed.err and printed.out == ""  # nothing secret to print
     assert login_works(cli_database, email, "s3cret-passphrase")
 
     other = f"dev-{uuid.uuid4().hex[:8]}@acme.test"
     monkeypatch.setattr("sys.stdin", _Stdin("", tty=True))
     assert main(["users", "create", "--email", other, "--tenant", "acme"]) == 0
-    generated = capsys.readouterr().out.split("password: ")[1].strip()
+    printed = capsys.readouterr()
+    generated = printed.out.removesuffix("\n")  # the password alone on stdout, the rest on stderr
+    assert "\n" not in generated and generated not in printed.err and f"created user {other}" in printed.err
     assert len(generated) >= 16 and login_works(cli_database, other, generated)
 
     assert main(["users", "create", "--email", email, "--tenant", "acme"]) == 1
@@ -88,8 +90,8 @@ def test_tokens_create_prints_a_token_that_authenticates(
     main(["users", "create", "--email", email, "--tenant", "acme"])
     capsys.readouterr()
     assert main(["tokens", "create", "--email", email, "--name", "deploys"]) == 0
-    token = capsys.readouterr().out.strip()
-    assert token.startswith("fdk_")
+    token = capsys.readouterr().out.removesuffix("\n")
+    assert token.startswith("fdk_") and "\n" not in token and " " not in token  # the token and nothing else
 
     async def who() -> str | None:
         async with open_accounts(Settings(database_url=cli_database)) as accounts:
