@@ -189,6 +189,16 @@ class StartRun(Camel):
 class StartTestRun(DefinitionFields):
     input: Any = None
     pinned: Annotated[JsonObject, Meta(description="nodeId -> output: those nodes complete at once")] | None = None
+    workflow_id: (
+        Annotated[
+            str,
+            Meta(
+                pattern=r"^[A-Za-z0-9_-]{1,64}$",
+                description="the saved workflow the editor is on: its run history lists this test run",
+            ),
+        ]
+        | None
+    ) = None
 
 
 class RunAccepted(Camel):
