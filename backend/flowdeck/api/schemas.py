@@ -181,6 +181,17 @@ class ValidationOut(Camel):
     problems: list[Problem]
 
 
+class ExampleOut(Camel):
+    id: str
+    title: str
+    description: str
+    input: Annotated[Any, Meta(description="a sample run input")] = None
+
+
+class ExamplePage(Camel):
+    items: list[ExampleOut]
+
+
 # -- runs -----------------------------------------------------------------------------------------------
 class StartRun(Camel):
     input: Any = None
