@@ -67,6 +67,18 @@ def _free_port() -> int:
 class Server:
     url: str
     token: str
+    env: dict[str, str]
+
+    def add_user(self, email: str, tenant: str, password: str = PASSWORD) -> None:
+        """Another user, in a tenant of its own (``flowdeck users create``, as an operator would)."""
+        subprocess.run(
+            [_flowdeck(), "users", "create", "--email", email, "--tenant", tenant],
+            input=password + "\n",
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
 
     def api(self, method: str, path: str, body: Any = None) -> Any:
         """Call the REST API with the e2e user's API token (test set-up, not what the UI does)."""
@@ -148,7 +160,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, proc, log)
-        yield Server(url=url, token=token)
+        yield Server(url=url, token=token, env=env)
     finally:
         proc.terminate()
         try:
