@@ -38,6 +38,17 @@ def _configure_logging(verbose: bool = False) -> None:
     notices.propagate = False
 
 
+def _shown_url(database_url: str) -> str:
+    """The database URL as printed: its password, if any, masked."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(database_url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return database_url
+
+
 def _public_url(host: str, port: int) -> str:
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host  # noqa: S104 -- a bind-all address, shown as local
     return f"http://{shown}:{port}"
@@ -63,7 +74,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     host = args.host or settings.host
     port = args.port or settings.port
-    print(f"Flowdeck is starting on http://{host}:{port}/ (database: {settings.database_url})")
+    print(f"Flowdeck is starting on http://{host}:{port}/ (database: {_shown_url(settings.database_url)})")
     config = ApiConfig(bootstrap_admin=True, on_ready=_announce(_public_url(host, port)))
     log_level = "info" if args.verbose else "warning"  # uvicorn's start-up lines and access log: --verbose
     uvicorn.run(build_app(settings, config).asgi, host=host, port=port, log_level=log_level)

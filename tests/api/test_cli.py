@@ -13,7 +13,7 @@ from alembic import command
 from flowdeck.accounts.commands import open_accounts
 from flowdeck.accounts.passwords import PasswordService
 from flowdeck.api.config import ReadyInfo
-from flowdeck.cli import _announce, main
+from flowdeck.cli import _announce, _shown_url, main
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import alembic_config
@@ -125,3 +125,9 @@ def test_serve_prints_the_link_to_open(capsys: pytest.CaptureFixture[str]) -> No
     assert "http://127.0.0.1:8000/api/auth/link/abc" in out and "a@b.c" in out
     _announce("http://127.0.0.1:8000")(ReadyInfo())
     assert "link" not in capsys.readouterr().out
+
+
+def test_serve_does_not_print_the_database_password() -> None:
+    shown = _shown_url("postgresql+asyncpg://flowdeck:hunter2@db.internal:5432/flowdeck")
+    assert shown == "postgresql+asyncpg://flowdeck:***@db.internal:5432/flowdeck"
+    assert _shown_url("sqlite+aiosqlite:///./flowdeck.db") == "sqlite+aiosqlite:///./flowdeck.db"
