@@ -60,8 +60,8 @@ class Server:
     """Where SQLite data sources may live (``FLOWDECK_SQLITE_DIRS`` of the server)."""
     env: dict[str, str] = field(default_factory=dict, repr=False)
 
-    def create_user(self, email: str, password: str, tenant: str = "e2e") -> None:
-        """Another user, made with the CLI like the first (for tests that change a password)."""
+    def add_user(self, email: str, tenant: str = "e2e", password: str = PASSWORD) -> None:
+        """Another user (``flowdeck users create``, as an operator would); by default in the e2e user's tenant."""
         subprocess.run(
             [_flowdeck(), "users", "create", "--email", email, "--tenant", tenant],
             input=password + "\n",

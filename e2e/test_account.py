@@ -65,7 +65,7 @@ def test_changing_the_password_checks_each_field_and_signs_out_the_other_session
     browser: Browser, server: Server
 ) -> None:
     email, password, new_password = f"pw-{uuid.uuid4().hex[:8]}@example.com", "first-password-1", "second-password-2"
-    server.create_user(email, password)
+    server.add_user(email, password=password)
 
     def signed_in(secret: str) -> Page:
         context = browser.new_context(base_url=server.url, viewport=VIEWPORT)

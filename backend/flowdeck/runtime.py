@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from flowdeck import examples
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.fanout import Fanout, read_back
 from flowdeck.engine.pg_notify import PostgresTransport
@@ -61,7 +62,10 @@ async def open_runtime(
     """
     # First: a bad FLOWDECK_HTTP_ALLOW is refused before anything is opened.
     queries = QueryEngine(
-        sqlite_dirs=settings.sqlite_dirs, own_database_url=settings.database_url, http_allow=settings.http_allow
+        sqlite_dirs=settings.sqlite_dirs,
+        sqlite_read_only_dirs=(str(examples.DATA_DIR),),  # the examples' shared data: always allowed, never written
+        own_database_url=settings.database_url,
+        http_allow=settings.http_allow,
     )
     if migrate:
         await upgrade(settings.database_url)

@@ -188,6 +188,17 @@ class ValidationOut(Camel):
     problems: list[Problem]
 
 
+class ExampleOut(Camel):
+    id: str
+    title: str
+    description: str
+    input: Annotated[Any, Meta(description="a sample run input")] = None
+
+
+class ExamplePage(Camel):
+    items: list[ExampleOut]
+
+
 # -- runs -----------------------------------------------------------------------------------------------
 class StartRun(Camel):
     input: Any = None
@@ -196,6 +207,16 @@ class StartRun(Camel):
 class StartTestRun(DefinitionFields):
     input: Any = None
     pinned: Annotated[JsonObject, Meta(description="nodeId -> output: those nodes complete at once")] | None = None
+    workflow_id: (
+        Annotated[
+            str,
+            Meta(
+                pattern=r"^[A-Za-z0-9_-]{1,64}$",
+                description="the saved workflow the editor is on: its run history lists this test run",
+            ),
+        ]
+        | None
+    ) = None
 
 
 class RunAccepted(Camel):

@@ -168,8 +168,13 @@ class Engine:
         run_input: Any = None,
         *,
         pinned: Mapping[str, Any] | None = None,
+        workflow_id: str | None = None,
     ) -> str:
-        """Run an unsaved graph; it is stored in the run's SYSTEM_SET row and read from there."""
+        """Run an unsaved graph; it is stored in the run's SYSTEM_SET row and read from there.
+
+        ``workflow_id`` (checked by the caller to be the tenant's) files the run under that workflow's
+        history; the run still runs the graph given here, never a stored version.
+        """
         self._require_valid(definition)
         graph = self.plans.build_graph(definition)
         unknown = sorted(set(pinned or {}) - set(graph.nodes))
@@ -187,6 +192,7 @@ class Engine:
             test_definition=definition,
             pinned=pinned,
             trigger="test",
+            workflow_id=workflow_id,
         )
         self.observer.run_started("test")
         return instance_id

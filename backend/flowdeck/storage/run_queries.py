@@ -47,6 +47,12 @@ class RunFilter:
     workflow_id: str | None = None
     status: RunStatus | None = None
     is_test: bool | None = None
+    created_from: float | None = None
+    """Runs created at or after this time (epoch seconds)."""
+    created_to: float | None = None
+    """Runs created before this time (epoch seconds)."""
+    id_prefix: str | None = None
+    """Runs whose id starts with this (a pasted short id)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +91,12 @@ class RunQueries:
             stmt = stmt.where(instances.c.status == filters.status.value)
         if filters.is_test is not None:
             stmt = stmt.where(instances.c.is_test == filters.is_test)
+        if filters.created_from is not None:
+            stmt = stmt.where(instances.c.created_at >= filters.created_from)
+        if filters.created_to is not None:
+            stmt = stmt.where(instances.c.created_at < filters.created_to)
+        if filters.id_prefix:
+            stmt = stmt.where(instances.c.id.startswith(filters.id_prefix, autoescape=True))
         if after is not None:
             created, last_id = after
             stmt = stmt.where(

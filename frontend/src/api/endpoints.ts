@@ -2,6 +2,7 @@
 import type { DefinitionJson } from '../graph/convert';
 import { query, request, setCsrfToken } from './client';
 import type {
+  Example,
   Page,
   RunAccepted,
   RunAction,
@@ -56,9 +57,27 @@ export const webhooks = {
   rotateSecret: (workflowId: string) => request<WebhookSecret>('POST', `/api/workflows/${encodeURIComponent(workflowId)}/webhook/secret`),
 };
 
-export type TestRunBody = DefinitionJson & { input: unknown; pinned?: Record<string, unknown> };
+export const examples = {
+  list: () => request<{ items: Example[] }>('GET', '/api/examples'),
+  /** A new workflow of the tenant made from the example. */
+  start: (id: string) => request<Workflow>('POST', `/api/examples/${encodeURIComponent(id)}`),
+};
 
-export type RunFilters = { workflowId?: string; status?: RunStatus | ''; isTest?: boolean | null; cursor?: string | null };
+/** `workflowId`: the saved workflow the editor is on, so that its run history lists the test run. */
+export type TestRunBody = DefinitionJson & { input: unknown; pinned?: Record<string, unknown>; workflowId?: string };
+
+export type RunFilters = {
+  workflowId?: string;
+  status?: RunStatus | '';
+  isTest?: boolean | null;
+  cursor?: string | null;
+  /** Created at or after / before (epoch seconds). */
+  from?: number | null;
+  to?: number | null;
+  /** Runs whose id starts with this. */
+  idPrefix?: string;
+  limit?: number;
+};
 
 export const runs = {
   startTest: (body: TestRunBody) => request<RunAccepted>('POST', '/api/test-runs', body),
@@ -66,7 +85,16 @@ export const runs = {
   list: (filters: RunFilters) =>
     request<Page<RunSummary>>(
       'GET',
-      `/api/runs${query({ workflowId: filters.workflowId, status: filters.status, isTest: filters.isTest, cursor: filters.cursor, limit: 50 })}`,
+      `/api/runs${query({
+        workflowId: filters.workflowId,
+        status: filters.status,
+        isTest: filters.isTest,
+        from: filters.from,
+        to: filters.to,
+        idPrefix: filters.idPrefix,
+        cursor: filters.cursor,
+        limit: filters.limit ?? 50,
+      })}`,
     ),
   get: (id: string) => request<RunDetail>('GET', `/api/runs/${encodeURIComponent(id)}`),
   events: (id: string, cursor?: string | null) =>

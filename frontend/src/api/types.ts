@@ -99,6 +99,9 @@ export type RunAction = { instanceId: string; status: RunStatus; nodeIds: string
 
 /** SPEC §6 data sources and saved queries: see data/api.ts. */
 
+/** GET /api/examples: a workflow to start from (POST /api/examples/{id} makes it), with a sample input. */
+export type Example = { id: string; title: string; description: string; input: unknown };
+
 /** SPEC §8 webhook of a workflow (GET /api/workflows/{id}/webhook); `url` is a path (`/hooks/<id>`). */
 export type WebhookInfo = { url: string; hasSecret: boolean; createdAt: number | null; lastUsedAt: number | null };
 /** POST /api/workflows/{id}/webhook/secret: the new secret, shown once (the old one stops working). */

@@ -24,7 +24,9 @@ import { NodePalette } from './palette/NodePalette';
 import { prefetchWorkflowOfLocation, takeArrivedWorkflow, takePrefetchedWorkflow } from './prefetch';
 import { EditorStoreProvider, useEditor, useEditorStoreApi } from './storeContext';
 import { useShortcuts } from './useShortcuts';
+import { useLastTestRun } from './useLastTestRun';
 import { useTestRun } from './useTestRun';
+import { WorkflowJsonMenu } from './WorkflowJsonMenu';
 
 // Settings (schedules, webhook) load on first open, in their own chunk with the cron library.
 const SettingsPanel = lazy(() => import('./settings/SettingsPanel'));
@@ -145,6 +147,7 @@ function Toolbar({
           {versionsOpen && <VersionsMenu workflowId={workflowId} current={version} onClose={() => setVersionsOpen(false)} />}
         </div>
       )}
+      <WorkflowJsonMenu />
       {workflowId && (
         <Link className="btn" to={`/runs?workflowId=${workflowId}`} data-testid="runs-link">
           Runs
@@ -259,6 +262,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
     setBottomOpen(true);
   }, []);
   const testRun = useTestRun(store, onInputError);
+  useLastTestRun(store, workflowId, loaded && !readOnly, testRun.follow);
 
   const load = useCallback(async () => {
     setLoadError(null);

@@ -7,6 +7,7 @@ from litestar.types import ControllerRouterHandler
 from flowdeck.api.routes.auth import AuthController
 from flowdeck.api.routes.data import DataSourceController, QueryController
 from flowdeck.api.routes.embed import EmbedController
+from flowdeck.api.routes.examples import ExampleController
 from flowdeck.api.routes.health import health
 from flowdeck.api.routes.hooks import HookController, WebhookController
 from flowdeck.api.routes.runs import RunController
@@ -22,6 +23,7 @@ API_ROUTES: list[ControllerRouterHandler] = [
     AuthController,
     TokenController,
     WorkflowController,
+    ExampleController,
     WebhookController,
     HookController,
     RunController,

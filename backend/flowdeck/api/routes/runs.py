@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, get, post
+from litestar.exceptions import ValidationException
 from litestar.params import QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
@@ -28,6 +29,14 @@ __all__ = ("RunController",)
 WorkflowFilter = Annotated[str | None, QueryParameter(name="workflowId", pattern=ID_PATTERN)]
 StatusFilter = Annotated[RunStatus | None, QueryParameter(name="status")]
 TestFilter = Annotated[bool | None, QueryParameter(name="isTest")]
+FromFilter = Annotated[
+    float | None, QueryParameter(name="from", ge=0, description="runs created at or after (epoch seconds)")
+]
+ToFilter = Annotated[float | None, QueryParameter(name="to", ge=0, description="runs created before (epoch seconds)")]
+IdPrefixFilter = Annotated[
+    str | None,
+    QueryParameter(name="idPrefix", pattern=ID_PATTERN, description="runs whose id starts with this (a short id)"),
+]
 WidgetType = Annotated[WidgetTypeName, QueryParameter(name="type", description="the widget type")]
 WidgetConfigJson = Annotated[
     str, QueryParameter(name="config", max_length=65_536, description="the widget config, as JSON (URL-encoded)")
@@ -47,11 +56,23 @@ class RunController(Controller):
         workflow_id: WorkflowFilter = None,
         status: StatusFilter = None,
         is_test: TestFilter = None,
+        created_from: FromFilter = None,
+        created_to: ToFilter = None,
+        id_prefix: IdPrefixFilter = None,
         cursor: Cursor = None,
         limit: Limit = DEFAULT_LIMIT,
     ) -> RunPage:
-        """Runs, newest first, optionally filtered."""
-        filters = RunFilter(workflow_id=workflow_id, status=status, is_test=is_test)
+        """Runs, newest first, optionally filtered (``from`` <= created < ``to``, id prefix)."""
+        if created_from is not None and created_to is not None and created_from > created_to:
+            raise ValidationException(detail="from: must not be after to")
+        filters = RunFilter(
+            workflow_id=workflow_id,
+            status=status,
+            is_test=is_test,
+            created_from=created_from,
+            created_to=created_to,
+            id_prefix=id_prefix,
+        )
         return await services.runs.list(principal.tenant_id, filters, cursor, limit)
 
     @get("/{instance_id:str}", raises=errors(400, 404))

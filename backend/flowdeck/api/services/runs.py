@@ -81,7 +81,14 @@ class RunService:
     async def start_test(self, tenant_id: str, body: StartTestRun) -> str:
         definition = definition_of(body)
         check_json(input=body.input, pinned=body.pinned)
-        return await self.engine.start_test_run(tenant_id, definition, body.input, pinned=body.pinned)
+        if (
+            body.workflow_id is not None
+            and await self.engine.workflows.latest_version(tenant_id, body.workflow_id) is None
+        ):
+            raise NotFoundException(detail=f"workflowId: workflow {body.workflow_id} not found")
+        return await self.engine.start_test_run(
+            tenant_id, definition, body.input, pinned=body.pinned, workflow_id=body.workflow_id
+        )
 
     async def delete_test(self, tenant_id: str, instance_id: str) -> None:
         run = await self.queries.get_run(tenant_id, instance_id)
