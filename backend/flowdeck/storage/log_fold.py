@@ -23,6 +23,7 @@ __all__ = (
     "fold_context",
     "fold_nodes",
     "fold_scopes",
+    "merge_end_output",
     "merged_end_outputs",
     "timeline_rows",
 )
@@ -45,7 +46,7 @@ def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
             context[output_variable] = output
             context[f"__node_{node_id}"] = True
             if payload and payload.get("end"):
-                context["output"] = _context_end_output(context.get("output"), output)
+                context["output"] = merge_end_output(context.get("output") or {}, output)
         elif event_type == EventType.INPUT_SET:
             context["input"] = payload.get("input") if payload else None
         elif payload:
@@ -53,17 +54,19 @@ def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
     return context
 
 
-def _context_end_output(merged: Any, output: Any) -> Any:
-    """``ctx.output`` after an end node: its object output merged over earlier ends' (later keys win)."""
-    return {**merged, **output} if isinstance(merged, dict) and isinstance(output, dict) else output
+def merge_end_output(merged: dict[str, Any], output: Any) -> dict[str, Any]:
+    """The one end-output rule (SPEC §2): an end node's object output merged over the earlier ends' (later
+    keys win); anything else adds nothing. Used for the run's output and ``ctx.output`` alike; the
+    PostgreSQL end step does the same with JSONB ``||`` (held equal by test_one_statement_equivalence)."""
+    return {**merged, **output} if isinstance(output, dict) else merged
 
 
 def merged_end_outputs(payloads: Iterable[Any]) -> dict[str, Any]:
     """The outputs of the end nodes reached, merged in log order (later wins)."""
     merged: dict[str, Any] = {}
     for payload in payloads:
-        if payload and payload.get("end") and isinstance(payload.get("output"), dict):
-            merged.update(payload["output"])
+        if payload and payload.get("end"):
+            merged = merge_end_output(merged, payload.get("output"))
     return merged
 
 
