@@ -30,7 +30,7 @@ from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import upgrade
 from flowdeck.triggers.schedules import Scheduler
 
-__all__ = ("Runtime", "freeze_startup_heap", "open_runtime")
+__all__ = ("Runtime", "build_query_engine", "freeze_startup_heap", "open_runtime")
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +60,7 @@ async def open_runtime(
     ``extra_handlers`` adds node types to the built-in ones (the benchmark's no-op). The scheduler runs
     with the worker (``flowdeck serve`` and ``flowdeck worker``) unless ``with_scheduler`` is false.
     """
-    # First: a bad FLOWDECK_HTTP_ALLOW is refused before anything is opened.
-    queries = QueryEngine(
-        sqlite_dirs=settings.sqlite_dirs,
-        sqlite_read_only_dirs=(str(examples.DATA_DIR),),  # the examples' shared data: always allowed, never written
-        own_database_url=settings.database_url,
-        http_allow=settings.http_allow,
-    )
+    queries = build_query_engine(settings)  # first: a bad FLOWDECK_HTTP_ALLOW is refused before anything opens
     if migrate:
         await upgrade(settings.database_url)
     db = Database(settings.database_url)
@@ -121,6 +115,16 @@ def _fanout(settings: Settings, engine: Engine, db: Database, *, with_worker: bo
     if with_worker:
         fanout.wake_listeners.append(engine.worker.notify)
     return fanout
+
+
+def build_query_engine(settings: Settings) -> QueryEngine:
+    """The query engine of a running Flowdeck: where data sources may point, from the settings."""
+    return QueryEngine(
+        sqlite_dirs=settings.sqlite_dirs,
+        sqlite_read_only_dirs=(str(examples.DATA_DIR),),  # the examples' shared data: always allowed, never written
+        own_database_url=settings.database_url,
+        http_allow=settings.http_allow,
+    )
 
 
 def freeze_startup_heap() -> None:

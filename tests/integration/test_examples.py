@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from flowdeck.storage.data_sources import DataSourceStore
 from litestar.exceptions import NotFoundException
 
 from flowdeck.api.openapi import ConflictException
@@ -17,10 +18,12 @@ from flowdeck.examples import DATA_DIR, EXAMPLES
 from flowdeck.handlers.data_query import DataQueryHandler
 from flowdeck.handlers.python_code import PythonCodeHandler
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
-from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.secrets import SecretBox
 from flowdeck.queries.service import DataService
+from flowdeck.queries.store import DataSourceStore
+from flowdeck.runtime import build_query_engine
 from flowdeck.sandbox.pool import SandboxPool
+from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 from tests.support.runs import read_outcome
 
@@ -41,10 +44,13 @@ EXPECTED: dict[str, tuple[Any, Any]] = {  # example -> (output for its sample in
 
 
 @pytest.fixture
-async def service(db: Database) -> AsyncIterator[tuple[ExampleService, Engine]]:
+async def service(db: Database, tmp_path: Path) -> AsyncIterator[tuple[ExampleService, Engine]]:
     sandbox = SandboxPool(1)
     await sandbox.start()
-    data = DataService(DataSourceStore(db, SecretBox(None)), QueryEngine())
+    data = DataService(
+        DataSourceStore(db, SecretBox(None)),
+        build_query_engine(Settings(database_url=db.url, sqlite_dirs=(str(tmp_path),))),
+    )
     registry = HandlerRegistry(
         [*builtin_handlers(), PythonCodeHandler(sandbox), DataQueryHandler(data.store, data.engine)]
     )
@@ -77,7 +83,7 @@ async def test_every_example_runs_to_completion_with_and_without_its_sample_inpu
 
 
 async def test_the_data_example_reads_the_shipped_file_and_reuses_its_source_and_query(
-    service: tuple[ExampleService, Engine],
+    service: tuple[ExampleService, Engine], tmp_path: Path
 ) -> None:
     examples, engine = service
     tenant_id = await engine.tenants.ensure("newcomer")
@@ -94,7 +100,11 @@ async def test_the_data_example_reads_the_shipped_file_and_reuses_its_source_and
     theirs = await examples.start(other_tenant, "data-query")
     assert next(n for n in theirs.nodes if n["id"] == "orders")["config"]["queryId"] not in query_ids
 
-    await examples.data.update_data_source(tenant_id, sources[0].id, {"config": {"url": "sqlite+aiosqlite:///x.db"}})
+    elsewhere = tmp_path / "mine.db"
+    sqlite3.connect(elsewhere).close()
+    await examples.data.update_data_source(
+        tenant_id, sources[0].id, {"config": {"url": f"sqlite+aiosqlite:///{elsewhere}"}}
+    )
     with pytest.raises(ConflictException, match="rename it"):
         await examples.start(tenant_id, "data-query")
     with pytest.raises(NotFoundException):
