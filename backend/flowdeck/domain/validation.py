@@ -22,6 +22,7 @@ from typing import Any, Final
 import msgspec
 
 from flowdeck.domain.definition import DEFAULT_RUN_TIMEOUT_SECONDS, parse_definition
+from flowdeck.domain.notes import note_problems
 from flowdeck.domain.problems import Problem, Severity
 from flowdeck.domain.schedules import schedule_problems
 from flowdeck.handlers.base import ConfigIssue, NodeHandler
@@ -71,6 +72,7 @@ PROBLEM_CODES: Final = (
     "duplicate_output_variable",
     "unknown_variable",
     "unused_output",
+    "invalid_note",
 )
 
 _NODE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -211,6 +213,7 @@ class _Validator:
         description = raw.get("description")
         if description is not None and not isinstance(description, str):
             self.bad_field("the workflow", "description", "a string", description)
+        self.problems.extend(note_problems(raw.get("notes")))
         options = raw.get("options", {})
         if not isinstance(options, dict):
             self.bad_field("the workflow", "options", "an object", options)
