@@ -135,7 +135,7 @@ function Toolbar({
             ⊞
           </button>
           <button type="button" className="btn btn--icon" title="Add a sticky note (Shift+N)" onClick={actions.addNote} data-testid="add-note">
-            🗒
+            ✎
           </button>
         </div>
       )}

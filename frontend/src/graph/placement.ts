@@ -6,11 +6,11 @@
 import { checkConnection } from './connect';
 import { sourceHandleIds } from './handles';
 import { estimatedHeight, NODE_WIDTH } from './layout';
-import type { EditorEdge, EditorNode, NodeType } from './model';
+import { createNode, type EditorEdge, type EditorNode, type NodeType } from './model';
 
 export const GAP_X = 80;
 export const GAP_Y = 30;
-const NEW_HEIGHT = 80;
+const MARGIN = 16;
 
 type Box = { x: number; y: number; width: number; height: number };
 
@@ -18,17 +18,20 @@ function boxOf(node: EditorNode): Box {
   return { x: node.position.x, y: node.position.y, width: node.measured?.width ?? NODE_WIDTH, height: estimatedHeight(node) };
 }
 
-function overlaps(a: Box, b: Box, margin = 10): boolean {
+function overlaps(a: Box, b: Box, margin = MARGIN): boolean {
   return a.x < b.x + b.width + margin && b.x < a.x + a.width + margin && a.y < b.y + b.height + margin && b.y < a.y + a.height + margin;
 }
 
-/** The first spot at or below `from` (stepping down, then a column right) where a new node overlaps nothing. */
-export function freeSpot(nodes: readonly EditorNode[], from: { x: number; y: number }): { x: number; y: number } {
+/**
+ * The first spot at or below `from` (stepping down, then a column right) where a new node `height` tall
+ * overlaps nothing.
+ */
+export function freeSpot(nodes: readonly EditorNode[], from: { x: number; y: number }, height = 94): { x: number; y: number } {
   const boxes = nodes.map(boxOf);
   for (let column = 0; column < 20; column++) {
     for (let row = 0; row < 30; row++) {
-      const spot = { x: Math.round(from.x + column * (NODE_WIDTH + GAP_X)), y: Math.round(from.y + row * (NEW_HEIGHT / 2 + GAP_Y / 2)) };
-      const box = { ...spot, width: NODE_WIDTH, height: NEW_HEIGHT };
+      const spot = { x: Math.round(from.x + column * (NODE_WIDTH + GAP_X)), y: Math.round(from.y + row * (height / 2 + GAP_Y / 2)) };
+      const box = { ...spot, width: NODE_WIDTH, height };
       if (!boxes.some((b) => overlaps(box, b))) return spot;
     }
   }
@@ -54,9 +57,10 @@ export function placeNewNode(
   selected: EditorNode | null,
   fallback: { x: number; y: number },
 ): Placement {
-  if (!selected) return { position: freeSpot(nodes, { x: fallback.x - NODE_WIDTH / 2, y: fallback.y - NEW_HEIGHT / 2 }), connectFrom: null };
+  const height = estimatedHeight(createNode(type, '__new__', fallback)) + 8; // rendered cards run a little taller
+  if (!selected) return { position: freeSpot(nodes, { x: fallback.x - NODE_WIDTH / 2, y: fallback.y - height / 2 }, height), connectFrom: null };
   const box = boxOf(selected);
-  const position = freeSpot(nodes, { x: box.x + box.width + GAP_X, y: box.y });
+  const position = freeSpot(nodes, { x: box.x + box.width + GAP_X, y: box.y }, height);
   const handle = firstFreeHandle(selected, edges);
   if (handle === null || type === 'start') return { position, connectFrom: null };
   // The new node has no edges yet, so only the handle and the target's type can refuse.
