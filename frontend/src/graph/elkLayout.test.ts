@@ -72,6 +72,19 @@ describe('ELK layout mapping', () => {
     }
   });
 
+  it('nests the container of an inner loop in the outer loop body, and lays it out', async () => {
+    const nodes = [node('start', 'start'), node('outer', 'loop'), node('inner', 'loop'), node('work', 'python'), node('end', 'end')];
+    const edges = [edge('start', 'outer'), edge('outer', 'inner', 'loop'), edge('inner', 'work', 'loop'), edge('outer', 'end', 'done')];
+    const graph = toElkGraph(nodes, edges);
+    const outer = graph.children?.find((c) => c.id === `${FRAME_PREFIX}outer`);
+    expect(outer?.children?.map((c) => c.id)).toEqual(['inner', `${FRAME_PREFIX}inner`]);
+    expect(outer?.children?.[1]?.children?.map((c) => c.id)).toEqual(['work']);
+    const { positions } = await elkLayout(nodes, edges);
+    expect(positions.size).toBe(5);
+    const frames = loopFrames(nodes.map((n) => ({ ...n, position: positions.get(n.id) as Point })), edges);
+    expect(frames.map((f) => f.loopId)).toEqual(['outer', 'inner']);
+  });
+
   it('draws a route between the real handle positions with rounded corners', () => {
     const route = { points: [{ x: 0, y: 10 }, { x: 50, y: 10 }, { x: 50, y: 80 }, { x: 100, y: 80 }], source: { x: 0, y: 0 }, target: { x: 0, y: 0 } };
     const { path, mid } = routedPath(route, { x: 0, y: 12 }, { x: 100, y: 80 });
