@@ -132,6 +132,10 @@ def test_renaming_an_output_variable_updates_what_refers_to_it_and_undo_restores
     label.press("Enter")
     expect(page.get_by_test_id("inspector")).to_have_attribute("data-node-id", "count_items")
     expect(editor.node("count_items")).to_be_visible()
+    # a Loop may not be ctx.loop (a reserved context key): it is loop_node
+    page.locator(".react-flow__pane").click(position={"x": 30, "y": 30})
+    page.get_by_test_id("palette-loop").click()
+    expect(page.get_by_test_id("inspector")).to_have_attribute("data-node-id", "loop_node")
 
 
 LOOPING_AND_BRANCHING: dict[str, Any] = {

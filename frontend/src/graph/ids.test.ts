@@ -21,6 +21,8 @@ describe('ids', () => {
     expect(slugOf('!!!')).toBe('node');
     expect(idFromLabel('Count items', new Set(['count_items', 'count_items_2']))).toBe('count_items_3');
     expect(idFromLabel('3 retries')).toBe('n_3_retries');
+    expect(idFromLabel('Loop')).toBe('loop_node');
+    expect(idFromLabel('Input', new Set(['input_node']))).toBe('input_node_2');
     const long = idFromLabel('x'.repeat(200), new Set(['x'.repeat(56)]));
     expect(long).toMatch(NODE_ID_PATTERN);
     expect(long).toMatch(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/);

@@ -5,6 +5,8 @@
 
 export const NODE_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const VARIABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+/** Context keys a node id (its default output variable) must not take (the server refuses them). */
+export const RESERVED_VARIABLES: ReadonlySet<string> = new Set(['input', 'output', 'loop']);
 
 function shortRandom(length = 6): string {
   return crypto.randomUUID().replace(/-/g, '').slice(0, length);
@@ -42,11 +44,13 @@ export function slugOf(label: string): string {
 
 /**
  * A readable node id from `label`, unique among `taken`: `count_items`, then `count_items_2`, `_3`...
- * It also makes a valid output variable (a letter or `_` first): a label starting with a digit gets `n_`.
+ * It also makes a valid output variable (a letter or `_` first): a label starting with a digit gets `n_`,
+ * and a reserved context key (`loop`, `input`, `output`) gets `_node`.
  */
 export function idFromLabel(label: string, taken: ReadonlySet<string> = new Set()): string {
   let base = slugOf(label);
   if (/^[0-9]/.test(base)) base = `n_${base}`.slice(0, 56);
+  if (RESERVED_VARIABLES.has(base)) base = `${base}_node`; // a Loop node must not be ctx.loop
   if (!taken.has(base)) return base;
   for (let n = 2; ; n++) {
     const id = `${base}_${n}`;
