@@ -137,6 +137,11 @@ async def test_sticky_notes_are_stored_with_the_version_and_bad_ones_are_named(s
     await server.engine.wait_for_run(run_id, 10)
     assert (await alice.client.get(f"/api/runs/{run_id}")).json()["output"] == {"ran": "v2"}
 
+    test_run = await alice.client.post("/api/test-runs", json=tagged("t") | {"notes": notes, "input": {}})
+    assert test_run.status_code == 202
+    await server.engine.wait_for_run(test_run.json()["instanceId"], 10)
+    assert (await alice.client.get(f"/api/runs/{test_run.json()['instanceId']}")).json()["output"] == {"ran": "t"}
+
     bad = await alice.client.put(
         url, json=tagged("v3") | {"version": 2, "notes": [{"id": "n1", "text": 5, "position": {}}]}
     )
