@@ -20,6 +20,19 @@ def box(locator: Locator) -> dict[str, float]:
     return found
 
 
+FLOW_BOX = """el => {
+  const m = /translate\\(([-\\d.]+)px, *([-\\d.]+)px\\)/.exec(el.style.transform);
+  return {x: Number(m[1]), y: Number(m[2]), width: el.offsetWidth, height: el.offsetHeight};
+}"""
+
+
+def flow_box(locator: Locator) -> dict[str, float]:
+    """A node's box in flow coordinates (its own transform and size): unlike the screen box, it does not
+    move while the view pans or zooms."""
+    found: dict[str, float] = locator.evaluate(FLOW_BOX)
+    return found
+
+
 def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
     return (
         a["x"] < b["x"] + b["width"]
@@ -94,7 +107,7 @@ def test_nodes_added_with_nothing_selected_never_land_on_each_other(page: Page, 
         page.get_by_test_id("palette-python").click()
         page.keyboard.press("Escape")  # deselect: the next one is placed freely, not chained
     expect(editor.nodes()).to_have_count(5)
-    boxes = [box(editor.node(i)) for i in ("python", "python_2", "python_3", "start", "end")]
+    boxes = [flow_box(editor.node(i)) for i in ("python", "python_2", "python_3", "start", "end")]
     for i, a in enumerate(boxes):
         for b in boxes[i + 1 :]:
             assert not overlap(a, b)
@@ -173,16 +186,14 @@ def test_auto_layout_routes_edges_and_frames_the_loop_body(page: Page, server: S
     expect(frame).to_have_count(1)  # drawn whatever the layout
     page.get_by_test_id("auto-layout").click()
     expect(page.locator(".fd-edge--routed")).to_have_count(6)
-    page.wait_for_timeout(400)  # the fit-view animation (200 ms) must end before measuring boxes
-
     ids = ["start", "check", "wait", "each", "double", "end"]
-    boxes = {i: box(editor.node(i)) for i in ids}
+    boxes = {i: flow_box(editor.node(i)) for i in ids}
     for i, a in enumerate(ids):
         for b in ids[i + 1 :]:
             assert not overlap(boxes[a], boxes[b]), (a, b)
     # left to right by rank; the loop body inside its frame, everything else outside it
     assert boxes["start"]["x"] < boxes["check"]["x"] < boxes["wait"]["x"] < boxes["each"]["x"] < boxes["double"]["x"]
-    framed = box(frame)
+    framed = frame.evaluate(FLOW_BOX)
     for i in ids:
         inside = overlap(boxes[i], framed)
         assert inside == (i == "double"), i

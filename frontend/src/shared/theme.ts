@@ -27,14 +27,25 @@ function systemDark(): boolean {
   return typeof window.matchMedia === 'function' && window.matchMedia(QUERY).matches;
 }
 
-/** Set `data-theme` on <html> from the stored choice and the system setting; returns the theme. */
+const listeners = new Set<() => void>();
+let following = false;
+
+/**
+ * Set `data-theme` on <html> from the stored choice and the system setting; returns the theme. The first
+ * call (main.tsx, before the first render) also starts following the system setting, whatever is mounted.
+ */
 export function applyTheme(choice: ThemeChoice = storedChoice()): Theme {
   const theme = resolveTheme(choice, systemDark());
   document.documentElement.dataset.theme = theme;
+  if (!following && typeof window.matchMedia === 'function') {
+    following = true;
+    window.matchMedia(QUERY).addEventListener('change', () => {
+      applyTheme();
+      listeners.forEach((l) => l());
+    });
+  }
   return theme;
 }
-
-const listeners = new Set<() => void>();
 
 export function setThemeChoice(choice: ThemeChoice): void {
   try {
@@ -53,14 +64,13 @@ export function useTheme(): { choice: ThemeChoice; theme: Theme } {
   useEffect(() => {
     const update = () => {
       const choice = storedChoice();
-      setState({ choice, theme: applyTheme(choice) });
+      const theme = applyTheme(choice);
+      setState((prev) => (prev.choice === choice && prev.theme === theme ? prev : { choice, theme }));
     };
     listeners.add(update);
-    const media = typeof window.matchMedia === 'function' ? window.matchMedia(QUERY) : null;
-    media?.addEventListener('change', update);
+    update(); // the system may have changed between the first render and now
     return () => {
       listeners.delete(update);
-      media?.removeEventListener('change', update);
     };
   }, []);
   return state;
