@@ -296,3 +296,40 @@ def test_dark_mode_follows_the_system_and_the_switch_persists(page: Page, server
     shot(page, "editor-dark")
     page.get_by_test_id("theme-toggle").select_option("system")
     expect(html).to_have_attribute("data-theme", "light")
+
+
+LOOP_BODY: dict[str, Any] = {
+    "title": "Loop body preview",
+    "nodes": [
+        node("start", "start", 0),
+        node("each", "loop", 250, config={"items": "{{ ctx.input.items }}"}),
+        node("double", "python", 500, config={"code": "return ctx['loop']['item'] * 2"}),
+        node(
+            "check",
+            "condition",
+            750,
+            config={"branches": [{"id": "big", "label": "Big", "expression": "ctx.double > 1"}]},
+        ),
+        node("end", "end", 500, 250),
+    ],
+    "edges": [
+        edge("start", "each"),
+        edge("each", "double", "loop"),
+        edge("double", "check", "success"),
+        edge("each", "end", "done"),
+    ],
+}
+
+
+def test_previews_in_a_loop_body_use_its_first_iteration(page: Page, server: Server) -> None:
+    wf = server.create_workflow(LOOP_BODY)
+    editor = EditorPage(page).open(wf["id"])
+    editor.set_test_input('{"items": [1, 5, 7]}')
+    editor.test_run()
+    editor.expect_run_status("COMPLETED")
+    editor.select("check")
+    preview = page.get_by_test_id("branch-editor").get_by_test_id("template-preview").first
+    expect(preview).to_have_attribute("data-state", "ok")
+    expect(preview).to_contain_text("true")  # ctx.double of the first iteration: 2
+    page.get_by_test_id("branch-0-expression").fill("[ctx.loop.item, ctx.loop.index, ctx.loop.count]")
+    expect(preview).to_contain_text("[1,0,3]")

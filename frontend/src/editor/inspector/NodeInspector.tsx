@@ -20,6 +20,7 @@ import { Field, NumberInput } from './fields';
 import { ConditionForm, DataQueryForm, DelayForm, EndForm, LoopForm, problemLookup, PythonForm, shownInline, StartForm } from './forms';
 import { RunDataTab } from './RunDataTab';
 import { PreviewContext } from './TemplatePreview';
+import { usePreviewContext } from './usePreviewContext';
 
 function parseInput(text: string): unknown {
   try {
@@ -167,6 +168,7 @@ export function NodeInspector({ onTestFromHere, runView = false }: { onTestFromH
     () => (nodeId && run ? inputContext(nodes, edges, nodeId, { input: run.input, outputs }) : null),
     [nodeId, nodes, edges, run, outputs],
   );
+  const previewContext = usePreviewContext(nodes, edges, nodeId, run, outputs);
 
   if (!node || !nodeId) return null;
   // A changed label gives the node the readable id it makes (`Count items` -> `count_items`).
@@ -250,7 +252,7 @@ export function NodeInspector({ onTestFromHere, runView = false }: { onTestFromH
           </ul>
         )}
         {tab === 'settings' ? (
-          <PreviewContext.Provider value={context}>
+          <PreviewContext.Provider value={previewContext}>
             <ConfigForm node={node} paths={paths} readOnly={readOnly} problemAt={problemAt} />
             <h4 className="section-title">Execution</h4>
             <ExecutionSettings node={node} readOnly={readOnly} problemAt={problemAt} />
