@@ -70,6 +70,9 @@ Title = Annotated[str, Meta(max_length=200, pattern=_NO_NUL)]
 Description = Annotated[str, Meta(max_length=10_000, pattern=_NO_NUL)]
 JsonObject = dict[str, Any]
 Nodes = Annotated[list[JsonObject], Meta(description="SPEC §1 nodes: {id, type, label?, position?, config, ...}")]
+Notes = Annotated[
+    list[JsonObject], Meta(description="SPEC §1 sticky notes: {id, text, position, size?, color?}; never executed")
+]
 Edges = Annotated[list[JsonObject], Meta(description="SPEC §1 edges: {id, source, target, sourceHandle?}")]
 
 
@@ -134,6 +137,7 @@ class DefinitionFields(Camel):
     options: JsonObject | None = None
     nodes: Nodes = []
     edges: Edges = []
+    notes: Notes | None = None
 
 
 class WorkflowCreate(DefinitionFields):
@@ -156,6 +160,7 @@ class WorkflowOut(Camel):
     edges: list[JsonObject]
     created_at: float
     updated_at: float
+    notes: list[JsonObject] = []
 
 
 class WorkflowSummaryOut(Camel):

@@ -10,6 +10,7 @@ import msgspec
 
 from flowdeck.domain.definition import DEFAULT_RUN_TIMEOUT_SECONDS, parse_definition
 from flowdeck.domain.errors import ConfigIssue
+from flowdeck.domain.notes import note_problems
 from flowdeck.domain.schedules import schedule_problems
 from flowdeck.handlers.base import NodeHandler
 from flowdeck.sandbox.templates import template_issues
@@ -71,6 +72,7 @@ class DefinitionChecks(Checks):
         description = raw.get("description")
         if description is not None and not isinstance(description, str):
             self.bad_field("the workflow", "description", "a string", description)
+        self.problems.extend(note_problems(raw.get("notes")))
         options = raw.get("options", {})
         if not isinstance(options, dict):
             self.bad_field("the workflow", "options", "an object", options)

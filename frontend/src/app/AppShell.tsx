@@ -1,6 +1,7 @@
 import { NavLink, Outlet } from 'react-router';
 
 import { useSession } from '../auth/session';
+import { ThemeToggle } from '../shared/ui/ThemeToggle';
 
 export function AppShell() {
   const { session, signOut } = useSession();
@@ -25,6 +26,7 @@ export function AppShell() {
           </NavLink>
         </nav>
         <span className="spacer" />
+        <ThemeToggle />
         {session && (
           <NavLink to="/account" className="topbar__user" data-testid="current-user" title="Account: API tokens, password">
             {session.user.email} <span className="muted">· {session.user.tenantName}</span>

@@ -10,6 +10,7 @@ import { JsonView } from '../shared/ui/JsonView';
 import { StatusBadge } from '../shared/ui/StatusBadge';
 import { CodeEditor } from './inspector/LazyCodeEditor';
 import { useEditor, useEditorStoreApi } from './storeContext';
+import { TestInputCheck } from './TestInputCheck';
 
 export type BottomTab = 'input' | 'run' | 'problems';
 
@@ -112,7 +113,6 @@ export function BottomPanel({
   setTab,
   open,
   setOpen,
-  inputError,
   onStop,
   onRunAgain,
 }: {
@@ -120,6 +120,7 @@ export function BottomPanel({
   setTab: (tab: BottomTab) => void;
   open: boolean;
   setOpen: (open: boolean) => void;
+  /** The error of the last refused Test run (the input is also checked as it is typed, TestInputCheck). */
   inputError: string | null;
   onStop: () => void;
   onRunAgain: () => void;
@@ -174,7 +175,7 @@ export function BottomPanel({
             <div className="input-tab">
               <p className="muted small">The run input as JSON: nodes read it as <code>ctx.input</code>.</p>
               <CodeEditor language="json" value={testInput} onChange={(v) => store.getState().setTestInput(v)} testId="test-input" minHeight={120} />
-              {inputError && <div className="field__error">{inputError}</div>}
+              <TestInputCheck text={testInput} />
             </div>
           )}
           {tab === 'run' && <RunTab onStop={onStop} onRunAgain={onRunAgain} />}

@@ -9,18 +9,19 @@ import { preconnectRealtime } from '../api/realtime';
 import type { VersionSummary, Workflow } from '../api/types';
 import { TERMINAL_RUN_STATUSES } from '../api/types';
 import { ancestors } from '../graph/connect';
-import type { EditorEdge, EditorNode, NodeType } from '../graph/model';
+import type { EditorEdge, EditorNode } from '../graph/model';
 import { completedOutputs } from '../runs/runReducer';
 import { formatTime } from '../shared/format';
 import { errorMessage, toast } from '../shared/toasts';
 import { BottomPanel, type BottomTab } from './BottomPanel';
+import { useEditorActions } from './canvas/useEditorActions';
 import { readClipboard, writeClipboard } from './clipboardStore';
 import { ConflictDialog, ExecuteDialog, HelpOverlay, LeaveDialog } from './dialogs';
 import { definitionJson, type EditorStore, type WorkflowMeta } from './editorStore';
 import { EditorCanvas } from './EditorCanvas';
 import { useLiveValidation, usePerWorkflowDrafts } from './hooks';
 import { NodeInspector } from './inspector/NodeInspector';
-import { NodePalette } from './palette/NodePalette';
+import { FOCUS_PALETTE_EVENT, NodePalette } from './palette/NodePalette';
 import { prefetchWorkflowOfLocation, takeArrivedWorkflow, takePrefetchedWorkflow } from './prefetch';
 import { EditorStoreProvider, useEditor, useEditorStoreApi } from './storeContext';
 import { useShortcuts } from './useShortcuts';
@@ -102,6 +103,7 @@ function Toolbar({
   const dirty = useDirty();
   const [versionsOpen, setVersionsOpen] = useState(false);
   const flow = useReactFlow();
+  const actions = useEditorActions();
 
   return (
     <div className="toolbar" data-testid="editor-toolbar">
@@ -131,8 +133,11 @@ function Toolbar({
           <button type="button" className="btn btn--icon" title="Redo (Ctrl+Shift+Z)" disabled={!canRedo} onClick={() => store.getState().redo()} data-testid="redo">
             ↷
           </button>
-          <button type="button" className="btn btn--icon" title="Auto-layout (Shift+L)" onClick={() => { store.getState().layout(); window.setTimeout(() => void flow.fitView({ padding: 0.2, duration: 200 }), 50); }} data-testid="auto-layout">
+          <button type="button" className="btn btn--icon" title="Auto-layout (Shift+L)" onClick={actions.layout} data-testid="auto-layout">
             ⊞
+          </button>
+          <button type="button" className="btn btn--icon" title="Add a sticky note (Shift+N)" onClick={actions.addNote} data-testid="add-note">
+            ✎
           </button>
         </div>
       )}
@@ -242,6 +247,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
   const [bottomOpen, setBottomOpen] = useState(false);
   const [inputError, setInputError] = useState<string | null>(null);
   const readOnly = viewVersion !== null;
+  const actions = useEditorActions();
   const inspectorOpen = useEditor((s) => s.inspectorNodeId !== null);
   const dirty = useDirty();
 
@@ -436,12 +442,9 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
     duplicate: editable ? () => store.getState().duplicateSelection() : undefined,
     delete: editable ? () => store.getState().deleteSelection() : undefined,
     selectAll: () => store.getState().selectAll(),
-    layout: editable
-      ? () => {
-          store.getState().layout();
-          window.setTimeout(() => void flow.fitView({ padding: 0.2, duration: 200 }), 50);
-        }
-      : undefined,
+    layout: editable ? actions.layout : undefined,
+    searchNodes: editable ? () => window.dispatchEvent(new Event(FOCUS_PALETTE_EVENT)) : undefined,
+    addNote: editable ? actions.addNote : undefined,
     fitView: () => void flow.fitView({ padding: 0.2, duration: 200 }),
     zoomIn: () => void flow.zoomIn({ duration: 150 }),
     zoomOut: () => void flow.zoomOut({ duration: 150 }),
@@ -467,12 +470,6 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
     return () => window.removeEventListener('beforeunload', onBeforeUnload);
   }, [dirty]);
 
-  const addFromPalette = (type: NodeType) => {
-    const canvas = document.querySelector('[data-testid="canvas"]')?.getBoundingClientRect();
-    const jitter = (store.getState().nodes.length % 5) * 24;
-    const p = canvas ? flow.screenToFlowPosition({ x: canvas.left + canvas.width / 2, y: canvas.top + canvas.height / 2 }) : { x: 0, y: 0 };
-    store.getState().addNode(type, { x: Math.round(p.x - 110 + jitter), y: Math.round(p.y - 30 + jitter) });
-  };
 
   if (loadError) {
     return (
@@ -500,7 +497,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
       />
       {readOnly && viewVersion !== null && <ReadOnlyBanner workflowId={workflowId} version={viewVersion} />}
       <div className="editor__body">
-        <NodePalette onAdd={addFromPalette} disabled={readOnly} />
+        <NodePalette onAdd={actions.addNode} disabled={readOnly} />
         <div className="editor__main">
           <EditorCanvas />
           <BottomPanel

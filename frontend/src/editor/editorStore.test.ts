@@ -202,3 +202,64 @@ describe('editor store with node ids that are Object.prototype names', () => {
 
   });
 });
+
+describe('editor store: issue 13 conveniences', () => {
+  it('adds a node right of the selected one, wired to it, with a readable id', () => {
+    const store = loaded();
+    const s = () => store.getState();
+    s().openInspector('start');
+    s().deleteElements([], s().edges.map((e) => e.id));
+    const id = s().addNodeNext('python', { x: 0, y: 0 });
+    expect(id).toBe('python');
+    expect(s().edges).toEqual([expect.objectContaining({ source: 'start', target: 'python', sourceHandle: 'default' })]);
+    const next = s().addNodeNext('python', { x: 0, y: 0 });
+    expect(next).toBe('python_2');
+    expect(s().edges.find((e) => e.target === 'python_2')).toMatchObject({ source: 'python', sourceHandle: 'success' });
+    s().undo();
+    expect(s().nodes.map((n) => n.id)).not.toContain('python_2');
+    expect(s().edges.some((e) => e.target === 'python_2')).toBe(false);
+  });
+
+  it('renames an output variable in the templates that use it, in one undo step', () => {
+    const store = loaded();
+    const s = () => store.getState();
+    const py = s().addNode('python', { x: 0, y: 0 });
+    s().updateNode('end', { config: { outputParameters: { n: `{{ ctx.${py}.value }}` } } });
+    s().renameVariable(py, 'count');
+    expect(s().nodes.find((n) => n.id === 'end')?.data.config).toEqual({ outputParameters: { n: '{{ ctx.count.value }}' } });
+    s().renameVariable(py, 'total');
+    expect(s().nodes.find((n) => n.id === 'end')?.data.config).toEqual({ outputParameters: { n: '{{ ctx.total.value }}' } });
+    s().undo();
+    expect(s().nodes.find((n) => n.id === 'end')?.data.config).toEqual({ outputParameters: { n: '{{ ctx.count.value }}' } });
+    expect(s().nodes.find((n) => n.id === py)?.data.outputVariable).toBe('count');
+  });
+
+  it('gives a relabelled node the id its label makes, following edges and references', () => {
+    const store = loaded();
+    const s = () => store.getState();
+    const py = s().addNode('python', { x: 0, y: 0 });
+    s().connect({ source: 'start', target: py, sourceHandle: 'default', targetHandle: 'in' });
+    s().updateNode('end', { config: { outputParameters: { n: `{{ ctx.${py}.value }}` } } });
+    s().updateNode(py, { label: 'Count items' }, `label:${py}`);
+    s().renameIdFromLabel(py);
+    expect(s().nodes.map((n) => n.id)).toContain('count_items');
+    expect(s().edges.find((e) => e.source === 'start' && e.target === 'count_items')).toBeDefined();
+    expect(s().nodes.find((n) => n.id === 'end')?.data.config).toEqual({ outputParameters: { n: '{{ ctx.count_items.value }}' } });
+    expect(s().inspectorNodeId).toBe('count_items');
+  });
+
+  it('keeps sticky notes in the definition, with undo', () => {
+    const store = loaded();
+    const s = () => store.getState();
+    const id = s().addNote({ x: 10, y: 20 });
+    s().updateNote(id, { text: 'h' }, `note-text:${id}`);
+    s().updateNote(id, { text: 'hi' }, `note-text:${id}`);
+    expect(s().definition().notes).toEqual([{ id, text: 'hi', position: { x: 10, y: 20 }, size: { width: 220, height: 140 } }]);
+    s().undo();
+    expect(s().notes[0]?.text).toBe('');
+    s().deleteNote(id);
+    expect(s().definition().notes).toBeUndefined();
+    s().undo();
+    expect(s().notes).toHaveLength(1);
+  });
+});

@@ -11,6 +11,7 @@ from flowdeck.api.routes.examples import ExampleController
 from flowdeck.api.routes.health import health
 from flowdeck.api.routes.hooks import HookController, WebhookController
 from flowdeck.api.routes.runs import RunController
+from flowdeck.api.routes.templates import TemplateController
 from flowdeck.api.routes.testruns import TestRunController
 from flowdeck.api.routes.tokens import TokenController
 from flowdeck.api.routes.widgets import WidgetController
@@ -28,6 +29,7 @@ API_ROUTES: list[ControllerRouterHandler] = [
     HookController,
     RunController,
     TestRunController,
+    TemplateController,
     DataSourceController,
     QueryController,
     WidgetController,

@@ -108,6 +108,7 @@ export function ConditionForm({ node, setConfig, paths, readOnly, problemAt }: F
             placeholder="ctx.score.value > 10"
             readOnly={readOnly}
             ariaLabel="Branch expression"
+            preview="expression"
             testId={`branch-${i}-expression`}
           />
           {problemAt(`config.branches[${i}].expression`) && <span className="field__error">{problemAt(`config.branches[${i}].expression`)}</span>}
