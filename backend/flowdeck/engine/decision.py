@@ -27,10 +27,11 @@ from flowdeck.engine.retry import backoff_seconds
 from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.jobs import NewJob
+from flowdeck.storage.log_fold import unfinished_nodes
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import StateTransaction, started_event
 
-__all__ = ("Decision", "Dispatch", "run_status_event")
+__all__ = ("Decision", "Dispatch", "end_run", "fail_run", "run_status_event")
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,9 +432,40 @@ class Decision:
 
 async def fail_run(tx: StateTransaction, instance_id: str, message: str, effects: Effects) -> None:
     """Fail a run (no plan needed: a timeout or recovery fails runs whose graph it never loads)."""
+    await end_run(tx, instance_id, RunStatus.FAILED, message, effects, error=message)
+
+
+async def end_run(
+    tx: StateTransaction,
+    instance_id: str,
+    status: RunStatus,
+    reason: str,
+    effects: Effects,
+    *,
+    error: str | None = None,
+) -> None:
+    """End a run that did not complete: its queued jobs go, every node not yet terminal (loops and
+    their iterations included) gets a NODE_CANCELLED row, then the run takes ``status``."""
     await tx.jobs.delete_for_instance(instance_id)
-    await tx.set_run_status(instance_id, RunStatus.FAILED, error=message, reason=message)
-    effects.run(instance_id, RunStatus.FAILED, error=message)
+    unfinished = unfinished_nodes(await tx.node_rows(instance_id))
+    await tx.log_event_bulk(
+        [
+            LogEvent(
+                instance_id,
+                EventType.NODE_CANCELLED,
+                node_id=node_id,
+                iteration=iteration,
+                node_status=NodeStatus.CANCELLED.value,
+                payload={"reason": reason},
+                node_attempt=attempt,
+            )
+            for node_id, iteration, attempt in unfinished
+        ]
+    )
+    for node_id, iteration, attempt in unfinished:
+        effects.node((instance_id, node_id, iteration), NodeStatus.CANCELLED, attempt)
+    await tx.set_run_status(instance_id, status, error=error, reason=reason)
+    effects.run(instance_id, status, error=error)
 
 
 def run_status_event(instance_id: str, status: RunStatus) -> LogEvent:

@@ -23,7 +23,7 @@ from flowdeck.domain.scopes import child_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, NodeStatus, RunStatus
 from flowdeck.engine.batching import Batcher, Delivery
 from flowdeck.engine.cas import Cas, DuplicateDeliveryError
-from flowdeck.engine.decision import Decision, Dispatch, fail_run, run_status_event
+from flowdeck.engine.decision import Decision, Dispatch, end_run, fail_run, run_status_event
 from flowdeck.engine.effects import Announcer, Effects
 from flowdeck.engine.one_statement import OneStatementSteps
 from flowdeck.engine.outcomes import Completed, Failed, NodeOutcome, RunStateError
@@ -199,9 +199,7 @@ class Orchestrator:
         async def decide(tx: StateTransaction, status: RunStatus, effects: Effects) -> bool:
             if status in TERMINAL_RUN_STATUSES:
                 return False
-            await tx.jobs.delete_for_instance(instance_id)
-            await tx.set_run_status(instance_id, RunStatus.CANCELLED, reason=reason)
-            effects.run(instance_id, RunStatus.CANCELLED)
+            await end_run(tx, instance_id, RunStatus.CANCELLED, reason, effects)
             effects.stopped_runs.append(instance_id)
             return True
 

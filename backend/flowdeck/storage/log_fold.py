@@ -25,6 +25,7 @@ __all__ = (
     "fold_scopes",
     "merged_end_outputs",
     "timeline_rows",
+    "unfinished_nodes",
 )
 
 _STATUS_BY_EVENT = {
@@ -32,6 +33,7 @@ _STATUS_BY_EVENT = {
     EventType.NODE_STARTED: NodeStatus.RUNNING,
     EventType.NODE_COMPLETED: NodeStatus.COMPLETED,
     EventType.NODE_SKIPPED: NodeStatus.SKIPPED,
+    EventType.NODE_CANCELLED: NodeStatus.CANCELLED,
 }
 
 
@@ -81,6 +83,10 @@ class NodeView:
     next_attempt_at: float | None = None
     """RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due."""
     iterations: dict[str, NodeView] = field(default_factory=dict)
+    before_cancel: NodeStatus | None = field(default=None, repr=False)
+    """While CANCELLED by the run's end: the status it had (a partial retry resumes from there)."""
+    late: LogRow | None = field(default=None, repr=False)
+    """A result that arrived after the node was cancelled: recorded, shown once a retry uses it."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -104,6 +110,10 @@ class NodeView:
 
 def _apply_to_node(view: NodeView, row: LogRow) -> None:
     event = EventType(row.event_type)
+    if view.before_cancel is not None and row.node_attempt <= view.attempt:
+        if event is EventType.NODE_COMPLETED:
+            view.late = row  # terminal means terminal: a late result changes nothing until a retry uses it
+        return
     view.attempt = max(view.attempt, row.node_attempt)
     if event is EventType.NODE_FAILED:
         retrying = bool((row.payload or {}).get("retry"))
@@ -118,7 +128,12 @@ def _apply_to_node(view: NodeView, row: LogRow) -> None:
         return
     if view.status is NodeStatus.COMPLETED and status is not NodeStatus.COMPLETED:
         return  # nothing after a completion changes it (a late duplicate dispatch, say)
+    view.before_cancel, view.late = (view.status if status is NodeStatus.CANCELLED else None), None
     view.status = status
+    if status is NodeStatus.CANCELLED:
+        view.completed_at = row.created_at
+        view.next_attempt_at = None
+        return
     view.next_attempt_at = (row.payload or {}).get("dueAt") if status is NodeStatus.DISPATCHED else None
     if status is NodeStatus.RUNNING and view.started_at is None:
         view.started_at = row.created_at
@@ -138,6 +153,8 @@ def fold_nodes(rows: Iterable[LogRow], run_status: RunStatus) -> dict[str, NodeV
     nodes: dict[str, NodeView] = {}
     for row in rows:
         if row.node_id is None:
+            if row.event_type == EventType.RUN_STATUS and row.node_status == RunStatus.RUNNING.value:
+                _use_late_results(nodes.values())  # a partial retry keeps what finished after the cancel
             continue
         view = nodes.setdefault(row.node_id, NodeView())
         if row.iteration:
@@ -148,6 +165,27 @@ def fold_nodes(rows: Iterable[LogRow], run_status: RunStatus) -> dict[str, NodeV
             if view.status not in TERMINAL_NODE_STATUSES:
                 view.status = NodeStatus.CANCELLED
     return nodes
+
+
+def _use_late_results(views: Iterable[NodeView]) -> None:
+    """A partial retry reopened the run: cancelled nodes resume from where they were, or from their late result."""
+    for view in views:
+        if view.before_cancel is not None:
+            late, view.late = view.late, None
+            view.status, view.before_cancel, view.completed_at = view.before_cancel, None, None
+            if late is not None:
+                _apply_to_node(view, late)
+        _use_late_results(view.iterations.values())
+
+
+def unfinished_nodes(rows: Iterable[LogRow]) -> list[tuple[str, str, int]]:
+    """(node, iteration, attempt) of every node whose rows leave it short of a terminal status."""
+    unfinished: list[tuple[str, str, int]] = []
+    for node_id, view in fold_nodes(rows, RunStatus.RUNNING).items():
+        for iteration, each in (("", view), *view.iterations.items()):
+            if each.status not in TERMINAL_NODE_STATUSES and each.status is not NodeStatus.PENDING:
+                unfinished.append((node_id, iteration, each.attempt))
+    return unfinished
 
 
 # -- the timeline ----------------------------------------------------------------------------------
@@ -192,6 +230,11 @@ def _apply_to_bar(bar: TimelineRow, row: LogRow) -> None:
         if bar.status in (NodeStatus.PENDING, NodeStatus.DISPATCHED):
             bar.status = NodeStatus.RUNNING
         bar.started_at = bar.started_at or row.created_at
+    elif event == EventType.NODE_CANCELLED:
+        bar.status = NodeStatus.CANCELLED
+        bar.completed_at = row.created_at
+    elif bar.status is NodeStatus.CANCELLED:
+        return  # a late result: recorded, but the attempt was cancelled
     elif event in (EventType.NODE_COMPLETED, EventType.NODE_FAILED, EventType.NODE_SKIPPED):
         bar.status = _STATUS_BY_EVENT.get(EventType(event), NodeStatus.FAILED)  # an attempt that failed stays FAILED
         bar.completed_at = row.created_at
