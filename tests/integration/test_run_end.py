@@ -88,10 +88,17 @@ async def test_a_run_failing_inside_a_loop_cancels_the_loop_and_its_body(engine:
 
 async def test_cancel_marks_running_and_queued_nodes_cancelled(engine: Engine, tenant_id: str) -> None:
     d = definition(
-        [node("start", "start"), node("long", config={"sleep": 5}), node("wait", "delay", config={"seconds": 60})]
-        + [node("after_wait"), end()],
-        [edge("start", "long"), edge("start", "wait"), edge("wait", "after_wait")]
-        + [edge("long", "end"), edge("after_wait", "end")],
+        [
+            node("start", "start"),
+            node("long", config={"sleep": 5}),
+            node("wait", "delay", config={"seconds": 60}),
+            node("after_wait"),
+            end(),
+        ],
+        [
+            *(edge("start", "long"), edge("start", "wait"), edge("wait", "after_wait")),
+            *(edge("long", "end"), edge("after_wait", "end")),
+        ],
     )
     instance_id = await start(engine, tenant_id, d)
     await _wait_for_row(engine, instance_id, "NODE_STARTED", "long")
@@ -141,8 +148,10 @@ async def test_partial_retry_runs_the_cancelled_nodes_again(engine: Engine, tena
             node("after_wait"),
             end(params={"after": "{{ ctx.after_wait.attempt }}"}),
         ],
-        [edge("start", "boom"), edge("start", "wait"), edge("wait", "after_wait")]
-        + [edge("boom", "end"), edge("after_wait", "end")],
+        [
+            *(edge("start", "boom"), edge("start", "wait"), edge("wait", "after_wait")),
+            *(edge("boom", "end"), edge("after_wait", "end")),
+        ],
     )
     instance_id = await start(engine, tenant_id, d)
     assert (await engine.wait_for_run(instance_id, 10)).status == "FAILED"
