@@ -24,6 +24,7 @@ from flowdeck.engine.effects import Effects, job_key
 from flowdeck.engine.outcomes import Completed, Failed, completed_payload
 from flowdeck.engine.plans import RunPlan
 from flowdeck.engine.retry import backoff_seconds
+from flowdeck.engine.run_timing import RunTiming, deadline_for
 from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.jobs import NewJob
@@ -414,6 +415,16 @@ class Decision:
         await self.advance(scope, [(loop_id, "done")], None)
 
     # -- the run -----------------------------------------------------------------------------------
+    async def begin_run(self) -> RunStatus:
+        """A scheduled run's start node ran: RUNNING from now, failing at the earlier of its timeout and deadline."""
+        instance_id, tx = self.plan.instance_id, self.tx
+        requested = RunTiming.from_payload(await tx.first_status_payload(instance_id))
+        await tx.begin_run(
+            instance_id, deadline_for(tx.now, self.graph.definition.options.timeout_seconds, requested.deadline_at)
+        )
+        self.effects.run(instance_id, RunStatus.RUNNING)
+        return RunStatus.RUNNING
+
     async def finish_if_done(self) -> None:
         """Nothing queued, leased or waiting any more: every node is terminal, so the run is COMPLETED."""
         if self.effects.jobs_added or self.effects.awaiting_edges:
@@ -468,8 +479,9 @@ async def end_run(
     effects.run(instance_id, status, error=error)
 
 
-def run_status_event(instance_id: str, status: RunStatus) -> LogEvent:
-    return LogEvent(instance_id, EventType.RUN_STATUS, node_status=status.value, payload={"status": status.value})
+def run_status_event(instance_id: str, status: RunStatus, extra: dict[str, Any] | None = None) -> LogEvent:
+    payload = {"status": status.value, **(extra or {})}
+    return LogEvent(instance_id, EventType.RUN_STATUS, node_status=status.value, payload=payload)
 
 
 def _has_error_edge(graph: Graph, node_id: str) -> bool:

@@ -24,9 +24,13 @@ __all__ = (
     "fold_nodes",
     "fold_scopes",
     "merged_end_outputs",
+    "retry_count",
     "timeline_rows",
     "unfinished_nodes",
 )
+
+RETRY_REASON = "partial retry"
+"""The reason of the RUN_STATUS row a partial retry writes."""
 
 _STATUS_BY_EVENT = {
     EventType.NODE_DISPATCHED: NodeStatus.DISPATCHED,
@@ -83,10 +87,19 @@ class NodeView:
     next_attempt_at: float | None = None
     """RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due."""
     iterations: dict[str, NodeView] = field(default_factory=dict)
+    retry_base: int = 1
+    """The attempt its latest dispatch started at (a partial retry dispatches at the next attempt)."""
+    retry: int = 0
+    """How many partial retries dispatched it again."""
     before_cancel: NodeStatus | None = field(default=None, repr=False)
     """While CANCELLED by the run's end: the status it had (a partial retry resumes from there)."""
     late: LogRow | None = field(default=None, repr=False)
     """A result that arrived after the node was cancelled: recorded, shown once a retry uses it."""
+
+    @property
+    def attempt_in_retry(self) -> int:
+        """ "attempt 1 of 3" within the current retry, never "4/3"."""
+        return max(0, self.attempt - self.retry_base + 1) if self.attempt else 0
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -96,6 +109,8 @@ class NodeView:
             "completedAt": self.completed_at,
             "output": self.output,
             "error": self.error,
+            "attemptInRetry": self.attempt_in_retry,
+            "retry": self.retry,
         }
         if self.pinned:
             data["pinned"] = True
@@ -128,6 +143,8 @@ def _apply_to_node(view: NodeView, row: LogRow) -> None:
         return
     if view.status is NodeStatus.COMPLETED and status is not NodeStatus.COMPLETED:
         return  # nothing after a completion changes it (a late duplicate dispatch, say)
+    if status is NodeStatus.DISPATCHED and row.node_attempt > view.retry_base:
+        view.retry_base, view.retry = row.node_attempt, view.retry + 1
     view.before_cancel, view.late = (view.status if status is NodeStatus.CANCELLED else None), None
     view.status = status
     if status is NodeStatus.CANCELLED:
@@ -176,6 +193,17 @@ def _use_late_results(views: Iterable[NodeView]) -> None:
             if late is not None:
                 _apply_to_node(view, late)
         _use_late_results(view.iterations.values())
+
+
+def retry_count(rows: Iterable[LogRow]) -> int:
+    """How many partial retries the run has had."""
+    return sum(
+        1
+        for r in rows
+        if r.node_id is None
+        and r.event_type == EventType.RUN_STATUS
+        and (r.payload or {}).get("reason") == RETRY_REASON
+    )
 
 
 def unfinished_nodes(rows: Iterable[LogRow]) -> list[tuple[str, str, int]]:

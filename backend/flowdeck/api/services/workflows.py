@@ -30,11 +30,11 @@ __all__ = ("WorkflowService", "definition_of")
 def definition_of(body: DefinitionFields) -> dict[str, Any]:
     """The definition JSON a body describes (only the fields that were given), checked for unstorable values."""
     definition: dict[str, Any] = {"nodes": body.nodes, "edges": body.edges}
-    for key in ("title", "description", "options"):
+    for key in ("title", "description", "options", "notes"):
         value = getattr(body, key)
         if value is not None:
             definition[key] = value
-    check_json(nodes=body.nodes, edges=body.edges, options=body.options)
+    check_json(nodes=body.nodes, edges=body.edges, options=body.options, notes=body.notes)
     return definition
 
 
