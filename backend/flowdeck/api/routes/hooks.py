@@ -44,10 +44,10 @@ Wait = Annotated[
 
 
 AvailableAt = Annotated[
-    float | None, QueryParameter(query="availableAt", ge=0, le=1e11, description="epoch seconds: PENDING until then")
+    float | None, QueryParameter(name="availableAt", ge=0, le=1e11, description="epoch seconds: PENDING until then")
 ]
 DeadlineAt = Annotated[
-    float | None, QueryParameter(query="deadlineAt", ge=0, le=1e11, description="epoch seconds: the run fails then")
+    float | None, QueryParameter(name="deadlineAt", ge=0, le=1e11, description="epoch seconds: the run fails then")
 ]
 
 
