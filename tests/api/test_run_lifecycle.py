@@ -53,10 +53,13 @@ async def test_a_scheduled_run_is_pending_with_its_start_time_then_runs(server: 
 
 
 async def test_a_run_past_its_deadline_fails_and_its_node_is_cancelled(server: Server, alice: Account) -> None:
-    graph = definition([node("start", "start"), node("long", config={"sleep": 30}), end()], [
-        edge("start", "long"),
-        edge("long", "end"),
-    ])
+    graph = definition(
+        [node("start", "start"), node("long", config={"sleep": 30}), end()],
+        [
+            edge("start", "long"),
+            edge("long", "end"),
+        ],
+    )
     workflow = await create(alice, graph)
     deadline = time.time() + 0.5
     started = await alice.client.post(f"/api/workflows/{workflow['id']}/runs", json={"deadlineAt": deadline})

@@ -81,6 +81,17 @@ class Body(Camel, forbid_unknown_fields=True):
     """A request body: a field it does not define is a 400 naming it (a typo never passes silently)."""
 
 
+ReadOnly = Annotated[Any, Meta(description="read-only: accepted and ignored, so a GET answer can be sent back")]
+
+
+class ResourceBody(Body):
+    """The body saving a resource, which may be the resource as read (its read-only fields are ignored)."""
+
+    id: ReadOnly = None
+    created_at: ReadOnly = None
+    updated_at: ReadOnly = None
+
+
 # -- accounts -----------------------------------------------------------------------------------------
 class LoginRequest(Body):
     email: Email
@@ -126,7 +137,7 @@ class TokenPage(Camel):
 
 
 # -- workflows ----------------------------------------------------------------------------------------
-class DefinitionFields(Body):
+class DefinitionFields(ResourceBody):
     title: Title | None = None
     description: Description | None = None
     options: JsonObject | None = None
@@ -315,7 +326,7 @@ WidgetTypeName = Literal["table", "chart", "metric", "text", "json"]
 WidgetMode = Literal["replay", "sync"]
 
 
-class WidgetIn(Body):
+class WidgetIn(ResourceBody, kw_only=True):
     """A widget to create, or all of it to save (``PUT``)."""
 
     workflow_id: Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
