@@ -166,3 +166,26 @@ async def test_partial_retry_runs_the_cancelled_nodes_again(engine: Engine, tena
     assert {n: v.status.value for n, v in outcome.nodes.items()} == dict.fromkeys(outcome.nodes, "COMPLETED")
     for node_id in cancelled:  # each cancelled node ran again, at its next attempt
         assert outcome.nodes[node_id].attempt == 2
+
+
+async def test_retry_on_the_latest_version_forgets_removed_nodes_and_runs_new_ones(
+    engine: Engine, tenant_id: str
+) -> None:
+    v1 = definition(
+        [node("start", "start"), node("a"), node("b", config={"failTimes": 9}, retry={"maxAttempts": 1}), end()],
+        [edge("start", "a"), edge("a", "b"), edge("b", "end")],
+    )
+    v2 = definition(
+        [node("start", "start"), node("a"), node("c"), end(params={"via": "{{ ctx.c.node }}"})],
+        [edge("start", "a"), edge("a", "c"), edge("c", "end")],
+    )
+    workflow = await engine.create_workflow(tenant_id, v1)
+    instance_id = await engine.start_workflow_run(tenant_id, workflow.id)
+    assert (await engine.wait_for_run(instance_id, 10)).status == "FAILED"
+    await engine.save_workflow(tenant_id, workflow.id, 1, v2)
+    assert await engine.retry_run(instance_id, "latest") == ["c"]
+    run = await engine.wait_for_run(instance_id, 10)
+    assert run.status == "COMPLETED" and run.output == {"via": "c"} and run.workflow_version == 2
+    outcome = await read_outcome(engine, instance_id)
+    assert outcome.count("NODE_STARTED", "a") == 1  # its output was kept
+    assert outcome.count("NODE_STARTED", "b") == 1  # gone from the new version: not run again

@@ -286,7 +286,11 @@ class Orchestrator:
             await decision.settle("", None)
             return [node_id for _, node_id, _ in retry.dispatch]
 
-        result = await self._cas.decide(instance_id, decide)
-        if target is not None:
-            self.plans.remember(plan)
-        return result or []
+        if target is None:
+            return await self._cas.decide(instance_id, decide) or []
+        self.plans.remember(plan)  # before the commit announces the jobs: this process must run them on it
+        try:
+            return await self._cas.decide(instance_id, decide) or []
+        except BaseException:
+            self.plans.forget(instance_id)
+            raise
