@@ -112,8 +112,11 @@ class LocalPublisher:
         self, instance_id: str | None = None, *, maxsize: int = 10_000, runs_only: bool = False
     ) -> Subscription:
         """Updates of one run (or of all runs); ``runs_only`` leaves out node updates."""
-        subscription = Subscription(self, instance_id, maxsize, runs_only)
-        self._by_run.setdefault(instance_id, set()).add(subscription)
+        return self.attach(Subscription(self, instance_id, maxsize, runs_only))
+
+    def attach(self, subscription: Subscription) -> Subscription:
+        """Offer ``subscription`` its run's updates (or all, for ``instance_id`` None) from now on."""
+        self._by_run.setdefault(subscription.instance_id, set()).add(subscription)
         return subscription
 
     def unsubscribe(self, subscription: Subscription) -> None:

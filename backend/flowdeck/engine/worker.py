@@ -28,6 +28,7 @@ from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.executor import NodeExecutor
 from flowdeck.engine.orchestrator import Orchestrator
 from flowdeck.engine.publisher import NodeUpdate
+from flowdeck.engine.run_timing import RunTiming, timeout_reason
 from flowdeck.storage.records import Job
 from flowdeck.storage.state import StateManager
 
@@ -246,14 +247,8 @@ class Worker:
         now = self.clock()
         for instance_id in await self.state.get_timed_out_instances(now):
             instance = await self.state.get_instance(instance_id)
-            limit = (
-                ""
-                if instance is None or instance.started_at is None or instance.deadline_at is None
-                else (f" of {instance.deadline_at - instance.started_at:g} s")
-            )
-            await self.orchestrator.fail_run(
-                instance_id, f"run timed out: it passed its timeout{limit} (options.timeoutSeconds)"
-            )
+            timing = RunTiming.from_payload(await self.state.first_status_payload(instance_id))
+            await self.orchestrator.fail_run(instance_id, timeout_reason(instance, timing))
         if recover_stale:
             for instance_id in await self.state.get_stale_running_instances(now - STALE_RUN_SECONDS):
                 await self.orchestrator.fail_run(

@@ -6,6 +6,7 @@ import type {
   Page,
   RunAccepted,
   RunAction,
+  RetryVersion,
   RunDetail,
   RunEvent,
   RunStatus,
@@ -101,5 +102,6 @@ export const runs = {
     request<Page<RunEvent>>('GET', `/api/runs/${encodeURIComponent(id)}/events${query({ cursor, limit: 200 })}`),
   timeline: (id: string) => request<Page<TimelineRow>>('GET', `/api/runs/${encodeURIComponent(id)}/timeline`),
   cancel: (id: string) => request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/cancel`),
-  retry: (id: string) => request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/retry`),
+  retry: (id: string, version: RetryVersion = 'original') =>
+    request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/retry`, { version }),
 };

@@ -54,6 +54,8 @@ export type RunSummary = {
   createdAt: number;
   startedAt: number | null;
   completedAt: number | null;
+  /** PENDING runs: when the scheduled start falls due (availableAt). */
+  availableAt?: number | null;
 };
 
 export type NodeState = {
@@ -67,10 +69,22 @@ export type NodeState = {
   logs?: string | null;
   /** RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due. */
   nextAttemptAt?: number | null;
+  /** The attempt within the node's current retry ("attempt 1 of 3"); `attempt` counts every attempt of the run. */
+  attemptInRetry?: number;
+  /** How many partial retries ran this node again (0: the original run). */
+  retry?: number;
   iterations?: Record<string, NodeState> | null;
 };
 
-export type RunDetail = RunSummary & { input: unknown; output: unknown; nodes: Record<string, NodeState> };
+export type RunDetail = RunSummary & {
+  input: unknown;
+  output: unknown;
+  nodes: Record<string, NodeState>;
+  /** How many partial retries the run has had. */
+  retry?: number;
+};
+
+export type RetryVersion = 'original' | 'latest';
 
 export type RunEvent = {
   logId: number;

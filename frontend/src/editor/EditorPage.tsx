@@ -321,8 +321,10 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
           Object.entries(completedOutputs({ ...detail, runId: detail.instanceId, log: [] })).filter(([id]) => ids.has(id)),
         );
         store.getState().setPins({ ...store.getState().pins, ...outputs });
+        // The run's input becomes the test input, so a test run replays it exactly.
+        store.getState().setTestInput(JSON.stringify(detail.input ?? {}, null, 2));
         store.getState().dispatchRun({ kind: 'detail', detail });
-        toast('success', `Loaded ${Object.keys(outputs).length} node outputs of run ${debugRun.slice(0, 8)} as pins.`);
+        toast('success', `Loaded the input and ${Object.keys(outputs).length} node outputs of run ${debugRun.slice(0, 8)} as pins.`);
         setSearch({}, { replace: true });
       })
       .catch((err: unknown) => toast('error', `Could not load run ${debugRun}: ${errorMessage(err)}`));

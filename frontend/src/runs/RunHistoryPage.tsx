@@ -159,10 +159,18 @@ export function RunHistoryPage() {
                 </td>
                 <td>{r.version ? `v${r.version}` : '—'}</td>
                 <td>{r.trigger}</td>
-                <td title={new Date((r.startedAt ?? r.createdAt) * 1000).toLocaleString()} data-testid="run-started">
-                  {formatTime(r.startedAt ?? r.createdAt)}
+                <td title={new Date((r.availableAt ?? r.startedAt ?? r.createdAt) * 1000).toLocaleString()} data-testid="run-started">
+                  {r.availableAt ? `starts ${formatTime(r.availableAt)}` : formatTime(r.startedAt ?? r.createdAt)}
                 </td>
-                <td>{r.startedAt && r.completedAt ? formatDuration(r.completedAt - r.startedAt) : r.completedAt ? '—' : 'running…'}</td>
+                <td>
+                  {r.startedAt && r.completedAt
+                    ? formatDuration(r.completedAt - r.startedAt)
+                    : r.completedAt
+                      ? '—'
+                      : r.status === 'PENDING'
+                        ? 'scheduled'
+                        : 'running…'}
+                </td>
                 <td>
                   <Link to={`/runs/${r.instanceId}`} onClick={(e) => e.stopPropagation()}>
                     <code>{r.instanceId.slice(0, 8)}</code>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import type { NodeUpdateMessage } from '../api/realtime-types';
-import { completedOutputs, displayStatus, runReducer, timeSpan, type RunView } from './runReducer';
+import { attemptLabel, completedOutputs, displayStatus, runReducer, timeSpan, type RunView } from './runReducer';
 
 function nodeMsg(nodeID: string, status: NodeUpdateMessage['status'], attempt = 1, extra: Partial<NodeUpdateMessage> = {}): NodeUpdateMessage {
   return { kind: 'node', instanceID: 'r1', nodeID, iteration: '', status, attempt, output: null, error: null, at: 100, ...extra };
@@ -43,6 +43,22 @@ describe('runReducer', () => {
     expect(s.nodes.a).toMatchObject({ status: 'RUNNING', attempt: 2, error: 'boom' });
     s = runReducer(s, nodeMsg('a', 'COMPLETED', 2, { output: 3 })) as RunView;
     expect(s.nodes.a).toMatchObject({ status: 'COMPLETED', error: null });
+  });
+
+  it('counts attempts per partial retry: "attempt 1 of 3, retry 1", never "4/3"', () => {
+    let s = started();
+    s = runReducer(s, nodeMsg('a', 'RUNNING', 1)) as RunView;
+    s = runReducer(s, nodeMsg('a', 'RETRYING', 1)) as RunView;
+    s = runReducer(s, nodeMsg('a', 'RUNNING', 2)) as RunView;
+    expect(attemptLabel(s.nodes.a!, 3)).toBe('attempt 2 of 3');
+    s = runReducer(s, nodeMsg('a', 'FAILED', 3)) as RunView;
+    s = runReducer(s, nodeMsg('a', 'DISPATCHED', 4)) as RunView; // the partial retry dispatches it again
+    s = runReducer(s, nodeMsg('a', 'RUNNING', 4)) as RunView;
+    expect(s.nodes.a).toMatchObject({ attempt: 4, attemptInRetry: 1, retry: 1 });
+    expect(attemptLabel(s.nodes.a!, 3)).toBe('attempt 1 of 3, retry 1');
+    s = runReducer(s, nodeMsg('a', 'RETRYING', 4)) as RunView;
+    s = runReducer(s, nodeMsg('a', 'RUNNING', 5)) as RunView;
+    expect(attemptLabel(s.nodes.a!, 3)).toBe('attempt 2 of 3, retry 1');
   });
 
   it('keeps when a node queued behind a delay falls due, until it starts', () => {

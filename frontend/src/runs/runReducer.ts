@@ -46,13 +46,24 @@ export function emptyNode(): NodeRun {
   return { status: 'PENDING', attempt: 0, startedAt: null, completedAt: null, output: null, error: null };
 }
 
+/** "attempt 1 of 3, retry 2": attempts count within the node's current retry, never "4/3". */
+export function attemptLabel(node: Pick<NodeState, 'attempt' | 'attemptInRetry' | 'retry'>, maxAttempts: number): string {
+  const within = node.attemptInRetry ?? node.attempt;
+  return `attempt ${within} of ${maxAttempts}${node.retry ? `, retry ${node.retry}` : ''}`;
+}
+
 function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRun {
   const base = current ?? emptyNode();
   const terminal = TERMINAL_NODE_STATUSES.has(msg.status);
+  // A partial retry dispatches the node again at its next attempt: a new retry, counted from 1.
+  const retried = msg.status === 'DISPATCHED' && base.attempt > 0 && msg.attempt > base.attempt;
+  const firstOfRetry = retried ? msg.attempt : base.attempt > 0 ? base.attempt - (base.attemptInRetry ?? base.attempt) + 1 : 1;
   return {
     ...base,
     status: msg.status,
     attempt: msg.attempt,
+    attemptInRetry: Math.max(1, msg.attempt - firstOfRetry + 1),
+    retry: (base.retry ?? 0) + (retried ? 1 : 0),
     startedAt: base.startedAt ?? (msg.status === 'RUNNING' || terminal ? msg.at : null),
     completedAt: terminal ? msg.at : base.completedAt,
     output: msg.status === 'COMPLETED' || msg.status === 'SKIPPED' ? msg.output : base.output,
