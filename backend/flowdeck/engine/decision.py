@@ -27,6 +27,7 @@ from flowdeck.engine.retry import backoff_seconds
 from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.jobs import NewJob
+from flowdeck.storage.notices import FAILURE, add_notice
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import StateTransaction, started_event
 
@@ -433,6 +434,7 @@ async def fail_run(tx: StateTransaction, instance_id: str, message: str, effects
     """Fail a run (no plan needed: a timeout or recovery fails runs whose graph it never loads)."""
     await tx.jobs.delete_for_instance(instance_id)
     await tx.set_run_status(instance_id, RunStatus.FAILED, error=message, reason=message)
+    await add_notice(tx.conn, instance_id, FAILURE, tx.now)  # options.onFailure (flowdeck/notifications)
     effects.run(instance_id, RunStatus.FAILED, error=message)
 
 

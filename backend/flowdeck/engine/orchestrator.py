@@ -30,6 +30,7 @@ from flowdeck.engine.outcomes import Completed, Failed, NodeOutcome, RunStateErr
 from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.engine.publisher import Publisher
 from flowdeck.engine.retry_plan import plan_retry
+from flowdeck.engine.sla import arm_sla
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager, StateTransaction
 from flowdeck.storage.steps import RunStart
@@ -121,6 +122,9 @@ class Orchestrator:
                 decision = self._decision(tx, plan, effects)
                 await decision.dispatch("", [Dispatch(graph.start_id)], None)
                 await decision.finish_if_done()
+        sla = graph.definition.options.sla_seconds
+        if sla:
+            await arm_sla(self.state, instance_id, sla)
         self.plans.remember(plan)
         self._cas.versions.remember(instance_id, 1)
         self._announce(effects)
