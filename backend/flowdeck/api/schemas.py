@@ -206,6 +206,8 @@ class RunSummary(Camel):
     created_at: float
     started_at: float | None
     completed_at: float | None
+    sla_breached_at: float | None
+    """When the run passed options.slaSeconds unfinished (null: it has not)."""
 
 
 class RunPage(Camel):
@@ -392,4 +394,30 @@ class HookFinished(Camel):
     instance_id: str
     status: RunStatus
     output: Any
+    error: str | None
+
+
+# -- notifications (options.onFailure / options.onSlaBreach) ----------------------------------------------
+class NotificationSettingsOut(Camel, omit_defaults=True):
+    has_secret: bool
+    created_at: float | None
+    """When the current signing secret was made (null: none yet; the first notification URL makes one)."""
+    secret: str | None = None
+    """The signing secret, only the first time it is read after it was made (copy it now)."""
+
+
+class NotificationSecretOut(Camel):
+    secret: str
+
+
+class NotificationTestIn(Camel, forbid_unknown_fields=True):
+    url: str | None = None
+    """Where to send the sample (default: the saved options.onFailure.url, else options.onSlaBreach.url)."""
+
+
+class NotificationTestOut(Camel):
+    url: str
+    ok: bool
+    status: int | None
+    """The receiver's HTTP status (null: no answer)."""
     error: str | None

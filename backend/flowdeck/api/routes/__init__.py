@@ -9,6 +9,7 @@ from flowdeck.api.routes.data import DataSourceController, QueryController
 from flowdeck.api.routes.embed import EmbedController
 from flowdeck.api.routes.health import health
 from flowdeck.api.routes.hooks import HookController, WebhookController
+from flowdeck.api.routes.notifications import NotificationController
 from flowdeck.api.routes.runs import RunController
 from flowdeck.api.routes.testruns import TestRunController
 from flowdeck.api.routes.tokens import TokenController
@@ -23,6 +24,7 @@ API_ROUTES: list[ControllerRouterHandler] = [
     TokenController,
     WorkflowController,
     WebhookController,
+    NotificationController,
     HookController,
     RunController,
     TestRunController,

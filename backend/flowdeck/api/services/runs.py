@@ -43,6 +43,7 @@ def _summary_fields(run: InstanceRecord) -> dict[str, Any]:
         "created_at": run.created_at,
         "started_at": run.started_at,
         "completed_at": run.completed_at,
+        "sla_breached_at": run.sla_breached_at,
     }
 
 
