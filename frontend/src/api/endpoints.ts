@@ -15,6 +15,8 @@ import type {
   TimelineRow,
   ValidationResult,
   VersionSummary,
+  NotificationSettings,
+  NotificationTest,
   WebhookInfo,
   WebhookSecret,
   Workflow,
@@ -55,6 +57,16 @@ export const webhooks = {
   get: (workflowId: string) => request<WebhookInfo>('GET', `/api/workflows/${encodeURIComponent(workflowId)}/webhook`),
   /** Make (or replace) the secret: the answer is the only time it is shown. */
   rotateSecret: (workflowId: string) => request<WebhookSecret>('POST', `/api/workflows/${encodeURIComponent(workflowId)}/webhook/secret`),
+};
+
+export const notifications = {
+  /** The signing secret's state; `secret` only the first time it is read after it was made. */
+  get: (workflowId: string) => request<NotificationSettings>('GET', `/api/workflows/${encodeURIComponent(workflowId)}/notifications`),
+  rotateSecret: (workflowId: string) =>
+    request<{ secret: string }>('POST', `/api/workflows/${encodeURIComponent(workflowId)}/notifications/secret`),
+  /** POST a signed sample payload to `url` (default: the saved one) and report the receiver's answer. */
+  test: (workflowId: string, url?: string) =>
+    request<NotificationTest>('POST', `/api/workflows/${encodeURIComponent(workflowId)}/notifications/test`, url ? { url } : {}),
 };
 
 export type TestRunBody = DefinitionJson & { input: unknown; pinned?: Record<string, unknown> };

@@ -23,6 +23,8 @@ export type RunView = {
   error: string | null;
   nodes: Record<string, NodeRun>;
   log: LogLine[];
+  /** When the run passed options.slaSeconds unfinished (null or absent: it has not). */
+  slaBreachedAt?: number | null;
 };
 
 export type RunAction =
@@ -103,6 +105,7 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
         error: d.error,
         nodes: d.nodes,
         log: state?.runId === d.instanceId ? state.log : [],
+        slaBreachedAt: d.slaBreachedAt ?? (state?.runId === d.instanceId ? state.slaBreachedAt : null) ?? null,
       };
     }
     case 'stopped':
@@ -115,12 +118,14 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
       for (const [id, node] of Object.entries(action.nodes)) {
         if (isNewer(nodes[id], node)) nodes[id] = node;
       }
-      return { ...state, status: action.status, nodes };
+      return { ...state, status: action.status, nodes, slaBreachedAt: action.slaBreachedAt ?? state.slaBreachedAt ?? null };
     }
     case 'node':
       return nodeUpdate(state, action);
     case 'status':
       return { ...state, status: action.status, output: action.output ?? state.output, error: action.error };
+    case 'sla':
+      return { ...state, slaBreachedAt: state.slaBreachedAt ?? action.at };
   }
 }
 
