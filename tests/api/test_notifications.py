@@ -14,6 +14,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
+from flowdeck.queries.secrets import SecretBox
 from tests.api.conftest import Account, Server
 from tests.support.graphs import definition, edge, end, node
 
@@ -209,3 +210,18 @@ async def test_the_test_button_sends_a_signed_sample_and_reports_the_status(alic
         f"/api/workflows/{flow['id']}/notifications/test", json={"url": "http://169.254.169.254/latest"}
     )
     assert refused.status_code == 400 and "url" in refused.json()["detail"]
+
+
+async def test_a_url_without_a_secret_key_is_refused_before_anything_is_saved(server: Server, alice: Account) -> None:
+    notifier = server.app.context.services.notifier
+    box = notifier.secrets.box
+    notifier.secrets.box = SecretBox(None)
+    try:
+        response = await alice.client.post("/api/workflows", json=_fine(onFailure={"url": "https://example.com/x"}))
+    finally:
+        notifier.secrets.box = box
+    assert response.status_code == 400
+    assert response.json()["extra"][0]["path"] == "options.onFailure.url"
+    assert "FLOWDECK_SECRET_KEY" in response.text
+    listed = (await alice.client.get("/api/workflows")).json()["items"]
+    assert listed == []

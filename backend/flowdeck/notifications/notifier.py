@@ -27,7 +27,7 @@ from flowdeck.notifications.secrets import NotificationSecrets
 from flowdeck.notifications.targets import OPTION_OF_EVENT, Target, target_of, urls_of
 from flowdeck.outbound.addresses import OutboundPolicy
 from flowdeck.outbound.transport import guarded_transport
-from flowdeck.queries.secrets import SecretBox
+from flowdeck.queries.secrets import SecretBox, SecretKeyMissingError
 from flowdeck.storage.notices import Notice, NoticeOutbox
 
 __all__ = ("ERROR_TRIGGER", "Notifier", "TestResult")
@@ -90,6 +90,12 @@ class Notifier:
                     Problem("invalid_notification", f"{path}: no workflow {target.workflow_id} here", path=path)
                 )
         for path, url in urls_of(definition):
+            try:
+                self.secrets.box.encrypt({})  # the signing secret is stored encrypted: a key must be set
+            except SecretKeyMissingError:
+                message = f"{path}: FLOWDECK_SECRET_KEY is not set (it encrypts the secret that signs notifications)"
+                problems.append(Problem("invalid_notification", message, path=path))
+                continue
             host = httpx.URL(url).host
             reason = self.policy.name_refusal(host)
             if reason is not None:
