@@ -85,7 +85,7 @@ async def open_runtime(
     )
     notifier = Notifier(engine, SecretBox(settings.secret_key or None), queries.outbound)
     if with_worker:
-        engine.worker.sweep_hooks.append(notifier.sweep)
+        engine.worker.sweep_hooks.append(notifier.sweep_hook)
     bridge = _fanout(settings, engine, db, with_worker=with_worker)
     scheduler = Scheduler(engine) if with_worker and with_scheduler else None
     try:

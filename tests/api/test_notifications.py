@@ -62,9 +62,9 @@ def sending(server: Server) -> Any:
     """Notices are sent by the worker sweep (every second), with short retry delays for the test."""
     notifier = server.app.context.services.notifier
     notifier.retry_delays = (0.2, 0.2, 0.2)
-    server.engine.worker.sweep_hooks.append(notifier.sweep)
+    server.engine.worker.sweep_hooks.append(notifier.sweep_hook)
     yield notifier
-    server.engine.worker.sweep_hooks.remove(notifier.sweep)
+    server.engine.worker.sweep_hooks.remove(notifier.sweep_hook)
 
 
 def _failing(**options: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ async def test_a_slow_run_is_marked_announced_and_notified_and_goes_on(
     receiver: Receiver,  # noqa: F811
 ) -> None:
     notifier = server.app.context.services.notifier
-    server.engine.worker.sweep_hooks.append(notifier.sweep)
+    server.engine.worker.sweep_hooks.append(notifier.sweep_hook)
     breaches: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     client = socketio.AsyncClient(reconnection=False)
     client.on("workflow_sla_breach", breaches.put)
@@ -60,4 +60,4 @@ async def test_a_slow_run_is_marked_announced_and_notified_and_goes_on(
         assert [e["eventType"] for e in events].count("RUN_SLA_BREACHED") == 1
     finally:
         await client.disconnect()
-        server.engine.worker.sweep_hooks.remove(notifier.sweep)
+        server.engine.worker.sweep_hooks.remove(notifier.sweep_hook)

@@ -95,3 +95,39 @@ async def test_a_failed_production_run_queues_one_failure_notice_and_a_test_run_
     assert (await engine.wait_for_run(test_run, 10)).status == "FAILED"
     notices = await NoticeOutbox(engine.db).pending()
     assert [(n.instance_id, n.event) for n in notices] == [(outcome.run.id, "failure")]
+
+
+async def test_a_breach_marked_by_one_process_reaches_another_processs_clients(postgres_url: str) -> None:
+    """Over LISTEN/NOTIFY (the default transport): what ``flowdeck serve``'s relay would send as workflow_sla_breach."""
+    import uuid
+
+    from flowdeck.engine.fanout import Fanout
+    from flowdeck.engine.pg_notify import PostgresTransport
+    from flowdeck.engine.publisher import LocalPublisher
+
+    db = Database(postgres_url)
+    clock = FakeClock()
+    worker = Engine(db, make_test_registry(), clock=clock)  # "flowdeck worker", swept by hand
+    serve_publisher = LocalPublisher()  # "flowdeck serve"
+    channel = f"flowdeck_test_{uuid.uuid4().hex[:12]}"
+    fanouts = [
+        Fanout(PostgresTransport(postgres_url, channel=channel), worker.publisher),
+        Fanout(PostgresTransport(postgres_url, channel=channel), serve_publisher),
+    ]
+    for fanout in fanouts:
+        await fanout.start()
+    try:
+        tenant_id = await worker.tenants.ensure("acme")
+        instance_id = await start(worker, tenant_id, _chain(slaSeconds=2))
+        with serve_publisher.subscribe(instance_id, runs_only=True) as watched:
+            clock.advance(3)
+            await worker.worker.sweep()
+            update = await asyncio.wait_for(watched.get(), 10)
+            while isinstance(update, RunUpdate) and update.sla_seconds is None:  # the run's start, relayed late
+                update = await asyncio.wait_for(watched.get(), 10)
+    finally:
+        for fanout in fanouts:
+            await fanout.stop()
+        await db.dispose()
+    assert isinstance(update, RunUpdate)
+    assert (update.instance_id, update.status, update.sla_seconds) == (instance_id, RunStatus.RUNNING, 2)

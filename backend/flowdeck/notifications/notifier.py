@@ -11,10 +11,11 @@ with a log line.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -71,10 +72,8 @@ class Notifier:
         self.policy = policy
         self.clock = clock
         self.retry_delays: tuple[float, ...] = RETRY_DELAYS
-        self.timeout = timeout
-
-    async def close(self) -> None:
-        """Nothing is held between sends (notifications are rare: a client per send costs nothing that matters)."""
+        self.timeout = timeout  # a client per send: notifications are rare, nothing is held between them
+        self._task: asyncio.Task[None] | None = None
 
     # -- on save ---------------------------------------------------------------------------------------
     async def target_problems(self, tenant_id: str, definition: Any) -> list[Problem]:
@@ -110,15 +109,30 @@ class Notifier:
             await self.secrets.ensure(tenant_id, workflow_id)
 
     # -- sending ---------------------------------------------------------------------------------------
+    def sweep_hook(self, now: float) -> Awaitable[None]:
+        """The worker's sweep hook: starts a sweep in a task of its own (unless one still runs), so a slow
+        receiver never holds up the worker's sweep (run timeouts, SLA marks)."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self.sweep(now), name="flowdeck-notifications")
+        return asyncio.sleep(0)
+
     async def sweep(self, now: float) -> None:
-        """Handle the due notices (a worker sweep hook)."""
-        for notice in await self.outbox.claim(now, LEASE_SECONDS):
-            try:
-                await self._handle(notice)
-            except Exception as exc:  # noqa: BLE001 - any failure is retried, and logged when dropped
-                await self._failed(notice, f"{type(exc).__name__}: {exc}")
-            else:
-                await self.outbox.done(notice.id)
+        """Handle the due notices, side by side (each within the HTTP timeout, well inside its lease)."""
+        await asyncio.gather(*(self._handle_one(n) for n in await self.outbox.claim(now, LEASE_SECONDS)))
+
+    async def _handle_one(self, notice: Notice) -> None:
+        try:
+            await self._handle(notice)
+        except Exception as exc:  # noqa: BLE001 - any failure is retried, and logged when dropped
+            await self._failed(notice, f"{type(exc).__name__}: {exc}")
+        else:
+            await self.outbox.done(notice.id)
+
+    async def close(self) -> None:
+        """Wait for a sweep that is still sending (bounded by the HTTP timeout)."""
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
 
     async def _failed(self, notice: Notice, error: str) -> None:
         if notice.attempts > len(self.retry_delays):
