@@ -271,6 +271,8 @@ class RunSummary(Camel):
     started_at: float | None
     """When it began; while PENDING, when it is due to begin (its ``availableAt``)."""
     completed_at: float | None
+    sla_breached_at: float | None
+    """When the run passed options.slaSeconds unfinished (null: it has not)."""
     available_at: float | None = None
     """PENDING runs: when the scheduled start falls due."""
 
@@ -465,4 +467,30 @@ class HookFinished(Camel):
     instance_id: str
     status: RunStatus
     output: Any
+    error: str | None
+
+
+# -- notifications (options.onFailure / options.onSlaBreach) ----------------------------------------------
+class NotificationSettingsOut(Camel, omit_defaults=True):
+    has_secret: bool
+    created_at: float | None
+    """When the current signing secret was made (null: none yet; the first notification URL makes one)."""
+    secret: str | None = None
+    """The signing secret, only the first time it is read after it was made (copy it now)."""
+
+
+class NotificationSecretOut(Camel):
+    secret: str
+
+
+class NotificationTestIn(Camel, forbid_unknown_fields=True):
+    url: str | None = None
+    """Where to send the sample (default: the saved options.onFailure.url, else options.onSlaBreach.url)."""
+
+
+class NotificationTestOut(Camel):
+    url: str
+    ok: bool
+    status: int | None
+    """The receiver's HTTP status (null: no answer)."""
     error: str | None

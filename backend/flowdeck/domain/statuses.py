@@ -109,3 +109,4 @@ class EventType(StrEnum):
     NODE_CANCELLED = "NODE_CANCELLED"
     """A node left unfinished when its run failed, was cancelled or timed out (terminal for that attempt)."""
     RUN_STATUS = "RUN_STATUS"
+    RUN_SLA_BREACHED = "RUN_SLA_BREACHED"

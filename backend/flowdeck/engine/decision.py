@@ -29,6 +29,7 @@ from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_ve
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.jobs import NewJob
 from flowdeck.storage.log_fold import unfinished_nodes
+from flowdeck.storage.notices import FAILURE, add_notice
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import StateTransaction, started_event
 
@@ -476,6 +477,8 @@ async def end_run(
     for node_id, iteration, attempt in unfinished:
         effects.node((instance_id, node_id, iteration), NodeStatus.CANCELLED, attempt)
     await tx.set_run_status(instance_id, status, error=error, reason=reason)
+    if status is RunStatus.FAILED:
+        await add_notice(tx.conn, instance_id, FAILURE, tx.now)  # options.onFailure (flowdeck/notifications)
     effects.run(instance_id, status, error=error)
 
 

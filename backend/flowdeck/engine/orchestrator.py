@@ -32,6 +32,7 @@ from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.engine.publisher import Publisher
 from flowdeck.engine.retry_plan import plan_retry
 from flowdeck.engine.run_timing import RunTiming, deadline_for
+from flowdeck.engine.sla import arm_sla
 from flowdeck.storage.log_fold import RETRY_REASON
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager, StateTransaction
@@ -144,6 +145,9 @@ class Orchestrator:
                 decision = self._decision(tx, plan, effects)
                 await decision.dispatch("", [Dispatch(graph.start_id)], delay or None)
                 await decision.finish_if_done()
+        sla = graph.definition.options.sla_seconds
+        if sla:
+            await arm_sla(self.state, instance_id, sla)
         self.plans.remember(plan)
         if not pending:  # a PENDING run's first decision must read its status (and begin it): general path
             self._cas.versions.remember(instance_id, 1)

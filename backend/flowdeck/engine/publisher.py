@@ -55,6 +55,8 @@ class RunUpdate:
     at: float
     output: Any = None
     error: str | None = None
+    sla_seconds: float | None = None
+    """Set on the announcement of an SLA breach (``engine/sla.py``), which changes no status."""
 
 
 Update = NodeUpdate | RunUpdate

@@ -38,6 +38,7 @@ _COLUMNS = (
     instances.c.completed_at,
     instances.c.updated_at,
     instances.c.deadline_at,
+    instances.c.sla_breached_at,
 )
 _LIST_COLUMNS = tuple(c for c in _COLUMNS if c.name not in ("input", "output"))
 

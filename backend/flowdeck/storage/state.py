@@ -413,6 +413,7 @@ class StateManager:
             completed_at=m["completed_at"],
             updated_at=m["updated_at"],
             deadline_at=m["deadline_at"],
+            sla_breached_at=m["sla_breached_at"],
         )
 
     async def assemble_context(self, instance_id: str, node_ids: Iterable[str], iteration: str = "") -> dict[str, Any]:

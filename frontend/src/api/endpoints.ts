@@ -16,6 +16,8 @@ import type {
   TimelineRow,
   ValidationResult,
   VersionSummary,
+  NotificationSettings,
+  NotificationTest,
   WebhookInfo,
   WebhookSecret,
   Workflow,
@@ -62,6 +64,16 @@ export const examples = {
   list: () => request<{ items: Example[] }>('GET', '/api/examples'),
   /** A new workflow of the tenant made from the example. */
   start: (id: string) => request<Workflow>('POST', `/api/examples/${encodeURIComponent(id)}`),
+};
+
+export const notifications = {
+  /** The signing secret's state; `secret` only the first time it is read after it was made. */
+  get: (workflowId: string) => request<NotificationSettings>('GET', `/api/workflows/${encodeURIComponent(workflowId)}/notifications`),
+  rotateSecret: (workflowId: string) =>
+    request<{ secret: string }>('POST', `/api/workflows/${encodeURIComponent(workflowId)}/notifications/secret`),
+  /** POST a signed sample payload to `url` (default: the saved one) and report the receiver's answer. */
+  test: (workflowId: string, url?: string) =>
+    request<NotificationTest>('POST', `/api/workflows/${encodeURIComponent(workflowId)}/notifications/test`, url ? { url } : {}),
 };
 
 /** `workflowId`: the saved workflow the editor is on, so that its run history lists the test run. */

@@ -56,7 +56,14 @@ export type RunSummary = {
   completedAt: number | null;
   /** PENDING runs: when the scheduled start falls due (availableAt). */
   availableAt?: number | null;
+  /** When the run passed options.slaSeconds unfinished (null: it has not). */
+  slaBreachedAt?: number | null;
 };
+
+/** options.onFailure / options.onSlaBreach: GET /api/workflows/{id}/notifications (the secret only the first time). */
+export type NotificationSettings = { hasSecret: boolean; createdAt: number | null; secret?: string };
+/** POST /api/workflows/{id}/notifications/test: what the receiver answered. */
+export type NotificationTest = { url: string; ok: boolean; status: number | null; error: string | null };
 
 export type NodeState = {
   status: NodeStatus;

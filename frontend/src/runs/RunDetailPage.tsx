@@ -14,6 +14,7 @@ import { formatDuration, formatTime } from '../shared/format';
 import { errorMessage, toast } from '../shared/toasts';
 import { JsonView } from '../shared/ui/JsonView';
 import { StatusBadge } from '../shared/ui/StatusBadge';
+import { SlaBadge } from './SlaBadge';
 import { Timeline } from './Timeline';
 
 type Tab = 'timeline' | 'events' | 'io';
@@ -199,6 +200,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
         </Link>
         <h1 className="toolbar__heading">{title}</h1>
         {status && <StatusBadge status={status} testId="run-detail-status" />}
+        <SlaBadge at={run?.slaBreachedAt ?? detail?.slaBreachedAt} />
         {detail && (
           <span className="muted small run-meta">
             {detail.version ? `v${detail.version} · ` : ''}

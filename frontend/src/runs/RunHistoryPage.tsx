@@ -8,6 +8,7 @@ import { formatDuration, formatTime } from '../shared/format';
 import { errorMessage } from '../shared/toasts';
 import { StatusBadge } from '../shared/ui/StatusBadge';
 import { dayRange, RunSearchFilters } from './RunSearchFilters';
+import { SlaBadge } from './SlaBadge';
 
 function isRunStatus(value: string | null): value is RunStatus {
   return value !== null && (RUN_STATUSES as readonly string[]).includes(value);
@@ -152,6 +153,7 @@ export function RunHistoryPage() {
               <tr key={r.instanceId} className="clickable" data-testid="run-row" data-id={r.instanceId} data-status={r.status} onClick={() => navigate(`/runs/${r.instanceId}`)}>
                 <td>
                   <StatusBadge status={r.status} />
+                  <SlaBadge at={r.slaBreachedAt} />
                 </td>
                 <td>
                   {r.workflowId ? titles[r.workflowId] ?? <code>{r.workflowId.slice(0, 8)}</code> : <span className="muted">unsaved graph</span>}

@@ -14,6 +14,17 @@ function started(): RunView {
 }
 
 describe('runReducer', () => {
+  it('marks an SLA breach once, keeps the run going, and keeps the mark through a snapshot', () => {
+    let s = started();
+    expect(s.slaBreachedAt ?? null).toBeNull();
+    s = runReducer(s, { kind: 'sla', instanceID: 'r1', slaSeconds: 5, at: 105 }) as RunView;
+    s = runReducer(s, { kind: 'sla', instanceID: 'r1', slaSeconds: 5, at: 107 }) as RunView;
+    expect(s.slaBreachedAt).toBe(105);
+    s = runReducer(s, { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', nodes: {} }) as RunView;
+    expect(s).toMatchObject({ status: 'RUNNING', slaBreachedAt: 105 });
+    expect(runReducer(s, { kind: 'sla', instanceID: 'other', slaSeconds: 5, at: 1 })).toBe(s);
+  });
+
   it('folds node updates and the run status', () => {
     let s = started();
     s = runReducer(s, nodeMsg('a', 'RUNNING')) as RunView;

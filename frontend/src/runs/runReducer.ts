@@ -25,6 +25,8 @@ export type RunView = {
   /** By node id: a null-prototype record (ids such as `__proto__` are valid), built with shared/dict. */
   nodes: Dict<NodeRun>;
   log: LogLine[];
+  /** When the run passed options.slaSeconds unfinished (null or absent: it has not). */
+  slaBreachedAt?: number | null;
 };
 
 export type RunAction =
@@ -123,6 +125,7 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
         error: d.error,
         nodes: nodesOf(d.nodes),
         log: state?.runId === d.instanceId ? state.log : [],
+        slaBreachedAt: d.slaBreachedAt ?? (state?.runId === d.instanceId ? state.slaBreachedAt : null) ?? null,
       };
     }
     case 'stopped':
@@ -135,12 +138,14 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
       for (const [id, node] of Object.entries(nodesOf(action.nodes))) {
         if (isNewer(nodes[id], node)) nodes[id] = node;
       }
-      return { ...state, status: action.status, nodes };
+      return { ...state, status: action.status, nodes, slaBreachedAt: action.slaBreachedAt ?? state.slaBreachedAt ?? null };
     }
     case 'node':
       return nodeUpdate(state, action);
     case 'status':
       return { ...state, status: action.status, output: action.output ?? state.output, error: action.error };
+    case 'sla':
+      return { ...state, slaBreachedAt: state.slaBreachedAt ?? action.at };
   }
 }
 

@@ -45,6 +45,7 @@ def _summary_fields(run: InstanceRecord) -> dict[str, Any]:
         "started_at": run.started_at,
         "completed_at": run.completed_at,
         "available_at": run.started_at if run.status is RunStatus.PENDING else None,
+        "sla_breached_at": run.sla_breached_at,
     }
 
 
