@@ -483,7 +483,7 @@ class NotificationSecretOut(Camel):
     secret: str
 
 
-class NotificationTestIn(Camel, forbid_unknown_fields=True):
+class NotificationTestIn(Body):
     url: str | None = None
     """Where to send the sample (default: the saved options.onFailure.url, else options.onSlaBreach.url)."""
 
