@@ -30,6 +30,7 @@ from flowdeck.engine.outcomes import Completed, Failed, NodeOutcome, RunStateErr
 from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.engine.publisher import Publisher
 from flowdeck.engine.retry_plan import plan_retry
+from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager, StateTransaction
 from flowdeck.storage.steps import RunStart
@@ -128,15 +129,20 @@ class Orchestrator:
 
     # -- results -----------------------------------------------------------------------------------
     async def handle_result(
-        self, job: Job, outcome: NodeOutcome, *, claim_for: str | None = None, claim_any: bool = False
+        self,
+        job: Job,
+        outcome: NodeOutcome,
+        *,
+        claim_for: str | None = None,
+        claim_any: TenantShare | None = None,
     ) -> Job | None:
         """Record a node attempt's outcome and take the decision it leads to.
 
         With ``claim_for`` the first node this starts (if due now) is leased to that worker in the same
         transaction and returned, so a chain runs without a claim round trip between its nodes. When it
         starts none and ``claim_any`` is set (the worker has more due work than slots), the next due
-        job of any run is leased instead: going on with it saves the claim transaction the freed slot
-        would cost.
+        job of any run is leased instead, within the worker's share per tenant: going on with it saves
+        the claim transaction the freed slot would cost.
 
         Results of one run that arrive while a decision of that run is being taken wait for it and
         are then decided together (engine/batching.py).
@@ -188,8 +194,8 @@ class Orchestrator:
             follow = await decision.record_completion(job, outcome, status)
         else:
             follow = await decision.record_failure(job, outcome, status)
-        if follow is None and delivery.claim_any:
-            follow = await decision.claim_due()
+        if follow is None and delivery.claim_any is not None:
+            follow = await decision.claim_due(delivery.claim_any)
         return follow
 
     # -- run-level requests ------------------------------------------------------------------------
