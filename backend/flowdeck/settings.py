@@ -71,7 +71,7 @@ class Settings:
     secret_key: str = ""
     worker_concurrency: int = 16
     tenant_concurrency: int | None = None
-    """FLOWDECK_TENANT_CONCURRENCY: running nodes one tenant may hold per worker (unset: half the worker's, at least 1)."""
+    """FLOWDECK_TENANT_CONCURRENCY: running nodes of one tenant per worker (unset: half the worker's, at least 1)."""
     sandbox_workers: int = 2
     host: str = "127.0.0.1"
     port: int = 8000

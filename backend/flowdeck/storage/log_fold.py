@@ -35,6 +35,9 @@ _STATUS_BY_EVENT = {
 }
 
 
+_RESULTS = frozenset({EventType.NODE_COMPLETED, EventType.NODE_FAILED})
+
+
 # -- the context -----------------------------------------------------------------------------------
 def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
     """Fold log rows (event_type, node_id, output_variable, payload) in log order into a context."""
@@ -80,6 +83,8 @@ class NodeView:
     logs: str | None = None
     next_attempt_at: float | None = None
     """RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due."""
+    worker_id: str | None = None
+    """The worker that started the latest attempt (a takeover names the new holder)."""
     iterations: dict[str, NodeView] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -90,6 +95,7 @@ class NodeView:
             "completedAt": self.completed_at,
             "output": self.output,
             "error": self.error,
+            "workerId": self.worker_id,
         }
         if self.pinned:
             data["pinned"] = True
@@ -104,7 +110,11 @@ class NodeView:
 
 def _apply_to_node(view: NodeView, row: LogRow) -> None:
     event = EventType(row.event_type)
+    if row.node_attempt and row.node_attempt < view.attempt and event in _RESULTS:
+        return  # a late result of an attempt a newer one replaced (a stale lease holder's): recorded, not shown
     view.attempt = max(view.attempt, row.node_attempt)
+    if event is EventType.NODE_STARTED:
+        view.worker_id = (row.payload or {}).get("workerId")
     if event is EventType.NODE_FAILED:
         retrying = bool((row.payload or {}).get("retry"))
         view.status = NodeStatus.RETRYING if retrying else NodeStatus.FAILED
@@ -161,6 +171,12 @@ class TimelineRow:
     status: NodeStatus
     started_at: float | None
     completed_at: float | None
+    worker_id: str | None = None
+    """The worker that ran this attempt."""
+    taken_over: bool = False
+    """The next attempt started while this one had no result: its worker stopped (died, froze past
+    its lease, or handed it back) and another took the node over. The bar ends there, FAILED, unless
+    that worker's late result arrives after all."""
 
 
 def timeline_rows(rows: Iterable[LogRow], run: InstanceRecord) -> list[TimelineRow]:
@@ -174,6 +190,10 @@ def timeline_rows(rows: Iterable[LogRow], run: InstanceRecord) -> list[TimelineR
         if bar is None:
             bar = bars[key] = TimelineRow(row.node_id, row.iteration, row.node_attempt, NodeStatus.PENDING, None, None)
         _apply_to_bar(bar, row)
+        if row.event_type == EventType.NODE_STARTED:  # an attempt still running when the next one starts
+            lost = bars.get((row.node_id, row.iteration, row.node_attempt - 1))
+            if lost is not None and lost.status is NodeStatus.RUNNING:
+                lost.status, lost.completed_at, lost.taken_over = NodeStatus.FAILED, row.created_at, True
     result = list(bars.values())
     if run.status is RunStatus.CANCELLED:
         for bar in result:
@@ -192,6 +212,7 @@ def _apply_to_bar(bar: TimelineRow, row: LogRow) -> None:
         if bar.status in (NodeStatus.PENDING, NodeStatus.DISPATCHED):
             bar.status = NodeStatus.RUNNING
         bar.started_at = bar.started_at or row.created_at
+        bar.worker_id = (row.payload or {}).get("workerId")
     elif event in (EventType.NODE_COMPLETED, EventType.NODE_FAILED, EventType.NODE_SKIPPED):
         bar.status = _STATUS_BY_EVENT.get(EventType(event), NodeStatus.FAILED)  # an attempt that failed stays FAILED
         bar.completed_at = row.created_at
