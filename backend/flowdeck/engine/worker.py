@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 STALE_RUN_SECONDS = 300.0
 _MAX_DUE_TIMES = 10_000
+_NEXT_DUE_READ_SECONDS = 5.0
 
 
 class Worker:
@@ -81,6 +82,9 @@ class Worker:
         self._running: dict[int, str] = {}
         """Job id -> tenant of every node running here (claims within a decision add to it too)."""
         self._saturated = False
+        self._capped = False
+        self._next_due_read = 0.0
+        """When a quiet poll next reads the table's next due time (time.monotonic)."""
         self._stopping = False
         self._hurry = asyncio.Event()
 
@@ -181,17 +185,16 @@ class Worker:
         """This worker's share per tenant, for a claim (live: a claim inside a decision adds to it)."""
         return TenantShare(self.tenant_concurrency, self._running)
 
-    def _at_cap(self, tenant_id: str) -> bool:
-        return sum(1 for t in self._running.values() if t == tenant_id) >= self.tenant_concurrency
-
     async def _claim_loop(self) -> None:
         while not self._stopping:
             self._wake.clear()
             free = self.concurrency - len(self._current)
             woken = False
             if free > 0:
+                share = self.share()
+                held = share.held()
                 try:
-                    jobs = await self.state.claim_jobs(self.id, free, self.lease_seconds, self.share())
+                    jobs = await self.state.claim_jobs(self.id, free, self.lease_seconds, share)
                 except Exception:
                     log.exception("claiming jobs failed; retrying after the poll interval")
                     jobs = []
@@ -206,6 +209,10 @@ class Worker:
                 for job in jobs:
                     self._spawn(job)
                 self._saturated = len(jobs) == free
+                for job in jobs:
+                    held[job.tenant_id] = held.get(job.tenant_id, 0) + 1
+                # A tenant reached its cap: its due jobs may wait for a slot, so every slot freed claims again.
+                self._capped = any(count >= self.tenant_concurrency for count in held.values())
                 if self._saturated:
                     continue
             try:
@@ -213,12 +220,13 @@ class Worker:
                 woken = True
             except TimeoutError:
                 pass
-            if not woken and not self._stopping:
+            if not woken and not self._stopping and time.monotonic() >= self._next_due_read:
                 await self._arm_next_due()
 
     async def _arm_next_due(self) -> None:
-        """After a quiet poll: a timer for the next due time in the table (jobs queued before this
-        process started, or by a process whose wake-up it missed)."""
+        """Now and then, after a quiet poll: a timer for the next due time in the table (jobs queued
+        before this process started, or by a process whose wake-up it missed)."""
+        self._next_due_read = time.monotonic() + _NEXT_DUE_READ_SECONDS
         try:
             due = await self.state.next_due_time(self.clock())
         except Exception:
@@ -260,10 +268,9 @@ class Worker:
             log.exception("node %s of run %s could not be finished", job.node_id, job.instance_id)
         finally:
             last = self._current.pop(task, None)
-            at_cap = last is not None and self._at_cap(last.tenant_id)
             if last is not None:
                 self._running.pop(last.id, None)
-            if self._saturated or at_cap:  # a slot opened that a due job may be waiting for
+            if self._saturated or self._capped:  # a slot opened that a due job may be waiting for
                 self._wake.set()
 
     # -- leases --------------------------------------------------------------------------------------

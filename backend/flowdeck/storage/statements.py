@@ -126,6 +126,7 @@ def _outputs_if_idle() -> Any:
 
 def _held(is_sqlite: bool, tenant: Any) -> Any:
     """How many running nodes of ``tenant`` the claiming worker holds (``p_held``: a JSON object)."""
+    held: Any
     if is_sqlite:
         held = sa.func.json_extract(_p("p_held"), sa.literal('$."') + tenant + sa.literal('"'))
     else:
