@@ -255,7 +255,10 @@ class Worker:
                 outcome, context = await self.executor.run(current, known_context)
                 claim_for = None if self._stopping else self.id
                 successor = await self.orchestrator.handle_result(
-                    current, outcome, claim_for=claim_for, claim_any=self.share() if self._saturated else None
+                    current,
+                    outcome,
+                    claim_for=claim_for,
+                    claim_any=self.share() if self._saturated else None,
                 )
                 if successor is not None:
                     known_context = await self.executor.context_for_successor(current, context, outcome, successor)
