@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck unit frontend frontend-test e2e bench clean
+.PHONY: run test lint typecheck unit frontend frontend-test e2e chromium bench clean
 
 # The editor (frontend/) is built by Vite into static/, which `flowdeck serve` serves at /.
 # It is rebuilt only when a source is newer than static/index.html; node_modules is reinstalled
@@ -38,9 +38,13 @@ test: lint typecheck unit frontend-test e2e
 frontend-test: $(NODE_STAMP)
 	cd frontend && $(NPM) test
 
-# Playwright (Python) against a real `flowdeck serve`, driving Debian's /usr/bin/chromium.
-e2e: $(STAMP) frontend
+# Playwright (Python) against a real `flowdeck serve`, driving Debian's /usr/bin/chromium
+# (installed by `chromium` when missing and this user may; otherwise it says the command to run).
+e2e: $(STAMP) frontend chromium
 	$(BIN)/pytest e2e
+
+chromium:
+	@.ci/ensure-chromium
 
 lint: $(STAMP)
 	$(BIN)/ruff check backend tests e2e

@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,20 @@ def _free_port() -> int:
 class Server:
     url: str
     token: str
+    sqlite_dir: Path | None = None
+    """Where SQLite data sources may live (``FLOWDECK_SQLITE_DIRS`` of the server)."""
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def add_user(self, email: str, tenant: str = "e2e", password: str = PASSWORD) -> None:
+        """Another user (``flowdeck users create``, as an operator would); by default in the e2e user's tenant."""
+        subprocess.run(
+            [_flowdeck(), "users", "create", "--email", email, "--tenant", tenant],
+            input=password + "\n",
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
 
     def api(self, method: str, path: str, body: Any = None) -> Any:
         """Call the REST API with the e2e user's API token (test set-up, not what the UI does)."""
@@ -139,7 +153,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, proc, log)
-        yield Server(url=url, token=token)
+        yield Server(url=url, token=token, sqlite_dir=work / "sqlite", env=env)
     finally:
         proc.terminate()
         try:

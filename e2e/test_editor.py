@@ -24,7 +24,9 @@ def test_build_a_workflow_by_drag_and_drop_and_test_run_it(page: Page, server: S
     # configure it: label, output variable, code (CodeMirror)
     editor.select(python_id)
     page.get_by_test_id("node-label").fill("Double it")
-    page.get_by_test_id("output-variable").fill("double")
+    page.get_by_test_id("output-variable").fill("double")  # leaving the label gives the node its readable id
+    python_id = "double_it"
+    expect(page.get_by_test_id("inspector")).to_have_attribute("data-node-id", python_id)
     editor.set_code("return {'value': ctx['input']['n'] * 2}")
 
     # rewire: start -> python -> end (remove the old start -> end edge first)
@@ -160,8 +162,9 @@ def test_keyboard_copy_paste_undo_redo_delete_and_help(page: Page, server: Serve
     page.locator(".react-flow__pane").click(position={"x": 40, "y": 40})
     page.keyboard.press("Control+v")
     expect(editor.nodes()).to_have_count(3)
-    expect(page.locator('.react-flow__node[data-id^="python_"]')).to_have_count(1)
-    pasted = page.locator('.react-flow__node[data-id^="python_"]')
+    # the pasted node's id is made from its label ("Score order")
+    expect(page.locator('.react-flow__node[data-id="score_order"]')).to_have_count(1)
+    pasted = page.locator('.react-flow__node[data-id="score_order"]')
     pasted.click()
     page.get_by_test_id("node-delete").click()
     expect(editor.nodes()).to_have_count(2)

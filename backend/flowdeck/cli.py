@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,10 +19,25 @@ if TYPE_CHECKING:
 __all__ = ("main",)
 
 
+_NOTICES = ("flowdeck.storage.migrate",)
+"""Loggers whose INFO lines are shown without ``--verbose`` (one line: ``database migrated to …``)."""
+
+
 def _configure_logging(verbose: bool, log_format: str) -> None:
     from flowdeck.observability.logs import configure_logging
 
-    configure_logging(level=logging.DEBUG if verbose else logging.INFO, log_format=log_format)
+    configure_logging(verbose=verbose, log_format=log_format, notices=_NOTICES)
+
+
+def _shown_url(database_url: str) -> str:
+    """The database URL as printed: its password, if any, masked."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(database_url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return database_url
 
 
 def _public_url(host: str, port: int) -> str:
@@ -53,10 +67,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     host = args.host or settings.host
     port = args.port or settings.port
-    print(f"Flowdeck is starting on http://{host}:{port}/ (database: {settings.database_url})")
+    print(f"Flowdeck is starting on http://{host}:{port}/ (database: {_shown_url(settings.database_url)})")
     config = ApiConfig(bootstrap_admin=True, on_ready=_announce(_public_url(host, port)))
     log_config = uvicorn_log_config(settings.log_format)
     kwargs: dict[str, Any] = {} if log_config is None else {"log_config": log_config}
+    log_level = "info" if args.verbose else "warning"  # uvicorn's start-up lines and access log: --verbose
     # proxy_headers=False: only FLOWDECK_TRUSTED_PROXIES decides whose X-Forwarded-For is believed (app.py).
     app = build_app(settings, config)
 
@@ -65,7 +80,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             app.context.services.engine.worker.hurry()
 
     server = DrainingServer(
-        uvicorn.Config(app.asgi, host=host, port=port, log_level="info", proxy_headers=False, **kwargs), hurry
+        uvicorn.Config(app.asgi, host=host, port=port, log_level=log_level, proxy_headers=False, **kwargs), hurry
     )
     server.run()
     return 0
@@ -119,8 +134,9 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     from flowdeck.storage.migrate import upgrade
 
     settings = Settings.from_env()
-    asyncio.run(upgrade(settings.database_url))
-    print(f"database is at the latest schema ({settings.database_url})")
+    migration = asyncio.run(upgrade(settings.database_url))
+    if not migration.changed:  # a change was announced by the migration itself
+        print(f"database already at the latest revision {migration.head}", file=sys.stderr)
     return 0
 
 
@@ -161,9 +177,10 @@ def cmd_users_create(args: argparse.Namespace) -> int:
     except UserExistsError as exc:
         print(f"flowdeck: {exc}", file=sys.stderr)
         return 1
-    print(f"created user {user.email} in tenant {user.tenant_name}")
+    print(f"created user {user.email} in tenant {user.tenant_name}", file=sys.stderr)
     if piped is None:
-        print(f"password: {password}")
+        print("generated password (printed alone on stdout):", file=sys.stderr)
+        print(password)
     return 0
 
 
@@ -174,9 +191,10 @@ def cmd_users_set_password(args: argparse.Namespace) -> int:
     piped = _password_from_stdin()
     password = piped or generate_password()
     asyncio.run(set_password(Settings.from_env(), args.email, password))
-    print(f"password of {args.email} changed")
+    print(f"password of {args.email} changed", file=sys.stderr)
     if piped is None:
-        print(f"password: {password}")
+        print("generated password (printed alone on stdout):", file=sys.stderr)
+        print(password)
     return 0
 
 
@@ -224,7 +242,7 @@ def _add_account_commands(sub: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flowdeck", description="Flowdeck workflow engine")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log everything (default: warnings only)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="API, editor and an embedded worker in one process")

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from flowdeck import examples
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.fanout import Fanout, read_back
 from flowdeck.engine.pg_notify import PostgresTransport
@@ -19,6 +20,7 @@ from flowdeck.handlers.base import NodeHandler
 from flowdeck.handlers.data_query import DataQueryHandler
 from flowdeck.handlers.python_code import PythonCodeHandler
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
+from flowdeck.notifications.notifier import Notifier
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.secrets import SecretBox
 from flowdeck.queries.service import DataService
@@ -29,7 +31,7 @@ from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import upgrade
 from flowdeck.triggers.schedules import Scheduler
 
-__all__ = ("Runtime", "freeze_startup_heap", "open_runtime")
+__all__ = ("Runtime", "build_query_engine", "freeze_startup_heap", "open_runtime")
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,8 @@ class Runtime:
     data: DataService
     scheduler: Scheduler | None = None
     """Fires the workflows' schedules (SPEC §8); runs wherever a worker runs."""
+    notifier: Notifier | None = None
+    """Sends the failure and SLA-breach notices (a worker sweep hook wherever a worker runs)."""
 
 
 @asynccontextmanager
@@ -59,10 +63,7 @@ async def open_runtime(
     ``extra_handlers`` adds node types to the built-in ones (the benchmark's no-op). The scheduler runs
     with the worker (``flowdeck serve`` and ``flowdeck worker``) unless ``with_scheduler`` is false.
     """
-    # First: a bad FLOWDECK_HTTP_ALLOW is refused before anything is opened.
-    queries = QueryEngine(
-        sqlite_dirs=settings.sqlite_dirs, own_database_url=settings.database_url, http_allow=settings.http_allow
-    )
+    queries = build_query_engine(settings)  # first: a bad FLOWDECK_HTTP_ALLOW is refused before anything opens
     if migrate:
         await upgrade(settings.database_url)
     db = Database(settings.database_url)
@@ -81,6 +82,9 @@ async def open_runtime(
         lease_seconds=settings.lease_seconds,
         poll_interval=settings.poll_interval_seconds,
     )
+    notifier = Notifier(engine, SecretBox(settings.secret_key or None), queries.outbound)
+    if with_worker:
+        engine.worker.sweep_hooks.append(notifier.sweep_hook)
     bridge = _fanout(settings, engine, db, with_worker=with_worker)
     scheduler = Scheduler(engine) if with_worker and with_scheduler else None
     try:
@@ -92,7 +96,7 @@ async def open_runtime(
         if scheduler is not None:
             engine.definition_listeners.append(scheduler.poke)  # a new or changed schedule counts at once
             await scheduler.start()
-        yield Runtime(settings, db, engine, sandbox, DataService(sources, queries), scheduler)
+        yield Runtime(settings, db, engine, sandbox, DataService(sources, queries), scheduler, notifier)
     finally:
         if scheduler is not None:
             await scheduler.stop()
@@ -100,6 +104,7 @@ async def open_runtime(
             await bridge.stop()
         await engine.stop(grace=settings.shutdown_grace)
         await sandbox.close()
+        await notifier.close()
         await queries.close()
         await db.dispose()
 
@@ -118,6 +123,16 @@ def _fanout(settings: Settings, engine: Engine, db: Database, *, with_worker: bo
     if with_worker:
         fanout.wake_listeners.append(engine.worker.notify)
     return fanout
+
+
+def build_query_engine(settings: Settings) -> QueryEngine:
+    """The query engine of a running Flowdeck: where data sources may point, from the settings."""
+    return QueryEngine(
+        sqlite_dirs=settings.sqlite_dirs,
+        sqlite_read_only_dirs=(str(examples.DATA_DIR),),  # the examples' shared data: always allowed, never written
+        own_database_url=settings.database_url,
+        http_allow=settings.http_allow,
+    )
 
 
 def freeze_startup_heap() -> None:

@@ -128,3 +128,58 @@ async def test_a_login_link_signs_in_once(server: Server, alice: Account, anonym
     assert (await anonymous.get("/api/auth/me")).json()["user"]["email"] == alice.email
     async with server.client() as other:
         assert (await other.get(f"/api/auth/link/{secret}")).status_code == 404
+
+
+async def test_changing_the_password_needs_the_current_one_and_ends_the_other_sessions(
+    server: Server, alice: Account
+) -> None:
+    async with server.client() as browser, server.client() as laptop:
+        csrf = (await login(browser, alice.email)).json()["csrfToken"]
+        await login(laptop, alice.email)
+        headers = {"X-CSRF-Token": csrf}
+
+        wrong = await browser.post(
+            "/api/auth/password",
+            json={"currentPassword": "not it at all", "newPassword": "a brand new password"},
+            headers=headers,
+        )
+        assert wrong.status_code == 400
+        assert wrong.json()["extra"] == [{"path": "currentPassword", "message": "the current password is wrong"}]
+        short = await browser.post(
+            "/api/auth/password", json={"currentPassword": PASSWORD, "newPassword": "short"}, headers=headers
+        )
+        assert short.status_code == 400
+        assert [p["path"] for p in short.json()["extra"]] == ["newPassword"]
+        assert (await laptop.get("/api/auth/me")).status_code == 200  # nothing changed yet
+
+        changed = await browser.post(
+            "/api/auth/password",
+            json={"currentPassword": PASSWORD, "newPassword": "a brand new password"},
+            headers=headers,
+        )
+        assert changed.status_code == 204, changed.text
+        assert (await browser.get("/api/auth/me")).status_code == 200  # the session that changed it stays
+        assert (await laptop.get("/api/auth/me")).status_code == 401  # every other one ends
+        assert (await alice.client.get("/api/auth/me")).status_code == 200  # API tokens are not sessions
+
+    async with server.client() as fresh:
+        assert (await login(fresh, alice.email)).status_code == 401
+        assert (await login(fresh, alice.email, "a brand new password")).status_code == 200
+
+
+async def test_a_password_change_without_its_fields_is_a_400_naming_them(alice: Account) -> None:
+    response = await alice.client.post("/api/auth/password", json={"newPassword": "long enough password"})
+    assert response.status_code == 400
+    assert "currentPassword" in response.text
+
+
+async def test_guessing_the_current_password_is_rate_limited_like_a_login(alice: Account) -> None:
+    for _ in range(5):
+        guess = await alice.client.post(
+            "/api/auth/password", json={"currentPassword": "guess-guess", "newPassword": "whatever it is now"}
+        )
+        assert guess.status_code == 400
+    limited = await alice.client.post(
+        "/api/auth/password", json={"currentPassword": PASSWORD, "newPassword": "whatever it is now"}
+    )
+    assert limited.status_code == 429

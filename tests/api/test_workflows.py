@@ -120,3 +120,33 @@ async def test_validate_lists_every_problem_without_saving(alice: Account) -> No
     result = (await alice.client.post("/api/workflows/validate", json=unstorable)).json()
     assert result["valid"] is False and result["problems"][0]["path"] == "nodes[1].label"
     assert (await alice.client.get("/api/workflows")).json()["items"] == []
+
+
+async def test_sticky_notes_are_stored_with_the_version_and_bad_ones_are_named(server: Server, alice: Account) -> None:
+    notes = [
+        {"id": "n1", "text": "Ask ops first", "position": {"x": 10, "y": 20}, "size": {"width": 200, "height": 100}}
+    ]
+    created = await alice.client.post("/api/workflows", json=tagged("v1") | {"notes": notes})
+    assert created.status_code == 201 and created.json()["notes"] == notes
+    url = f"/api/workflows/{created.json()['id']}"
+    saved = await alice.client.put(url, json=tagged("v2") | {"version": 1})
+    assert saved.json()["notes"] == []
+    assert (await alice.client.get(f"{url}/versions/1")).json()["notes"] == notes
+
+    run_id = (await alice.client.post(f"{url}/runs", json={"input": {}})).json()["instanceId"]
+    await server.engine.wait_for_run(run_id, 10)
+    assert (await alice.client.get(f"/api/runs/{run_id}")).json()["output"] == {"ran": "v2"}
+
+    test_run = await alice.client.post("/api/test-runs", json=tagged("t") | {"notes": notes, "input": {}})
+    assert test_run.status_code == 202
+    await server.engine.wait_for_run(test_run.json()["instanceId"], 10)
+    assert (await alice.client.get(f"/api/runs/{test_run.json()['instanceId']}")).json()["output"] == {"ran": "t"}
+
+    bad = await alice.client.put(
+        url, json=tagged("v3") | {"version": 2, "notes": [{"id": "n1", "text": 5, "position": {}}]}
+    )
+    assert bad.status_code == 400
+    assert [(p["code"], p["path"]) for p in bad.json()["extra"]] == [
+        ("invalid_note", "notes[0].text"),
+        ("invalid_note", "notes[0].position"),
+    ]

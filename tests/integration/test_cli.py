@@ -4,22 +4,34 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+from alembic.script import ScriptDirectory
+
+from flowdeck.storage.migrate import alembic_config
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "order-triage.json"
+HEAD = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
 
 
-def flowdeck(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def flowdeck(*args: str, tmp_path: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "FLOWDECK_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}",
         "FLOWDECK_SANDBOX_WORKERS": "1",
     }
     return subprocess.run(
-        [sys.executable, "-m", "flowdeck", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "flowdeck", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input=stdin if stdin is not None else "",
     )
 
 
@@ -52,11 +64,43 @@ def test_run_reports_unreadable_input_json(tmp_path: Path) -> None:
     assert "--input is not valid JSON" in result.stderr
 
 
-def test_migrate_creates_the_schema(tmp_path: Path) -> None:
+def test_migrate_creates_the_schema_and_says_so_in_one_line(tmp_path: Path) -> None:
     result = flowdeck("migrate", tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "latest schema" in result.stdout
+    assert result.stderr.splitlines() == [f"database migrated to {HEAD}"] and result.stdout == ""
     assert (tmp_path / "cli.db").exists()
+    again = flowdeck("migrate", tmp_path=tmp_path)
+    assert again.stderr.splitlines() == [f"database already at the latest revision {HEAD}"]
+
+
+def test_verbose_shows_the_log_that_is_quiet_by_default(tmp_path: Path) -> None:
+    result = flowdeck("--verbose", "migrate", tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "INFO alembic" in result.stderr and f"database migrated to {HEAD}" in result.stderr
+
+
+def test_commands_that_make_a_secret_print_it_alone_on_stdout(tmp_path: Path) -> None:
+    created = flowdeck("users", "create", "--email", "ops@acme.test", "--tenant", "acme", tmp_path=tmp_path)
+    assert created.returncode == 0, created.stderr
+    password = created.stdout.removesuffix("\n")
+    assert len(password) >= 16 and "\n" not in password and " " not in password
+    assert "INFO" not in created.stderr and "created user ops@acme.test in tenant acme" in created.stderr
+    assert f"database migrated to {HEAD}" in created.stderr  # the fresh file was migrated first, in one line
+
+    token = flowdeck("tokens", "create", "--email", "ops@acme.test", tmp_path=tmp_path)
+    assert token.returncode == 0, token.stderr
+    assert re.fullmatch(r"fdk_[A-Za-z0-9_-]+\n", token.stdout) and token.stderr == ""
+
+    changed = flowdeck("users", "set-password", "--email", "ops@acme.test", tmp_path=tmp_path)
+    assert changed.returncode == 0, changed.stderr
+    new_password = changed.stdout.removesuffix("\n")
+    assert len(new_password) >= 16 and new_password != password and "\n" not in new_password
+    assert "password of ops@acme.test changed" in changed.stderr
+
+    piped = flowdeck(
+        "users", "set-password", "--email", "ops@acme.test", tmp_path=tmp_path, stdin="chosen-passphrase\n"
+    )
+    assert piped.returncode == 0 and piped.stdout == ""  # nothing made up, nothing printed on stdout
 
 
 def test_bench_quick_prints_the_table_and_writes_every_workload_as_json(tmp_path: Path) -> None:

@@ -213,8 +213,7 @@ async def test_flowdeck_serve_drains_a_python_node_through_a_process_group_sigte
         else:
             raise AssertionError("the python node never started")
         os.killpg(serve.pid, signal.SIGTERM)
-        read_until(serve, "Finished server process")  # uvicorn's last line, after the engine's drain
-        assert serve.wait(10) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled
+        assert serve.wait(60) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled
 
     db = Database(database_url)
     try:

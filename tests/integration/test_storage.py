@@ -16,8 +16,10 @@ from flowdeck.storage.workflows import StaleVersionError, WorkflowStore
 
 async def test_migrations_create_exactly_the_tables_and_indexes_of_the_code(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'migrated.db'}"
-    await upgrade(url)
-    await upgrade(url)  # idempotent: a second run changes nothing
+    first = await upgrade(url)
+    assert first.before is None and first.changed
+    again = await upgrade(url)  # idempotent: a second run changes nothing
+    assert again.before == again.head == first.head and not again.changed
     db = Database(url)
     async with db.read() as conn:
 

@@ -27,7 +27,7 @@ def captured() -> io.StringIO:
 
 
 def test_json_logs_are_one_object_per_line_with_the_run_and_node(captured: io.StringIO) -> None:
-    configure_logging(log_format="json")
+    configure_logging(verbose=True, log_format="json")
     logging.getLogger().handlers[0].setStream(captured)  # type: ignore[attr-defined]
     token = current_node.set(("run-1", "score", "3"))
     try:
@@ -43,8 +43,18 @@ def test_json_logs_are_one_object_per_line_with_the_run_and_node(captured: io.St
     assert second["message"] == "outside any node" and "runId" not in second
 
 
+def test_quiet_by_default_but_for_the_notices(captured: io.StringIO) -> None:
+    configure_logging(notices=("flowdeck.test.notices",))
+    for logger in (logging.getLogger(), logging.getLogger("flowdeck.test.notices")):
+        logger.handlers[0].setStream(captured)  # type: ignore[attr-defined]
+    logging.getLogger("flowdeck.test").info("chatter nobody asked for")
+    logging.getLogger("flowdeck.test").warning("something is off")
+    logging.getLogger("flowdeck.test.notices").info("database migrated to 0009")
+    assert captured.getvalue().splitlines() == ["WARNING flowdeck.test: something is off", "database migrated to 0009"]
+
+
 def test_text_logs_stay_readable(captured: io.StringIO) -> None:
-    configure_logging(log_format="text")
+    configure_logging(verbose=True, log_format="text")
     logging.getLogger().handlers[0].setStream(captured)  # type: ignore[attr-defined]
     logging.getLogger("flowdeck.test").info("hello")
     assert captured.getvalue().rstrip().endswith("INFO flowdeck.test: hello")

@@ -6,6 +6,7 @@ import pytest
 
 from flowdeck.domain.definition import RetryPolicy
 from flowdeck.engine.retry import backoff_seconds
+from flowdeck.storage.log_fold import merged_end_outputs
 from flowdeck.storage.state import fold_context
 
 
@@ -30,3 +31,14 @@ def test_context_folds_input_outputs_sentinels_and_end_outputs_in_log_order() ->
     assert ctx["__node_score"] is True
     assert ctx["__meta"] == 1
     assert ctx["output"] == {"a": 1, "b": 2, "shared": "b"}  # several ends merge, later wins
+
+
+def test_ctx_output_and_the_run_output_follow_one_merge_rule() -> None:
+    """A non-object end output (a pinned end, say) adds nothing to either: the same rule, one place."""
+    ends = [
+        {"output": {"a": 1}, "end": True},
+        {"output": "not an object", "end": True},
+        {"output": {"b": 2}, "end": True},
+    ]
+    rows = [("NODE_COMPLETED", f"end{i}", f"end{i}", payload) for i, payload in enumerate(ends)]
+    assert fold_context(rows)["output"] == merged_end_outputs(ends) == {"a": 1, "b": 2}

@@ -41,7 +41,11 @@ _EMAIL = re.compile(r"[^@\s\x00]{1,200}@[^@\s\x00]{1,200}")
 
 
 class AccountError(ValueError):
-    """A request the account rules refuse (bad email, weak password...)."""
+    """A request the account rules refuse (bad email, weak password...); ``field`` names the body field."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class InvalidCredentialsError(Exception):
@@ -59,11 +63,11 @@ def check_email(email: str) -> str:
     return normalized
 
 
-def check_password(password: str) -> None:
+def check_password(password: str, field: str | None = None) -> None:
     if not MIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS:
-        raise AccountError(f"a password needs {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters")
+        raise AccountError(f"a password needs {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters", field)
     if "\x00" in password:
-        raise AccountError("a password cannot contain NUL characters")
+        raise AccountError("a password cannot contain NUL characters", field)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +117,25 @@ class AccountsService:
         check_password(password)
         user = await self._user(email)
         await self.store.set_password(user.id, await self.passwords.hash(password))
+
+    async def change_password(self, principal: Principal, current: str, new: str, address: str) -> None:
+        """The signed-in user's own password; every other session of theirs ends (this one stays).
+
+        A wrong current password counts as a failed login (the same limit), so a stolen session
+        cannot be used to guess it.
+        """
+        user = await self.store.user_by_id(principal.user_id)
+        if user is None:
+            raise AccountError("the user no longer exists")
+        await self.limiter.attempt(user.email, address)  # counted before the check, like a login
+        if not await self.passwords.verify(user.password_hash, current):
+            await self.limiter.failed()
+            raise AccountError("the current password is wrong", "currentPassword")
+        await self.limiter.succeeded(user.email, address)
+        check_password(new, "newPassword")
+        await self.store.set_password(user.id, await self.passwords.hash(new))
+        ended = await self.store.delete_sessions(user.id, keep=principal.session_id)
+        self.on_revoke([session_key(session_id) for session_id in ended])  # their live connections close too
 
     async def _user(self, email: str) -> UserRow:
         user = await self.store.user_by_email(normalize_email(email))

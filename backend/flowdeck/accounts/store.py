@@ -148,6 +148,17 @@ class AccountStore:
         async with self.db.transaction() as conn:
             await conn.execute(user_sessions.delete().where(user_sessions.c.id == session_id))
 
+    async def delete_sessions(self, user_id: str, *, keep: str | None = None) -> list[str]:
+        """End every session of a user, but ``keep``; answers the ids of those that ended."""
+        which = user_sessions.c.user_id == user_id
+        if keep is not None:
+            which = sa.and_(which, user_sessions.c.id != keep)
+        async with self.db.transaction() as conn:
+            ended = list((await conn.execute(sa.select(user_sessions.c.id).where(which))).scalars())
+            if ended:
+                await conn.execute(user_sessions.delete().where(user_sessions.c.id.in_(ended)))
+        return ended
+
     # -- API tokens --------------------------------------------------------------------------------
     async def create_token(
         self, user: UserRow, name: str, token_hash: str, prefix: str, now: float, expires: float | None

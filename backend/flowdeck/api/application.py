@@ -8,7 +8,6 @@ from contextlib import AbstractAsyncContextManager
 from litestar import Litestar
 from litestar.datastructures import ResponseHeader, State
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 
 from flowdeck.api.auth import SESSION_COOKIE, auth_middleware
@@ -21,6 +20,7 @@ from flowdeck.api.frame_headers import add_frame_headers
 from flowdeck.api.routes import API_ROUTES
 from flowdeck.api.routes.metrics import metrics as metrics_route
 from flowdeck.api.routes.spa import spa_routes
+from flowdeck.api.schema_page import LocalSwaggerRenderPlugin
 from flowdeck.observability.metrics import Metrics
 from flowdeck.triggers.webhooks import SECRET_HEADER
 
@@ -35,7 +35,7 @@ def _openapi() -> OpenAPIConfig:
         version="1",
         description="Workflows, runs and accounts. Live run updates are on Socket.IO at /socket.io (SPEC §9).",
         path="/schema",
-        render_plugins=[ScalarRenderPlugin(path="/"), SwaggerRenderPlugin(path="/swagger")],
+        render_plugins=[LocalSwaggerRenderPlugin("/schema", path=["/", "/swagger"])],  # offline: no CDN
         components=Components(
             security_schemes={
                 "token": SecurityScheme(type="http", scheme="bearer", description="an API token (POST /api/tokens)"),

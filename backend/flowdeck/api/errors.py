@@ -71,7 +71,8 @@ def _bad_credentials(_: Request[Any, Any, Any], exc: InvalidCredentialsError) ->
 
 
 def _account(_: Request[Any, Any, Any], exc: AccountError) -> Response[dict[str, Any]]:
-    return error_response(HTTP_400_BAD_REQUEST, str(exc))
+    extra = None if exc.field is None else [{"path": exc.field, "message": str(exc)}]
+    return error_response(HTTP_400_BAD_REQUEST, str(exc), extra)
 
 
 def _query_invalid(_: Request[Any, Any, Any], exc: QueryValidationError) -> Response[dict[str, Any]]:

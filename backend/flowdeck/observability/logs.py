@@ -7,6 +7,7 @@ JSON lines carry ``runId``, ``nodeId`` and ``iteration`` when the line was writt
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter
@@ -16,6 +17,7 @@ from flowdeck.engine.log_scope import current_node
 __all__ = ("NodeScopeFilter", "configure_logging")
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+QUIET_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 
 class NodeScopeFilter(logging.Filter):
@@ -33,15 +35,34 @@ def _json_formatter() -> logging.Formatter:
     return JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s", rename_fields=renamed)
 
 
-def configure_logging(*, level: int = logging.INFO, log_format: str = "text") -> None:
-    handler = logging.StreamHandler()
-    handler.addFilter(NodeScopeFilter())
-    handler.setFormatter(_json_formatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
+def configure_logging(*, verbose: bool = False, log_format: str = "text", notices: tuple[str, ...] = ()) -> None:
+    """Quiet by default: warnings and errors on stderr, plus the INFO lines of the ``notices`` loggers
+    (bare, one line each: ``database migrated to …``); ``verbose`` shows everything from DEBUG up."""
+    structured = log_format == "json"
     root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
-    root.addHandler(handler)
-    root.setLevel(level)
+    _replace_handler(
+        root, _json_formatter() if structured else logging.Formatter(TEXT_FORMAT if verbose else QUIET_FORMAT)
+    )
+    root.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    for name in notices:
+        logger = logging.getLogger(name)
+        if verbose:
+            logger.propagate = True
+            logger.handlers.clear()
+            logger.setLevel(logging.NOTSET)
+            continue
+        _replace_handler(logger, _json_formatter() if structured else logging.Formatter("%(message)s"))
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+def _replace_handler(logger: logging.Logger, formatter: logging.Formatter) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(NodeScopeFilter())
+    handler.setFormatter(formatter)
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
+    logger.addHandler(handler)
 
 
 def uvicorn_log_config(log_format: str) -> dict[str, Any] | None:

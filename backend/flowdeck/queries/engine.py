@@ -90,6 +90,7 @@ class QueryEngine:
         connect_timeout: float = 10.0,
         max_response_bytes: int = 10 * 1024 * 1024,
         sqlite_dirs: Sequence[str] | None = None,
+        sqlite_read_only_dirs: Sequence[str] = (),
         own_database_url: str | None = None,
         http_allow: OutboundPolicy | Sequence[str] = (),
     ) -> None:
@@ -97,7 +98,7 @@ class QueryEngine:
         self.statement_timeout = statement_timeout
         self.connect_timeout = connect_timeout
         own_files = _own_sqlite_files(own_database_url)
-        self.sqlite = SqlitePolicy.create(sqlite_dirs, own_files)
+        self.sqlite = SqlitePolicy.create(sqlite_dirs, own_files, sqlite_read_only_dirs)
         policy = http_allow if isinstance(http_allow, OutboundPolicy) else OutboundPolicy.from_entries(http_allow)
         self.outbound = policy
         self.sql = SqlRunner(connect_timeout=connect_timeout, sqlite=self.sqlite, own_database_url=own_database_url)

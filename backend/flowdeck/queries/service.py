@@ -187,6 +187,8 @@ class DataService:
         fields = _body(body, _SOURCE_KEYS)
         name, kind, config = fields.get("name") or "unsaved", fields.get("kind"), fields.get("config", {})
         secrets = fields.get("secrets") or {}
+        if isinstance(secrets, Mapping):  # a form may send the mask back: nothing is stored to keep here
+            secrets = {k: v for k, v in secrets.items() if v != SECRET_MASK}
         validate_source(name, kind, config, secrets)
         self._check_target(name, kind, config)
         source = DataSource("unsaved", tenant_id, str(name).strip(), str(kind), dict(config), tuple(secrets), 0.0, 0.0)

@@ -57,11 +57,21 @@ class SqlitePolicy:
 
     directories: tuple[str, ...] | None = None
     own_files: tuple[str, ...] = ()
+    read_only_directories: tuple[str, ...] = ()
+    """Shared files (the examples' data): opened read-only whatever a data source's ``readOnly`` says."""
 
     @classmethod
-    def create(cls, directories: Sequence[str] | None, own_files: Sequence[str] = ()) -> SqlitePolicy:
+    def create(
+        cls, directories: Sequence[str] | None, own_files: Sequence[str] = (), read_only: Sequence[str] = ()
+    ) -> SqlitePolicy:
+        shared = tuple(os.path.realpath(d) for d in read_only if d)
         dirs = None if directories is None else tuple(os.path.realpath(d) for d in directories if d)
-        return cls(dirs or None, tuple(own_files))
+        if shared:
+            dirs = (*(dirs or ()), *shared)
+        return cls(dirs or None, tuple(own_files), shared)
+
+    def always_read_only(self, real_path: str) -> bool:
+        return any(_inside(real_path, d) for d in self.read_only_directories)
 
     def file_of(self, url: URL) -> str:
         """The real path of the SQLite file ``url`` names, or ``SourceRefusedError`` saying why not."""

@@ -204,7 +204,7 @@ class SqlRunner:
                 path = self.sqlite.file_of(url)
             except SourceRefusedError as exc:
                 raise _refused(source, exc) from None
-            kwargs["async_creator"] = _sqlite_opener(path, read_only)
+            kwargs["async_creator"] = _sqlite_opener(path, read_only or self.sqlite.always_read_only(path))
             url = URL.create("sqlite+aiosqlite")
         elif backend != "postgresql" and read_only:
             message = (f"data source {source.name!r}: read-only mode is enforced for PostgreSQL and SQLite only; "

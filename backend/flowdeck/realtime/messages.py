@@ -11,6 +11,7 @@ __all__ = (
     "JOIN_EVENT",
     "LEAVE_EVENT",
     "NODE_EVENT",
+    "SLA_BREACH_EVENT",
     "SNAPSHOT_EVENT",
     "STATUS_EVENT",
     "WIDGET_DATA_EVENT",
@@ -27,6 +28,7 @@ LEAVE_EVENT: Final = "workflow_run_leave"
 SNAPSHOT_EVENT: Final = "workflow_run_snapshot"
 NODE_EVENT: Final = "workflow_node_update"
 STATUS_EVENT: Final = "workflow_status_update"
+SLA_BREACH_EVENT: Final = "workflow_sla_breach"
 WIDGET_JOIN_EVENT: Final = "widget_join"
 WIDGET_FOLLOW_EVENT: Final = "widget_follow"
 WIDGET_DATA_EVENT: Final = "widget_data"
@@ -59,6 +61,8 @@ def status_message(update: RunUpdate) -> dict[str, Any]:
 def update_message(update: NodeUpdate | RunUpdate) -> tuple[str, dict[str, Any]]:
     if isinstance(update, NodeUpdate):
         return NODE_EVENT, node_message(update)
+    if update.sla_seconds is not None:
+        return SLA_BREACH_EVENT, {"instanceID": update.instance_id, "slaSeconds": update.sla_seconds, "at": update.at}
     return STATUS_EVENT, status_message(update)
 
 
@@ -66,5 +70,6 @@ def snapshot_message(view: RunView) -> dict[str, Any]:
     return {
         "instanceID": view.run.id,
         "status": view.run.status.value,
+        "slaBreachedAt": view.run.sla_breached_at,
         "nodes": {node_id: node.to_json() for node_id, node in view.nodes.items()},
     }

@@ -130,11 +130,18 @@ class JobTable:
         """Give back every lease of ``owner`` at once (a clean shutdown): the jobs are due now.
 
         Whoever claims one next starts its next attempt (with its own NODE_STARTED row): the attempt
-        handed back was started here. ``retry_base`` moves with it, so no retry is spent.
+        handed back was started here. As with a takeover, ``retry_base`` moves with it (no retry is
+        spent) and ``takeovers`` counts it.
         """
         j = node_jobs.c
         await self.conn.execute(
             node_jobs.update()
             .where(j.lease_owner == owner)
-            .values(lease_owner=None, available_at=self.now, attempt=j.attempt + 1, retry_base=j.retry_base + 1)
+            .values(
+                lease_owner=None,
+                available_at=self.now,
+                attempt=j.attempt + 1,
+                retry_base=j.retry_base + 1,
+                takeovers=j.takeovers + 1,
+            )
         )

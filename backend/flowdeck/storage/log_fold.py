@@ -23,15 +23,22 @@ __all__ = (
     "fold_context",
     "fold_nodes",
     "fold_scopes",
+    "merge_end_output",
     "merged_end_outputs",
+    "retry_count",
     "timeline_rows",
+    "unfinished_nodes",
 )
+
+RETRY_REASON = "partial retry"
+"""The reason of the RUN_STATUS row a partial retry writes."""
 
 _STATUS_BY_EVENT = {
     EventType.NODE_DISPATCHED: NodeStatus.DISPATCHED,
     EventType.NODE_STARTED: NodeStatus.RUNNING,
     EventType.NODE_COMPLETED: NodeStatus.COMPLETED,
     EventType.NODE_SKIPPED: NodeStatus.SKIPPED,
+    EventType.NODE_CANCELLED: NodeStatus.CANCELLED,
 }
 
 
@@ -48,7 +55,7 @@ def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
             context[output_variable] = output
             context[f"__node_{node_id}"] = True
             if payload and payload.get("end"):
-                context["output"] = _context_end_output(context.get("output"), output)
+                context["output"] = merge_end_output(context.get("output") or {}, output)
         elif event_type == EventType.INPUT_SET:
             context["input"] = payload.get("input") if payload else None
         elif payload:
@@ -56,17 +63,19 @@ def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
     return context
 
 
-def _context_end_output(merged: Any, output: Any) -> Any:
-    """``ctx.output`` after an end node: its object output merged over earlier ends' (later keys win)."""
-    return {**merged, **output} if isinstance(merged, dict) and isinstance(output, dict) else output
+def merge_end_output(merged: dict[str, Any], output: Any) -> dict[str, Any]:
+    """The one end-output rule (SPEC §2): an end node's object output merged over the earlier ends' (later
+    keys win); anything else adds nothing. Used for the run's output and ``ctx.output`` alike; the
+    PostgreSQL end step does the same with JSONB ``||`` (held equal by test_one_statement_equivalence)."""
+    return {**merged, **output} if isinstance(output, dict) else merged
 
 
 def merged_end_outputs(payloads: Iterable[Any]) -> dict[str, Any]:
     """The outputs of the end nodes reached, merged in log order (later wins)."""
     merged: dict[str, Any] = {}
     for payload in payloads:
-        if payload and payload.get("end") and isinstance(payload.get("output"), dict):
-            merged.update(payload["output"])
+        if payload and payload.get("end"):
+            merged = merge_end_output(merged, payload.get("output"))
     return merged
 
 
@@ -86,6 +95,21 @@ class NodeView:
     worker_id: str | None = None
     """The worker that started the latest attempt (a takeover names the new holder)."""
     iterations: dict[str, NodeView] = field(default_factory=dict)
+    retry_base: int = 1
+    """The attempt its latest dispatch started at (a partial retry dispatches at the next attempt)."""
+    retry: int = 0
+    """How many partial retries dispatched it again."""
+    takeovers: int = 0
+    """Attempts of the current dispatch taken from a worker that stopped (they spend no retry)."""
+    before_cancel: NodeStatus | None = field(default=None, repr=False)
+    """While CANCELLED by the run's end: the status it had (a partial retry resumes from there)."""
+    late: LogRow | None = field(default=None, repr=False)
+    """A result that arrived after the node was cancelled: recorded, shown once a retry uses it."""
+
+    @property
+    def attempt_in_retry(self) -> int:
+        """ "attempt 1 of 3" within the current retry, never "4/3"."""
+        return max(0, self.attempt - self.retry_base + 1 - self.takeovers) if self.attempt else 0
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -96,6 +120,8 @@ class NodeView:
             "output": self.output,
             "error": self.error,
             "workerId": self.worker_id,
+            "attemptInRetry": self.attempt_in_retry,
+            "retry": self.retry,
         }
         if self.pinned:
             data["pinned"] = True
@@ -108,13 +134,29 @@ class NodeView:
         return data
 
 
-def _apply_to_node(view: NodeView, row: LogRow) -> None:
-    event = EventType(row.event_type)
-    if row.node_attempt and row.node_attempt < view.attempt and event in _RESULTS:
-        return  # a late result of an attempt a newer one replaced (a stale lease holder's): recorded, not shown
-    view.attempt = max(view.attempt, row.node_attempt)
+def _ignored(view: NodeView, row: LogRow, event: EventType) -> bool:
+    """Rows recorded but not shown: anything of a cancelled node's attempt (a late result is kept aside
+    until a retry uses it), and a late result of an attempt a newer one replaced (a stale lease holder's)."""
+    if view.before_cancel is not None and row.node_attempt <= view.attempt:
+        if event is EventType.NODE_COMPLETED:
+            view.late = row  # terminal means terminal: a late result changes nothing until a retry uses it
+        return True
+    return bool(row.node_attempt) and row.node_attempt < view.attempt and event in _RESULTS
+
+
+def _note_holder(view: NodeView, row: LogRow, event: EventType) -> None:
+    """A NODE_STARTED row names the worker holding the attempt, and how often the job was taken over."""
     if event is EventType.NODE_STARTED:
         view.worker_id = (row.payload or {}).get("workerId")
+        view.takeovers = int((row.payload or {}).get("takeovers") or 0)
+
+
+def _apply_to_node(view: NodeView, row: LogRow) -> None:
+    event = EventType(row.event_type)
+    if _ignored(view, row, event):
+        return
+    view.attempt = max(view.attempt, row.node_attempt)
+    _note_holder(view, row, event)
     if event is EventType.NODE_FAILED:
         retrying = bool((row.payload or {}).get("retry"))
         view.status = NodeStatus.RETRYING if retrying else NodeStatus.FAILED
@@ -128,7 +170,14 @@ def _apply_to_node(view: NodeView, row: LogRow) -> None:
         return
     if view.status is NodeStatus.COMPLETED and status is not NodeStatus.COMPLETED:
         return  # nothing after a completion changes it (a late duplicate dispatch, say)
+    if status is NodeStatus.DISPATCHED and row.node_attempt > view.retry_base:
+        view.retry_base, view.retry, view.takeovers = row.node_attempt, view.retry + 1, 0
+    view.before_cancel, view.late = (view.status if status is NodeStatus.CANCELLED else None), None
     view.status = status
+    if status is NodeStatus.CANCELLED:
+        view.completed_at = row.created_at
+        view.next_attempt_at = None
+        return
     view.next_attempt_at = (row.payload or {}).get("dueAt") if status is NodeStatus.DISPATCHED else None
     if status is NodeStatus.RUNNING and view.started_at is None:
         view.started_at = row.created_at
@@ -148,6 +197,8 @@ def fold_nodes(rows: Iterable[LogRow], run_status: RunStatus) -> dict[str, NodeV
     nodes: dict[str, NodeView] = {}
     for row in rows:
         if row.node_id is None:
+            if row.event_type == EventType.RUN_STATUS and row.node_status == RunStatus.RUNNING.value:
+                _use_late_results(nodes.values())  # a partial retry keeps what finished after the cancel
             continue
         view = nodes.setdefault(row.node_id, NodeView())
         if row.iteration:
@@ -158,6 +209,38 @@ def fold_nodes(rows: Iterable[LogRow], run_status: RunStatus) -> dict[str, NodeV
             if view.status not in TERMINAL_NODE_STATUSES:
                 view.status = NodeStatus.CANCELLED
     return nodes
+
+
+def _use_late_results(views: Iterable[NodeView]) -> None:
+    """A partial retry reopened the run: cancelled nodes resume from where they were, or from their late result."""
+    for view in views:
+        if view.before_cancel is not None:
+            late, view.late = view.late, None
+            view.status, view.before_cancel, view.completed_at = view.before_cancel, None, None
+            if late is not None:
+                _apply_to_node(view, late)
+        _use_late_results(view.iterations.values())
+
+
+def retry_count(rows: Iterable[LogRow]) -> int:
+    """How many partial retries the run has had."""
+    return sum(
+        1
+        for r in rows
+        if r.node_id is None
+        and r.event_type == EventType.RUN_STATUS
+        and (r.payload or {}).get("reason") == RETRY_REASON
+    )
+
+
+def unfinished_nodes(rows: Iterable[LogRow]) -> list[tuple[str, str, int]]:
+    """(node, iteration, attempt) of every node whose rows leave it short of a terminal status."""
+    unfinished: list[tuple[str, str, int]] = []
+    for node_id, view in fold_nodes(rows, RunStatus.RUNNING).items():
+        for iteration, each in (("", view), *view.iterations.items()):
+            if each.status not in TERMINAL_NODE_STATUSES and each.status is not NodeStatus.PENDING:
+                unfinished.append((node_id, iteration, each.attempt))
+    return unfinished
 
 
 # -- the timeline ----------------------------------------------------------------------------------
@@ -213,6 +296,11 @@ def _apply_to_bar(bar: TimelineRow, row: LogRow) -> None:
             bar.status = NodeStatus.RUNNING
         bar.started_at = bar.started_at or row.created_at
         bar.worker_id = (row.payload or {}).get("workerId")
+    elif event == EventType.NODE_CANCELLED:
+        bar.status = NodeStatus.CANCELLED
+        bar.completed_at = row.created_at
+    elif bar.status is NodeStatus.CANCELLED:
+        return  # a late result: recorded, but the attempt was cancelled
     elif event in (EventType.NODE_COMPLETED, EventType.NODE_FAILED, EventType.NODE_SKIPPED):
         bar.status = _STATUS_BY_EVENT.get(EventType(event), NodeStatus.FAILED)  # an attempt that failed stays FAILED
         bar.completed_at = row.created_at

@@ -1,16 +1,39 @@
-"""``flowdeck migrate``: Alembic upgrade to head, with the migration scripts shipped in the package."""
+"""``flowdeck migrate``: Alembic upgrade to head, with the migration scripts shipped in the package.
+
+An upgrade that changed the schema says so in one line, ``database migrated to <revision>``, logged at
+INFO on this module's logger (the CLI shows that logger's lines even when it is otherwise quiet).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
 
-__all__ = ("alembic_config", "upgrade")
+__all__ = ("Migration", "alembic_config", "upgrade")
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    before: str | None
+    """The revision the database was at (``None``: a new database)."""
+    head: str
+    """The revision it is at now, the latest one."""
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.head
 
 
 def alembic_config(database_url: str) -> Config:
@@ -20,10 +43,29 @@ def alembic_config(database_url: str) -> Config:
     return config
 
 
-def _upgrade_sync(database_url: str) -> None:
-    command.upgrade(alembic_config(database_url), "head")
+def _revision_of(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
 
 
-async def upgrade(database_url: str) -> None:
+async def _current_revision(database_url: str) -> str | None:
+    engine = create_async_engine(database_url)
+    try:
+        async with engine.connect() as conn:
+            return await conn.run_sync(_revision_of)
+    finally:
+        await engine.dispose()
+
+
+def _upgrade_sync(config: Config) -> None:
+    command.upgrade(config, "head")
+
+
+async def upgrade(database_url: str) -> Migration:
     """Migrate the database to the latest schema (the env runs its own event loop: use a thread)."""
-    await asyncio.to_thread(_upgrade_sync, database_url)
+    config = alembic_config(database_url)
+    head = ScriptDirectory.from_config(config).get_current_head() or "base"
+    before = await _current_revision(database_url)
+    if before != head:
+        await asyncio.to_thread(_upgrade_sync, config)
+        log.info("database migrated to %s", head)
+    return Migration(before, head)

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.database import Database
-from flowdeck.storage.log_fold import NodeView, TimelineRow, fold_nodes, timeline_rows
+from flowdeck.storage.log_fold import NodeView, TimelineRow, fold_nodes, retry_count, timeline_rows
 from flowdeck.storage.records import InstanceRecord, LogRow
 from flowdeck.storage.state import StateManager
 from flowdeck.storage.tables import instances
@@ -38,6 +38,7 @@ _COLUMNS = (
     instances.c.completed_at,
     instances.c.updated_at,
     instances.c.deadline_at,
+    instances.c.sla_breached_at,
 )
 _LIST_COLUMNS = tuple(c for c in _COLUMNS if c.name not in ("input", "output"))
 
@@ -47,12 +48,19 @@ class RunFilter:
     workflow_id: str | None = None
     status: RunStatus | None = None
     is_test: bool | None = None
+    created_from: float | None = None
+    """Runs created at or after this time (epoch seconds)."""
+    created_to: float | None = None
+    """Runs created before this time (epoch seconds)."""
+    id_prefix: str | None = None
+    """Runs whose id starts with this (a pasted short id)."""
 
 
 @dataclass(frozen=True, slots=True)
 class RunView:
     run: InstanceRecord
     nodes: dict[str, NodeView]
+    retries: int = 0
 
 
 def _record(row: sa.Row[tuple[object, ...]], with_payloads: bool = True) -> InstanceRecord:
@@ -85,6 +93,12 @@ class RunQueries:
             stmt = stmt.where(instances.c.status == filters.status.value)
         if filters.is_test is not None:
             stmt = stmt.where(instances.c.is_test == filters.is_test)
+        if filters.created_from is not None:
+            stmt = stmt.where(instances.c.created_at >= filters.created_from)
+        if filters.created_to is not None:
+            stmt = stmt.where(instances.c.created_at < filters.created_to)
+        if filters.id_prefix:
+            stmt = stmt.where(instances.c.id.startswith(filters.id_prefix, autoescape=True))
         if after is not None:
             created, last_id = after
             stmt = stmt.where(
@@ -105,7 +119,7 @@ class RunQueries:
         if run is None:
             return None
         rows = await self.state.read_log(instance_id)
-        return RunView(run, fold_nodes(rows, run.status))
+        return RunView(run, fold_nodes(rows, run.status), retry_count(rows))
 
     async def events(
         self, tenant_id: str, instance_id: str, after_log_id: int, limit: int

@@ -49,4 +49,5 @@ PROBLEM_CODES: Final = (
     "duplicate_output_variable",
     "unknown_variable",
     "unused_output",
+    "invalid_note",
 )

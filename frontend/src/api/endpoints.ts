@@ -2,19 +2,22 @@
 import type { DefinitionJson } from '../graph/convert';
 import { query, request, setCsrfToken } from './client';
 import type {
+  Example,
   Page,
   RunAccepted,
   RunAction,
+  RetryVersion,
   RunDetail,
   RunEvent,
   RunStatus,
   RunSummary,
-  SavedQuery,
   SaveBody,
   Session,
   TimelineRow,
   ValidationResult,
   VersionSummary,
+  NotificationSettings,
+  NotificationTest,
   WebhookInfo,
   WebhookSecret,
   Workflow,
@@ -57,9 +60,37 @@ export const webhooks = {
   rotateSecret: (workflowId: string) => request<WebhookSecret>('POST', `/api/workflows/${encodeURIComponent(workflowId)}/webhook/secret`),
 };
 
-export type TestRunBody = DefinitionJson & { input: unknown; pinned?: Record<string, unknown> };
+export const examples = {
+  list: () => request<{ items: Example[] }>('GET', '/api/examples'),
+  /** A new workflow of the tenant made from the example. */
+  start: (id: string) => request<Workflow>('POST', `/api/examples/${encodeURIComponent(id)}`),
+};
 
-export type RunFilters = { workflowId?: string; status?: RunStatus | ''; isTest?: boolean | null; cursor?: string | null };
+export const notifications = {
+  /** The signing secret's state; `secret` only the first time it is read after it was made. */
+  get: (workflowId: string) => request<NotificationSettings>('GET', `/api/workflows/${encodeURIComponent(workflowId)}/notifications`),
+  rotateSecret: (workflowId: string) =>
+    request<{ secret: string }>('POST', `/api/workflows/${encodeURIComponent(workflowId)}/notifications/secret`),
+  /** POST a signed sample payload to `url` (default: the saved one) and report the receiver's answer. */
+  test: (workflowId: string, url?: string) =>
+    request<NotificationTest>('POST', `/api/workflows/${encodeURIComponent(workflowId)}/notifications/test`, url ? { url } : {}),
+};
+
+/** `workflowId`: the saved workflow the editor is on, so that its run history lists the test run. */
+export type TestRunBody = DefinitionJson & { input: unknown; pinned?: Record<string, unknown>; workflowId?: string };
+
+export type RunFilters = {
+  workflowId?: string;
+  status?: RunStatus | '';
+  isTest?: boolean | null;
+  cursor?: string | null;
+  /** Created at or after / before (epoch seconds). */
+  from?: number | null;
+  to?: number | null;
+  /** Runs whose id starts with this. */
+  idPrefix?: string;
+  limit?: number;
+};
 
 export const runs = {
   startTest: (body: TestRunBody) => request<RunAccepted>('POST', '/api/test-runs', body),
@@ -67,16 +98,22 @@ export const runs = {
   list: (filters: RunFilters) =>
     request<Page<RunSummary>>(
       'GET',
-      `/api/runs${query({ workflowId: filters.workflowId, status: filters.status, isTest: filters.isTest, cursor: filters.cursor, limit: 50 })}`,
+      `/api/runs${query({
+        workflowId: filters.workflowId,
+        status: filters.status,
+        isTest: filters.isTest,
+        from: filters.from,
+        to: filters.to,
+        idPrefix: filters.idPrefix,
+        cursor: filters.cursor,
+        limit: filters.limit ?? 50,
+      })}`,
     ),
   get: (id: string) => request<RunDetail>('GET', `/api/runs/${encodeURIComponent(id)}`),
   events: (id: string, cursor?: string | null) =>
     request<Page<RunEvent>>('GET', `/api/runs/${encodeURIComponent(id)}/events${query({ cursor, limit: 200 })}`),
   timeline: (id: string) => request<Page<TimelineRow>>('GET', `/api/runs/${encodeURIComponent(id)}/timeline`),
   cancel: (id: string) => request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/cancel`),
-  retry: (id: string) => request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/retry`),
-};
-
-export const queries = {
-  list: () => request<Page<SavedQuery>>('GET', '/api/queries'),
+  retry: (id: string, version: RetryVersion = 'original') =>
+    request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/retry`, { version }),
 };

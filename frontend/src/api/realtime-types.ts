@@ -6,6 +6,8 @@ export type SnapshotMessage = {
   instanceID: string;
   status: RunStatus;
   nodes: Record<string, NodeState>;
+  /** When the run passed options.slaSeconds unfinished (null: it has not). */
+  slaBreachedAt?: number | null;
 };
 
 export type NodeUpdateMessage = {
@@ -31,7 +33,15 @@ export type StatusUpdateMessage = {
   error: string | null;
 };
 
-export type RealtimeMessage = SnapshotMessage | NodeUpdateMessage | StatusUpdateMessage;
+/** `workflow_sla_breach`: the run passed options.slaSeconds unfinished; it goes on. */
+export type SlaBreachMessage = {
+  kind: 'sla';
+  instanceID: string;
+  slaSeconds: number;
+  at: number;
+};
+
+export type RealtimeMessage = SnapshotMessage | NodeUpdateMessage | StatusUpdateMessage | SlaBreachMessage;
 
 export const SOCKET_EVENTS = {
   join: 'workflow_run_join',
@@ -39,4 +49,5 @@ export const SOCKET_EVENTS = {
   snapshot: 'workflow_run_snapshot',
   node: 'workflow_node_update',
   status: 'workflow_status_update',
+  sla: 'workflow_sla_breach',
 } as const;

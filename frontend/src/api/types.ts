@@ -54,7 +54,16 @@ export type RunSummary = {
   createdAt: number;
   startedAt: number | null;
   completedAt: number | null;
+  /** PENDING runs: when the scheduled start falls due (availableAt). */
+  availableAt?: number | null;
+  /** When the run passed options.slaSeconds unfinished (null: it has not). */
+  slaBreachedAt?: number | null;
 };
+
+/** options.onFailure / options.onSlaBreach: GET /api/workflows/{id}/notifications (the secret only the first time). */
+export type NotificationSettings = { hasSecret: boolean; createdAt: number | null; secret?: string };
+/** POST /api/workflows/{id}/notifications/test: what the receiver answered. */
+export type NotificationTest = { url: string; ok: boolean; status: number | null; error: string | null };
 
 export type NodeState = {
   status: NodeStatus;
@@ -69,10 +78,22 @@ export type NodeState = {
   nextAttemptAt?: number | null;
   /** The worker that started the latest attempt (after a takeover: the new holder). */
   workerId?: string | null;
+  /** The attempt within the node's current retry ("attempt 1 of 3"); `attempt` counts every attempt of the run. */
+  attemptInRetry?: number;
+  /** How many partial retries ran this node again (0: the original run). */
+  retry?: number;
   iterations?: Record<string, NodeState> | null;
 };
 
-export type RunDetail = RunSummary & { input: unknown; output: unknown; nodes: Record<string, NodeState> };
+export type RunDetail = RunSummary & {
+  input: unknown;
+  output: unknown;
+  nodes: Record<string, NodeState>;
+  /** How many partial retries the run has had. */
+  retry?: number;
+};
+
+export type RetryVersion = 'original' | 'latest';
 
 export type RunEvent = {
   logId: number;
@@ -103,14 +124,10 @@ export type TimelineRow = {
 
 export type RunAction = { instanceId: string; status: RunStatus; nodeIds: string[] };
 
-/** SPEC §6 saved queries (GET /api/queries); the backend does not serve them yet, so fields are loose. */
-export type SavedQuery = {
-  id: string;
-  name: string;
-  kind?: string;
-  sql?: string;
-  parameters?: string[];
-};
+/** SPEC §6 data sources and saved queries: see data/api.ts. */
+
+/** GET /api/examples: a workflow to start from (POST /api/examples/{id} makes it), with a sample input. */
+export type Example = { id: string; title: string; description: string; input: unknown };
 
 /** SPEC §8 webhook of a workflow (GET /api/workflows/{id}/webhook); `url` is a path (`/hooks/<id>`). */
 export type WebhookInfo = { url: string; hasSecret: boolean; createdAt: number | null; lastUsedAt: number | null };

@@ -1,6 +1,7 @@
 import { NavLink, Outlet } from 'react-router';
 
 import { useSession } from '../auth/session';
+import { ThemeToggle } from '../shared/ui/ThemeToggle';
 
 export function AppShell() {
   const { session, signOut } = useSession();
@@ -17,12 +18,19 @@ export function AppShell() {
           <NavLink to="/runs" data-testid="nav-runs">
             Runs
           </NavLink>
+          <NavLink to="/data-sources" data-testid="nav-data-sources">
+            Data sources
+          </NavLink>
+          <NavLink to="/queries" data-testid="nav-queries">
+            Queries
+          </NavLink>
         </nav>
         <span className="spacer" />
+        <ThemeToggle />
         {session && (
-          <span className="topbar__user" data-testid="current-user">
+          <NavLink to="/account" className="topbar__user" data-testid="current-user" title="Account: API tokens, password">
             {session.user.email} <span className="muted">· {session.user.tenantName}</span>
-          </span>
+          </NavLink>
         )}
         <button type="button" className="btn btn--ghost btn--small" onClick={() => void signOut()} data-testid="sign-out">
           Sign out

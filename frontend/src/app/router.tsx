@@ -1,4 +1,4 @@
-import { lazy, Suspense } from 'react';
+import { lazy, Suspense, type ReactNode } from 'react';
 import { createBrowserRouter, Outlet } from 'react-router';
 
 import { LoginPage } from '../auth/LoginPage';
@@ -12,6 +12,16 @@ import { AppShell } from './AppShell';
 
 // The widget designer (and Chart.js with it) loads on first visit only.
 const WidgetDesignerPage = lazy(() => import('../widgets/designer/WidgetDesignerPage'));
+// So do the data-source, query and account pages.
+const DataSourcesPage = lazy(() => import('../data/DataSourcesPage').then((m) => ({ default: m.DataSourcesPage })));
+const DataSourceEditPage = lazy(() => import('../data/DataSourcesPage').then((m) => ({ default: m.DataSourceEditPage })));
+const QueriesPage = lazy(() => import('../data/QueriesPage').then((m) => ({ default: m.QueriesPage })));
+const QueryEditPage = lazy(() => import('../data/QueriesPage').then((m) => ({ default: m.QueryEditPage })));
+const AccountPage = lazy(() => import('../account/AccountPage').then((m) => ({ default: m.AccountPage })));
+
+function Lazy({ children }: { children: ReactNode }) {
+  return <Suspense fallback={<div className="page">Loading…</div>}>{children}</Suspense>;
+}
 
 function Root() {
   return (
@@ -50,6 +60,13 @@ export const router = createBrowserRouter([
               },
               { path: '/runs', element: <RunHistoryPage /> },
               { path: '/runs/:runId', element: <RunDetailPage /> },
+              { path: '/data-sources', element: <Lazy><DataSourcesPage /></Lazy> },
+              { path: '/data-sources/new', element: <Lazy><DataSourceEditPage /></Lazy> },
+              { path: '/data-sources/:sourceId', element: <Lazy><DataSourceEditPage /></Lazy> },
+              { path: '/queries', element: <Lazy><QueriesPage /></Lazy> },
+              { path: '/queries/new', element: <Lazy><QueryEditPage /></Lazy> },
+              { path: '/queries/:queryId', element: <Lazy><QueryEditPage /></Lazy> },
+              { path: '/account', element: <Lazy><AccountPage /></Lazy> },
               { path: '*', element: <NotFound /> },
             ],
           },

@@ -8,8 +8,10 @@ import { displayStatus, timeSpan } from '../runs/runReducer';
 import { formatDuration } from '../shared/format';
 import { JsonView } from '../shared/ui/JsonView';
 import { StatusBadge } from '../shared/ui/StatusBadge';
+import { SlaBadge } from '../runs/SlaBadge';
 import { CodeEditor } from './inspector/LazyCodeEditor';
 import { useEditor, useEditorStoreApi } from './storeContext';
+import { TestInputCheck } from './TestInputCheck';
 
 export type BottomTab = 'input' | 'run' | 'problems';
 
@@ -57,6 +59,7 @@ function RunTab({ onStop, onRunAgain }: { onStop: () => void; onRunAgain: () => 
     <div className="run-tab" data-testid="run-panel" data-run-id={run.runId} data-status={run.status}>
       <div className="run-tab__head">
         <StatusBadge status={run.status} testId="run-status" />
+        <SlaBadge at={run.slaBreachedAt} />
         <code className="muted small">{run.runId}</code>
         <span className="spacer" />
         {!finished ? (
@@ -112,7 +115,6 @@ export function BottomPanel({
   setTab,
   open,
   setOpen,
-  inputError,
   onStop,
   onRunAgain,
 }: {
@@ -120,6 +122,7 @@ export function BottomPanel({
   setTab: (tab: BottomTab) => void;
   open: boolean;
   setOpen: (open: boolean) => void;
+  /** The error of the last refused Test run (the input is also checked as it is typed, TestInputCheck). */
   inputError: string | null;
   onStop: () => void;
   onRunAgain: () => void;
@@ -174,7 +177,7 @@ export function BottomPanel({
             <div className="input-tab">
               <p className="muted small">The run input as JSON: nodes read it as <code>ctx.input</code>.</p>
               <CodeEditor language="json" value={testInput} onChange={(v) => store.getState().setTestInput(v)} testId="test-input" minHeight={120} />
-              {inputError && <div className="field__error">{inputError}</div>}
+              <TestInputCheck text={testInput} />
             </div>
           )}
           {tab === 'run' && <RunTab onStop={onStop} onRunAgain={onRunAgain} />}

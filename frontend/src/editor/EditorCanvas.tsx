@@ -17,9 +17,11 @@ import { useCallback, useEffect, useRef, useState, type DragEvent } from 'react'
 
 import { checkConnection } from '../graph/connect';
 import { isNodeType, NODE_TYPE_INFO, type EditorEdge, type EditorNode } from '../graph/model';
+import { useTheme } from '../shared/theme';
 import { toast } from '../shared/toasts';
 import { edgeTypes, nodeTypes } from './nodeTypes';
 import { PALETTE_MIME } from './palette/NodePalette';
+import { CanvasOverlays } from './canvas/CanvasOverlays';
 import { allMeasured } from './editorStore';
 import { useEditor, useEditorStoreApi } from './storeContext';
 
@@ -60,6 +62,7 @@ export function EditorCanvas() {
   const onEdgesChange = useEditor((s) => s.onEdgesChange);
   const { screenToFlowPosition, fitView } = useReactFlow<EditorNode, EditorEdge>();
   const initialized = useNodesInitialized();
+  const { theme } = useTheme();
   const [ready, setReady] = useState(false);
 
   // Fit the graph once its nodes are measured; `data-ready` tells tests the viewport has settled.
@@ -175,11 +178,13 @@ export function EditorCanvas() {
         maxZoom={2}
         snapToGrid
         snapGrid={SNAP_GRID}
+        colorMode={theme}
       >
-        <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="#cbd2dd" />
+        <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color={theme === 'dark' ? '#3a4150' : '#cbd2dd'} />
         {/* The minimap draws every node again: it waits until the canvas has settled and painted. */}
         {showMinimap && <MiniMap<EditorNode> pannable zoomable nodeColor={minimapColor} nodeStrokeWidth={2} ariaLabel="Minimap" style={MINIMAP_STYLE} />}
         <Controls showInteractive={false} />
+        <CanvasOverlays />
       </ReactFlow>
       {nodes.length === 0 && !readOnly && (
         <div className="canvas__empty" data-testid="canvas-empty">

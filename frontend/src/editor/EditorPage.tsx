@@ -9,22 +9,25 @@ import { preconnectRealtime } from '../api/realtime';
 import type { VersionSummary, Workflow } from '../api/types';
 import { TERMINAL_RUN_STATUSES } from '../api/types';
 import { ancestors } from '../graph/connect';
-import type { EditorEdge, EditorNode, NodeType } from '../graph/model';
+import type { EditorEdge, EditorNode } from '../graph/model';
 import { completedOutputs } from '../runs/runReducer';
 import { formatTime } from '../shared/format';
 import { errorMessage, toast } from '../shared/toasts';
 import { BottomPanel, type BottomTab } from './BottomPanel';
+import { useEditorActions } from './canvas/useEditorActions';
 import { readClipboard, writeClipboard } from './clipboardStore';
 import { ConflictDialog, ExecuteDialog, HelpOverlay, LeaveDialog } from './dialogs';
 import { definitionJson, type EditorStore, type WorkflowMeta } from './editorStore';
 import { EditorCanvas } from './EditorCanvas';
 import { useLiveValidation, usePerWorkflowDrafts } from './hooks';
 import { NodeInspector } from './inspector/NodeInspector';
-import { NodePalette } from './palette/NodePalette';
+import { FOCUS_PALETTE_EVENT, NodePalette } from './palette/NodePalette';
 import { prefetchWorkflowOfLocation, takeArrivedWorkflow, takePrefetchedWorkflow } from './prefetch';
 import { EditorStoreProvider, useEditor, useEditorStoreApi } from './storeContext';
 import { useShortcuts } from './useShortcuts';
+import { useLastTestRun } from './useLastTestRun';
 import { useTestRun } from './useTestRun';
+import { WorkflowJsonMenu } from './WorkflowJsonMenu';
 
 // Settings (schedules, webhook) load on first open, in their own chunk with the cron library.
 const SettingsPanel = lazy(() => import('./settings/SettingsPanel'));
@@ -100,6 +103,7 @@ function Toolbar({
   const dirty = useDirty();
   const [versionsOpen, setVersionsOpen] = useState(false);
   const flow = useReactFlow();
+  const actions = useEditorActions();
 
   return (
     <div className="toolbar" data-testid="editor-toolbar">
@@ -129,8 +133,11 @@ function Toolbar({
           <button type="button" className="btn btn--icon" title="Redo (Ctrl+Shift+Z)" disabled={!canRedo} onClick={() => store.getState().redo()} data-testid="redo">
             ↷
           </button>
-          <button type="button" className="btn btn--icon" title="Auto-layout (Shift+L)" onClick={() => { store.getState().layout(); window.setTimeout(() => void flow.fitView({ padding: 0.2, duration: 200 }), 50); }} data-testid="auto-layout">
+          <button type="button" className="btn btn--icon" title="Auto-layout (Shift+L)" onClick={actions.layout} data-testid="auto-layout">
             ⊞
+          </button>
+          <button type="button" className="btn btn--icon" title="Add a sticky note (Shift+N)" onClick={actions.addNote} data-testid="add-note">
+            ✎
           </button>
         </div>
       )}
@@ -145,6 +152,7 @@ function Toolbar({
           {versionsOpen && <VersionsMenu workflowId={workflowId} current={version} onClose={() => setVersionsOpen(false)} />}
         </div>
       )}
+      <WorkflowJsonMenu />
       {workflowId && (
         <Link className="btn" to={`/runs?workflowId=${workflowId}`} data-testid="runs-link">
           Runs
@@ -239,6 +247,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
   const [bottomOpen, setBottomOpen] = useState(false);
   const [inputError, setInputError] = useState<string | null>(null);
   const readOnly = viewVersion !== null;
+  const actions = useEditorActions();
   const inspectorOpen = useEditor((s) => s.inspectorNodeId !== null);
   const dirty = useDirty();
 
@@ -259,6 +268,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
     setBottomOpen(true);
   }, []);
   const testRun = useTestRun(store, onInputError);
+  useLastTestRun(store, workflowId, loaded && !readOnly, testRun.follow);
 
   const load = useCallback(async () => {
     setLoadError(null);
@@ -311,8 +321,10 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
           Object.entries(completedOutputs({ ...detail, runId: detail.instanceId, log: [] })).filter(([id]) => ids.has(id)),
         );
         store.getState().setPins({ ...store.getState().pins, ...outputs });
+        // The run's input becomes the test input, so a test run replays it exactly.
+        store.getState().setTestInput(JSON.stringify(detail.input ?? {}, null, 2));
         store.getState().dispatchRun({ kind: 'detail', detail });
-        toast('success', `Loaded ${Object.keys(outputs).length} node outputs of run ${debugRun.slice(0, 8)} as pins.`);
+        toast('success', `Loaded the input and ${Object.keys(outputs).length} node outputs of run ${debugRun.slice(0, 8)} as pins.`);
         setSearch({}, { replace: true });
       })
       .catch((err: unknown) => toast('error', `Could not load run ${debugRun}: ${errorMessage(err)}`));
@@ -432,12 +444,9 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
     duplicate: editable ? () => store.getState().duplicateSelection() : undefined,
     delete: editable ? () => store.getState().deleteSelection() : undefined,
     selectAll: () => store.getState().selectAll(),
-    layout: editable
-      ? () => {
-          store.getState().layout();
-          window.setTimeout(() => void flow.fitView({ padding: 0.2, duration: 200 }), 50);
-        }
-      : undefined,
+    layout: editable ? actions.layout : undefined,
+    searchNodes: editable ? () => window.dispatchEvent(new Event(FOCUS_PALETTE_EVENT)) : undefined,
+    addNote: editable ? actions.addNote : undefined,
     fitView: () => void flow.fitView({ padding: 0.2, duration: 200 }),
     zoomIn: () => void flow.zoomIn({ duration: 150 }),
     zoomOut: () => void flow.zoomOut({ duration: 150 }),
@@ -463,12 +472,6 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
     return () => window.removeEventListener('beforeunload', onBeforeUnload);
   }, [dirty]);
 
-  const addFromPalette = (type: NodeType) => {
-    const canvas = document.querySelector('[data-testid="canvas"]')?.getBoundingClientRect();
-    const jitter = (store.getState().nodes.length % 5) * 24;
-    const p = canvas ? flow.screenToFlowPosition({ x: canvas.left + canvas.width / 2, y: canvas.top + canvas.height / 2 }) : { x: 0, y: 0 };
-    store.getState().addNode(type, { x: Math.round(p.x - 110 + jitter), y: Math.round(p.y - 30 + jitter) });
-  };
 
   if (loadError) {
     return (
@@ -496,7 +499,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
       />
       {readOnly && viewVersion !== null && <ReadOnlyBanner workflowId={workflowId} version={viewVersion} />}
       <div className="editor__body">
-        <NodePalette onAdd={addFromPalette} disabled={readOnly} />
+        <NodePalette onAdd={actions.addNode} disabled={readOnly} />
         <div className="editor__main">
           <EditorCanvas />
           <BottomPanel

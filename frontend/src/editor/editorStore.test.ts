@@ -165,3 +165,101 @@ describe('editor store', () => {
     expect(s().title).toBe('T');
   });
 });
+
+describe('editor store with node ids that are Object.prototype names', () => {
+  const definition = {
+    nodes: [
+      { id: '__proto__', type: 'start', config: {} },
+      { id: 'constructor', type: 'python', config: { code: 'return 1' } },
+      { id: 'toString', type: 'end', config: { outputParameters: {} } },
+    ],
+    edges: [
+      { id: 'e1', source: '__proto__', target: 'constructor', sourceHandle: 'default' },
+      { id: 'e2', source: 'constructor', target: 'toString', sourceHandle: 'success' },
+    ],
+  };
+
+  it('loads, and indexes problems and pins by id', () => {
+    const store = createEditorStore();
+    const s = () => store.getState();
+    s().load({ workflowId: 'w1', version: 1, title: 'T', description: null, options: null }, definition);
+    expect(s().nodes.map((n) => n.id)).toEqual(['__proto__', 'constructor', 'toString']);
+    expect(s().edges).toHaveLength(2);
+    expect(s().problemIndex.byNode.constructor).toBeUndefined();
+
+    s().setProblems([{ code: 'x', message: 'bad', nodeId: '__proto__' }]);
+    expect(s().problemIndex.byNode.__proto__?.map((p) => p.message)).toEqual(['bad']);
+    expect(s().problemIndex.byNode.toString).toBeUndefined();
+
+    expect('constructor' in s().pins).toBe(false);
+    s().setPin('__proto__', { pinned: true });
+    s().setPin('constructor', 2);
+    expect(Object.keys(s().pins).sort()).toEqual(['__proto__', 'constructor']);
+    s().removePin('__proto__');
+    expect(Object.keys(s().pins)).toEqual(['constructor']);
+    s().setPins(JSON.parse('{"__proto__": 1}') as Record<string, unknown>);
+    expect(s().pins.__proto__).toBe(1);
+
+  });
+});
+
+describe('editor store: issue 13 conveniences', () => {
+  it('adds a node right of the selected one, wired to it, with a readable id', () => {
+    const store = loaded();
+    const s = () => store.getState();
+    s().openInspector('start');
+    s().deleteElements([], s().edges.map((e) => e.id));
+    const id = s().addNodeNext('python', { x: 0, y: 0 });
+    expect(id).toBe('python');
+    expect(s().edges).toEqual([expect.objectContaining({ source: 'start', target: 'python', sourceHandle: 'default' })]);
+    const next = s().addNodeNext('python', { x: 0, y: 0 });
+    expect(next).toBe('python_2');
+    expect(s().edges.find((e) => e.target === 'python_2')).toMatchObject({ source: 'python', sourceHandle: 'success' });
+    s().undo();
+    expect(s().nodes.map((n) => n.id)).not.toContain('python_2');
+    expect(s().edges.some((e) => e.target === 'python_2')).toBe(false);
+  });
+
+  it('renames an output variable in the templates that use it, in one undo step', () => {
+    const store = loaded();
+    const s = () => store.getState();
+    const py = s().addNode('python', { x: 0, y: 0 });
+    s().updateNode('end', { config: { outputParameters: { n: `{{ ctx.${py}.value }}` } } });
+    s().renameVariable(py, 'count');
+    expect(s().nodes.find((n) => n.id === 'end')?.data.config).toEqual({ outputParameters: { n: '{{ ctx.count.value }}' } });
+    s().renameVariable(py, 'total');
+    expect(s().nodes.find((n) => n.id === 'end')?.data.config).toEqual({ outputParameters: { n: '{{ ctx.total.value }}' } });
+    s().undo();
+    expect(s().nodes.find((n) => n.id === 'end')?.data.config).toEqual({ outputParameters: { n: '{{ ctx.count.value }}' } });
+    expect(s().nodes.find((n) => n.id === py)?.data.outputVariable).toBe('count');
+  });
+
+  it('gives a relabelled node the id its label makes, following edges and references', () => {
+    const store = loaded();
+    const s = () => store.getState();
+    const py = s().addNode('python', { x: 0, y: 0 });
+    s().connect({ source: 'start', target: py, sourceHandle: 'default', targetHandle: 'in' });
+    s().updateNode('end', { config: { outputParameters: { n: `{{ ctx.${py}.value }}` } } });
+    s().updateNode(py, { label: 'Count items' }, `label:${py}`);
+    s().renameIdFromLabel(py);
+    expect(s().nodes.map((n) => n.id)).toContain('count_items');
+    expect(s().edges.find((e) => e.source === 'start' && e.target === 'count_items')).toBeDefined();
+    expect(s().nodes.find((n) => n.id === 'end')?.data.config).toEqual({ outputParameters: { n: '{{ ctx.count_items.value }}' } });
+    expect(s().inspectorNodeId).toBe('count_items');
+  });
+
+  it('keeps sticky notes in the definition, with undo', () => {
+    const store = loaded();
+    const s = () => store.getState();
+    const id = s().addNote({ x: 10, y: 20 });
+    s().updateNote(id, { text: 'h' }, `note-text:${id}`);
+    s().updateNote(id, { text: 'hi' }, `note-text:${id}`);
+    expect(s().definition().notes).toEqual([{ id, text: 'hi', position: { x: 10, y: 20 }, size: { width: 220, height: 140 } }]);
+    s().undo();
+    expect(s().notes[0]?.text).toBe('');
+    s().deleteNote(id);
+    expect(s().definition().notes).toBeUndefined();
+    s().undo();
+    expect(s().notes).toHaveLength(1);
+  });
+});

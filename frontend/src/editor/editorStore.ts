@@ -10,16 +10,19 @@ import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { Problem } from '../api/types';
 import { copyFragment, pasteFragment, type Fragment } from '../graph/clipboard';
 import { checkConnection } from '../graph/connect';
-import { toDefinition, toFlow, type DefinitionJson, type WorkflowOptions } from '../graph/convert';
+import { toDefinition, toFlow, type DefinitionJson, type NoteJson, type WorkflowOptions } from '../graph/convert';
+import { elkLayout, type EdgeRoute } from '../graph/elkLayout';
 import { sourceHandleIds, TARGET_HANDLE } from '../graph/handles';
 import { emptyHistory, record, redo, undo, type History } from '../graph/history';
-import { newEdgeId, newId } from '../graph/ids';
-import { autoLayout } from '../graph/layout';
+import { idFromLabel, newEdgeId, newId } from '../graph/ids';
+import { placeNewNode } from '../graph/placement';
+import { renameVariableInNodes } from '../graph/rename';
 import { createNode, type EditorEdge, type EditorNode, type NodeData, type NodeType } from '../graph/model';
 import { runReducer, type RunAction, type RunView } from '../runs/runReducer';
+import { dict, dictOf, withKey, withoutKey, type Dict } from '../shared/dict';
 
-/** What undo/redo restores: the graph and the workflow's own fields (title, description, options). */
-export type Snapshot = { nodes: EditorNode[]; edges: EditorEdge[] } & WorkflowFields;
+/** What undo/redo restores: the graph, its sticky notes and the workflow's own fields (title, description, options). */
+export type Snapshot = { nodes: EditorNode[]; edges: EditorEdge[]; notes: NoteJson[] } & WorkflowFields;
 
 export type WorkflowFields = { title: string; description: string | null; options: WorkflowOptions | null };
 
@@ -31,9 +34,10 @@ export type WorkflowMeta = {
   options: WorkflowOptions | null;
 };
 
+/** By node and edge id: null-prototype records (shared/dict), as every record keyed by an id. */
 export type ProblemIndex = {
-  byNode: Record<string, Problem[]>;
-  byEdge: Record<string, Problem[]>;
+  byNode: Dict<Problem[]>;
+  byEdge: Dict<Problem[]>;
 };
 
 export type ConnectResult = { ok: true } | { ok: false; reason: string };
@@ -41,19 +45,22 @@ export type ConnectResult = { ok: true } | { ok: false; reason: string };
 export type EditorState = WorkflowMeta & {
   nodes: EditorNode[];
   edges: EditorEdge[];
+  notes: NoteJson[];
+  /** Edge routes of the last auto-layout (each valid while its two nodes stay put); not saved. */
+  routes: Dict<EdgeRoute>;
   history: History<Snapshot>;
   savedJson: string;
   readOnly: boolean;
   problems: Problem[];
   problemIndex: ProblemIndex;
   run: RunView | null;
-  pins: Record<string, unknown>;
+  pins: Dict<unknown>;
   inspectorNodeId: string | null;
   testInput: string;
 
-  load(meta: WorkflowMeta, definition: Pick<DefinitionJson, 'nodes' | 'edges'>, options?: { readOnly?: boolean }): void;
+  load(meta: WorkflowMeta, definition: Pick<DefinitionJson, 'nodes' | 'edges' | 'notes'>, options?: { readOnly?: boolean }): void;
   markSaved(meta: WorkflowMeta, savedJson: string): void;
-  replaceGraph(definition: Pick<DefinitionJson, 'nodes' | 'edges'>): void;
+  replaceGraph(definition: Pick<DefinitionJson, 'nodes' | 'edges' | 'notes'>): void;
   setTitle(title: string): void;
   /** Edit title, description or options like a node edit: one undo step (same `coalesceKey` typing folds). */
   updateWorkflow(patch: Partial<WorkflowFields>, coalesceKey?: string): void;
@@ -62,7 +69,16 @@ export type EditorState = WorkflowMeta & {
   onEdgesChange(changes: EdgeChange<EditorEdge>[]): void;
   beginMove(): void;
   connect(connection: Connection): ConnectResult;
-  addNode(type: NodeType, position: { x: number; y: number }): string;
+  addNode(type: NodeType, position: { x: number; y: number }, connectFrom?: { source: string; sourceHandle: string } | null): string;
+  /** Add by click or Enter: right of the selected node and wired to it, else at a free spot near `fallback`. */
+  addNodeNext(type: NodeType, fallback: { x: number; y: number }): string;
+  /** Set a node's output variable and rewrite every template, expression and code that used the old one. */
+  renameVariable(nodeId: string, variable: string | undefined): void;
+  /** Give a node the readable id its label makes (`count_items`), following edges, pins and references. */
+  renameIdFromLabel(nodeId: string): void;
+  addNote(position: { x: number; y: number }): string;
+  updateNote(id: string, patch: Partial<Omit<NoteJson, 'id'>>, coalesceKey?: string): void;
+  deleteNote(id: string): void;
   updateNode(id: string, patch: Partial<NodeData>, coalesceKey?: string): void;
   deleteSelection(): void;
   deleteElements(nodeIds: readonly string[], edgeIds: readonly string[]): void;
@@ -72,7 +88,7 @@ export type EditorState = WorkflowMeta & {
   copySelection(): Fragment | null;
   paste(fragment: Fragment, offset?: { x: number; y: number }): void;
   duplicateSelection(): void;
-  layout(): void;
+  layout(): Promise<void>;
   undo(): void;
   redo(): void;
   setProblems(problems: Problem[]): void;
@@ -88,8 +104,8 @@ export type EditorState = WorkflowMeta & {
 export type EditorStore = StoreApi<EditorState>;
 
 function indexProblems(problems: readonly Problem[]): ProblemIndex {
-  const byNode: Record<string, Problem[]> = {};
-  const byEdge: Record<string, Problem[]> = {};
+  const byNode = dict<Problem[]>();
+  const byEdge = dict<Problem[]>();
   for (const p of problems) {
     if (p.edgeId) (byEdge[p.edgeId] ??= []).push(p);
     else if (p.nodeId) (byNode[p.nodeId] ??= []).push(p);
@@ -97,7 +113,7 @@ function indexProblems(problems: readonly Problem[]): ProblemIndex {
   return { byNode, byEdge };
 }
 
-type DefinitionInputs = Pick<EditorState, 'nodes' | 'edges' | 'title' | 'description' | 'options'>;
+type DefinitionInputs = Pick<EditorState, 'nodes' | 'edges' | 'notes' | 'title' | 'description' | 'options'>;
 
 let lastDefinition: { inputs: DefinitionInputs; json: string } | null = null;
 
@@ -112,6 +128,7 @@ export function definitionJson(state: DefinitionInputs): string {
     last &&
     last.inputs.nodes === state.nodes &&
     last.inputs.edges === state.edges &&
+    last.inputs.notes === state.notes &&
     last.inputs.title === state.title &&
     last.inputs.description === state.description &&
     last.inputs.options === state.options
@@ -121,11 +138,11 @@ export function definitionJson(state: DefinitionInputs): string {
   const json = JSON.stringify(
     toDefinition(
       { nodes: state.nodes, edges: state.edges },
-      { title: state.title, description: state.description, options: state.options },
+      { title: state.title, description: state.description, options: state.options, notes: state.notes },
     ),
   );
   lastDefinition = {
-    inputs: { nodes: state.nodes, edges: state.edges, title: state.title, description: state.description, options: state.options },
+    inputs: { nodes: state.nodes, edges: state.edges, notes: state.notes, title: state.title, description: state.description, options: state.options },
     json,
   };
   return json;
@@ -151,43 +168,49 @@ export function createEditorStore(): EditorStore {
     const snapshot = (state: EditorState): Snapshot => ({
       nodes: state.nodes,
       edges: state.edges,
+      notes: state.notes,
       title: state.title,
       description: state.description,
       options: state.options,
     });
-    const change = (mutate: (s: Snapshot) => Pick<Snapshot, 'nodes' | 'edges'>, key?: string) => {
+    const change = (mutate: (s: Snapshot) => Pick<Snapshot, 'nodes' | 'edges'> & { notes?: NoteJson[] }, key?: string) => {
       const state = get();
       if (state.readOnly) return;
       const before = snapshot(state);
       const after = mutate(before);
-      if (after.nodes === before.nodes && after.edges === before.edges) return;
-      set({ nodes: after.nodes, edges: after.edges, history: record(state.history, before, key === undefined ? {} : { key }) });
+      const notes = after.notes ?? before.notes;
+      if (after.nodes === before.nodes && after.edges === before.edges && notes === before.notes) return;
+      set({ nodes: after.nodes, edges: after.edges, notes, history: record(state.history, before, key === undefined ? {} : { key }) });
     };
+    const variables = (nodes: readonly EditorNode[]) => new Set(nodes.flatMap((n) => [n.id, n.data.outputVariable ?? n.id]));
 
     return {
       ...EMPTY_META,
       nodes: [],
       edges: [],
+      notes: [],
+      routes: dict(),
       history: emptyHistory(),
       savedJson: '',
       readOnly: false,
       problems: [],
-      problemIndex: { byNode: {}, byEdge: {} },
+      problemIndex: { byNode: dict(), byEdge: dict() },
       run: null,
-      pins: {},
+      pins: dict(),
       inspectorNodeId: null,
       testInput: '{}',
 
       load(meta, definition, options = {}) {
         const flow = toFlow(definition);
-        const next = { ...meta, nodes: flow.nodes, edges: flow.edges };
+        const next = { ...meta, nodes: flow.nodes, edges: flow.edges, notes: definition.notes ?? [] };
         set({
+          routes: dict(),
           ...next,
           history: emptyHistory(),
           savedJson: definitionJson(next),
           readOnly: options.readOnly ?? false,
           problems: [],
-          problemIndex: { byNode: {}, byEdge: {} },
+          problemIndex: { byNode: dict(), byEdge: dict() },
           inspectorNodeId: null,
         });
       },
@@ -198,7 +221,7 @@ export function createEditorStore(): EditorStore {
 
       replaceGraph(definition) {
         const flow = toFlow(definition);
-        change(() => ({ nodes: flow.nodes, edges: flow.edges }));
+        change(() => ({ nodes: flow.nodes, edges: flow.edges, notes: definition.notes ?? [] }));
       },
 
       setTitle(title) {
@@ -217,7 +240,7 @@ export function createEditorStore(): EditorStore {
 
       definition() {
         const s = get();
-        return toDefinition({ nodes: s.nodes, edges: s.edges }, { title: s.title, description: s.description, options: s.options });
+        return toDefinition({ nodes: s.nodes, edges: s.edges }, { title: s.title, description: s.description, options: s.options, notes: s.notes });
       },
 
       onNodesChange(changes) {
@@ -265,12 +288,86 @@ export function createEditorStore(): EditorStore {
         return { ok: true };
       },
 
-      addNode(type, position) {
-        const id = newId(type, new Set(get().nodes.map((n) => n.id)));
+      addNode(type, position, connectFrom = null) {
+        const state = get();
+        const id = idFromLabel(createNode(type, 'x', position).data.label, variables(state.nodes));
         const node = { ...createNode(type, id, position), selected: true } as EditorNode;
-        change((s) => ({ nodes: [...s.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), node], edges: s.edges }));
+        change((s) => {
+          const edges = connectFrom
+            ? [
+                ...s.edges,
+                {
+                  id: newEdgeId(new Set(s.edges.map((e) => e.id))),
+                  source: connectFrom.source,
+                  target: id,
+                  sourceHandle: connectFrom.sourceHandle,
+                  targetHandle: TARGET_HANDLE,
+                },
+              ]
+            : s.edges;
+          return { nodes: [...s.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), node], edges };
+        });
         set({ inspectorNodeId: id });
         return id;
+      },
+
+      addNodeNext(type, fallback) {
+        const s = get();
+        const selected = s.nodes.filter((n) => n.selected);
+        const from = (s.inspectorNodeId ? nodeIndex(s.nodes).get(s.inspectorNodeId) : undefined) ?? (selected.length === 1 ? selected[0] : undefined);
+        const placement = placeNewNode(s.nodes, s.edges, type, from ?? null, fallback);
+        return get().addNode(type, placement.position, placement.connectFrom);
+      },
+
+      renameVariable(nodeId, variable) {
+        change((s) => {
+          const node = nodeIndex(s.nodes).get(nodeId);
+          if (!node || (node.data.outputVariable ?? undefined) === variable) return s;
+          const from = node.data.outputVariable || node.id;
+          const to = variable || node.id;
+          const nodes = s.nodes.map((n) => {
+            if (n.id !== nodeId) return n;
+            const data = { ...n.data };
+            if (variable) data.outputVariable = variable;
+            else delete data.outputVariable;
+            return { ...n, data } as EditorNode;
+          });
+          return { nodes: renameVariableInNodes(nodes, from, to), edges: s.edges };
+        });
+      },
+
+      renameIdFromLabel(nodeId) {
+        const state = get();
+        const node = nodeIndex(state.nodes).get(nodeId);
+        if (!node || state.readOnly) return;
+        const taken = variables(state.nodes.filter((n) => n.id !== nodeId));
+        const id = idFromLabel(node.data.label, taken);
+        if (id === nodeId || (node.type === 'start' && nodeId === 'start') || (node.type === 'end' && nodeId === 'end')) return;
+        change((s) => {
+          const moved = s.nodes.map((n) => (n.id === nodeId ? ({ ...n, id } as EditorNode) : n));
+          const nodes = node.data.outputVariable ? moved : renameVariableInNodes(moved, nodeId, id);
+          const edges = s.edges.map((e) =>
+            e.source === nodeId || e.target === nodeId ? { ...e, source: e.source === nodeId ? id : e.source, target: e.target === nodeId ? id : e.target } : e,
+          );
+          return { nodes, edges };
+        }, `label:${nodeId}`);
+        const s = get();
+        const pins = nodeId in s.pins ? Object.fromEntries(Object.entries(s.pins).map(([k, v]) => [k === nodeId ? id : k, v])) : s.pins;
+        set({ pins, inspectorNodeId: s.inspectorNodeId === nodeId ? id : s.inspectorNodeId });
+      },
+
+      addNote(position) {
+        const id = newId('note', new Set(get().notes.map((n) => n.id)));
+        change((s) => ({ nodes: s.nodes, edges: s.edges, notes: [...s.notes, { id, text: '', position, size: { width: 220, height: 140 } }] }));
+        return id;
+      },
+
+      updateNote(id, patch, coalesceKey) {
+        change((s) => ({ nodes: s.nodes, edges: s.edges, notes: s.notes.map((n) => (n.id === id ? { ...n, ...patch } : n)) }), coalesceKey);
+      },
+
+      deleteNote(id) {
+        change((s) => ({ nodes: s.nodes, edges: s.edges, notes: s.notes.filter((n) => n.id !== id) }));
       },
 
       updateNode(id, patch, coalesceKey) {
@@ -349,11 +446,14 @@ export function createEditorStore(): EditorStore {
         if (fragment) get().paste(fragment);
       },
 
-      layout() {
-        change((s) => {
-          const positions = autoLayout(s.nodes, s.edges);
-          return { nodes: s.nodes.map((n) => ({ ...n, position: positions.get(n.id) ?? n.position })), edges: s.edges };
-        });
+      async layout() {
+        const before = get();
+        if (before.readOnly || before.nodes.length === 0) return;
+        const { positions, routes } = await elkLayout(before.nodes, before.edges);
+        // The graph may have changed while ELK worked: lay out only if it is the one that was measured.
+        if (get().nodes !== before.nodes || get().edges !== before.edges) return;
+        change((s) => ({ nodes: s.nodes.map((n) => ({ ...n, position: positions.get(n.id) ?? n.position })), edges: s.edges }));
+        set({ routes });
       },
 
       undo() {
@@ -383,19 +483,15 @@ export function createEditorStore(): EditorStore {
       },
 
       setPin(nodeId, output) {
-        set((s) => ({ pins: { ...s.pins, [nodeId]: output } }));
+        set((s) => ({ pins: withKey(s.pins, nodeId, output) }));
       },
 
       removePin(nodeId) {
-        set((s) => {
-          const pins = { ...s.pins };
-          delete pins[nodeId];
-          return { pins };
-        });
+        set((s) => ({ pins: withoutKey(s.pins, nodeId) }));
       },
 
       setPins(pins) {
-        set({ pins });
+        set({ pins: dictOf(pins) });
       },
 
       openInspector(nodeId) {

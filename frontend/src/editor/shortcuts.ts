@@ -18,6 +18,8 @@ export type ShortcutId =
   | 'pin'
   | 'help'
   | 'settings'
+  | 'searchNodes'
+  | 'addNote'
   | 'escape';
 
 export type KeyEventLike = {
@@ -57,6 +59,8 @@ export const SHORTCUTS: readonly Shortcut[] = [
   { id: 'delete', group: 'Edit', description: 'Delete selection', bindings: [{ key: 'Delete' }, { key: 'Backspace' }] },
   { id: 'selectAll', group: 'Edit', description: 'Select all nodes', bindings: [{ key: 'a', mod: true }] },
   { id: 'pin', group: 'Edit', description: 'Pin / unpin the selected node’s last output', bindings: [{ key: 'p' }] },
+  { id: 'searchNodes', group: 'Edit', description: 'Search the node panel (Enter adds the node)', bindings: [{ key: '/' }] },
+  { id: 'addNote', group: 'Edit', description: 'Add a sticky note', bindings: [{ key: 'n', shift: true }] },
   { id: 'layout', group: 'Canvas', description: 'Auto-layout (tidy up)', bindings: [{ key: 'l', shift: true }] },
   { id: 'fitView', group: 'Canvas', description: 'Zoom to fit', bindings: [{ key: '1' }] },
   { id: 'zoomIn', group: 'Canvas', description: 'Zoom in', bindings: [{ key: '+' }, { key: '=' }] },

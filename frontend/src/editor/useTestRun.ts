@@ -2,7 +2,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 
 import { ApiError } from '../api/client';
-import { runs } from '../api/endpoints';
+import { runs, type TestRunBody } from '../api/endpoints';
 import { subscribeToRun } from '../api/realtime';
 import type { RealtimeMessage } from '../api/realtime-types';
 import { TERMINAL_RUN_STATUSES } from '../api/types';
@@ -13,6 +13,8 @@ export type TestRunControls = {
   starting: boolean;
   start: (extraPins?: Record<string, unknown>) => Promise<void>;
   stop: () => Promise<void>;
+  /** Follow a test run that is already going (one found again after a reload). */
+  follow: (runId: string) => Promise<void>;
 };
 
 export function parseJsonInput(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
@@ -42,6 +44,22 @@ export function useTestRun(store: EditorStore, onInputError: (message: string) =
     [store],
   );
 
+  const follow = useCallback(
+    async (instanceId: string) => {
+      leave.current?.();
+      leave.current = null;
+      let first = true;
+      const onMessage = (msg: RealtimeMessage) => {
+        if (first) performance.mark('flowdeck:test-run-first-message');
+        first = false;
+        store.getState().dispatchRun(msg);
+        if ((msg.kind === 'status' || msg.kind === 'snapshot') && TERMINAL_RUN_STATUSES.has(msg.status)) void refresh(instanceId);
+      };
+      leave.current = await subscribeToRun(instanceId, onMessage);
+    },
+    [store, refresh],
+  );
+
   const start = useCallback(
     async (extraPins: Record<string, unknown> = {}) => {
       const state = store.getState();
@@ -58,19 +76,14 @@ export function useTestRun(store: EditorStore, onInputError: (message: string) =
       leave.current?.();
       leave.current = null;
       try {
-        const body = Object.keys(pinned).length > 0 ? { ...definition, input: input.value, pinned } : { ...definition, input: input.value };
+        const body: TestRunBody = { ...definition, input: input.value };
+        if (Object.keys(pinned).length > 0) body.pinned = pinned;
+        if (state.workflowId && !state.readOnly) body.workflowId = state.workflowId; // listed in its history
         performance.mark('flowdeck:test-run-requested');
         const { instanceId } = await runs.startTest(body);
         performance.mark('flowdeck:test-run-started');
         store.getState().dispatchRun({ kind: 'started', runId: instanceId, input: input.value, isTest: true });
-        let first = true;
-        const onMessage = (msg: RealtimeMessage) => {
-          if (first) performance.mark('flowdeck:test-run-first-message');
-          first = false;
-          store.getState().dispatchRun(msg);
-          if ((msg.kind === 'status' || msg.kind === 'snapshot') && TERMINAL_RUN_STATUSES.has(msg.status)) void refresh(instanceId);
-        };
-        leave.current = await subscribeToRun(instanceId, onMessage);
+        await follow(instanceId);
       } catch (err) {
         if (err instanceof ApiError && err.problems.length > 0) {
           store.getState().setProblems(err.problems);
@@ -83,7 +96,7 @@ export function useTestRun(store: EditorStore, onInputError: (message: string) =
         setStarting(false);
       }
     },
-    [store, refresh, onInputError],
+    [store, follow, onInputError],
   );
 
   const stop = useCallback(async () => {
@@ -99,5 +112,5 @@ export function useTestRun(store: EditorStore, onInputError: (message: string) =
     store.getState().dispatchRun({ kind: 'stopped' });
   }, [store]);
 
-  return { starting, start, stop };
+  return { starting, start, stop, follow };
 }

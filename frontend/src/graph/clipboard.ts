@@ -1,6 +1,6 @@
 /** Copy and paste of a selection: a self-contained fragment that pastes into any workflow with fresh ids. */
 import { edgeFromJson, edgeToJson, nodeFromJson, nodeToJson, type EdgeJson, type NodeJson } from './convert';
-import { newEdgeId, newId } from './ids';
+import { idFromLabel, newEdgeId } from './ids';
 import type { EditorEdge, EditorNode } from './model';
 
 export const CLIPBOARD_KIND = 'flowdeck/fragment@1';
@@ -45,7 +45,7 @@ export function pasteFragment(
   const renamed = new Map<string, string>();
   const nodes: EditorNode[] = [];
   for (const raw of fragment.nodes) {
-    const id = newId(raw.type, takenNodes);
+    const id = idFromLabel(raw.label ?? raw.type, new Set([...takenNodes, ...variables]));
     takenNodes.add(id);
     renamed.set(raw.id, id);
     const position = raw.position ?? { x: 0, y: 0 };

@@ -2,6 +2,7 @@
  * What a node can see in `ctx` (SPEC §3): the run input, the output variables of nodes upstream of it,
  * and `ctx.loop` inside a loop body. Used for template suggestions and for a node's input context.
  */
+import { dict, hasOwn, own } from '../shared/dict';
 import { ancestors } from './connect';
 import type { EditorEdge, EditorNode } from './model';
 
@@ -59,7 +60,7 @@ export function knownPaths(
     const node = byId.get(id);
     if (!node || node.type === 'end') continue;
     const variable = outputVariableOf(node);
-    for (const p of pathsOf(`ctx.${variable}`, samples.outputs?.[id])) paths.add(p);
+    for (const p of pathsOf(`ctx.${variable}`, own(samples.outputs, id))) paths.add(p);
   }
   for (const body of loopBodies(nodes, edges).values()) {
     if (body.has(nodeId)) {
@@ -77,11 +78,11 @@ export function inputContext(
   nodeId: string,
   run: { input: unknown; outputs: Readonly<Record<string, unknown>> },
 ): Record<string, unknown> {
-  const ctx: Record<string, unknown> = { input: run.input };
+  const ctx = dict<unknown>([['input', run.input]]);
   const byId = new Map(nodes.map((n) => [n.id, n]));
   for (const id of ancestors(edges, nodeId).reverse()) {
     const node = byId.get(id);
-    if (node && id in run.outputs) ctx[outputVariableOf(node)] = run.outputs[id];
+    if (node && hasOwn(run.outputs, id)) ctx[outputVariableOf(node)] = run.outputs[id];
   }
   return ctx;
 }

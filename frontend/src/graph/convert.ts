@@ -30,6 +30,15 @@ export type NodeJson = {
 
 export type EdgeJson = { id: string; source: string; target: string; sourceHandle?: string | null };
 
+/** A sticky note on the canvas (SPEC §1 `notes`): stored with the version, never executed. */
+export type NoteJson = {
+  id: string;
+  text: string;
+  position: { x: number; y: number };
+  size?: { width: number; height: number };
+  color?: string;
+};
+
 export type WorkflowOptions = { timeoutSeconds?: number; slaSeconds?: number; [key: string]: unknown };
 
 export type DefinitionJson = {
@@ -38,6 +47,7 @@ export type DefinitionJson = {
   options?: WorkflowOptions | null;
   nodes: NodeJson[];
   edges: EdgeJson[];
+  notes?: NoteJson[];
 };
 
 export type FlowGraph = { nodes: EditorNode[]; edges: EditorEdge[] };
@@ -118,9 +128,10 @@ export function edgeToJson(edge: EditorEdge): EdgeJson {
 
 export function toDefinition(
   graph: FlowGraph,
-  meta: { title?: string; description?: string | null; options?: WorkflowOptions | null } = {},
+  meta: { title?: string; description?: string | null; options?: WorkflowOptions | null; notes?: readonly NoteJson[] } = {},
 ): DefinitionJson {
   const definition: DefinitionJson = { nodes: graph.nodes.map(nodeToJson), edges: graph.edges.map(edgeToJson) };
+  if (meta.notes && meta.notes.length > 0) definition.notes = meta.notes.map((n) => ({ ...n, position: { x: round(n.position.x), y: round(n.position.y) } }));
   if (meta.title !== undefined) definition.title = meta.title;
   if (meta.description) definition.description = meta.description;
   if (meta.options) definition.options = meta.options;

@@ -1,12 +1,14 @@
-/** Run history: newest first, filtered by workflow, status and test/production; cursor pagination. */
+/** Run history: newest first, filtered by workflow, status, test/production, dates and run id; cursor pagination. */
 import { useEffect, useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 
-import { runs, workflows } from '../api/endpoints';
+import { runs, workflows, type RunFilters } from '../api/endpoints';
 import { RUN_STATUSES, type RunStatus, type RunSummary } from '../api/types';
 import { formatDuration, formatTime } from '../shared/format';
 import { errorMessage } from '../shared/toasts';
 import { StatusBadge } from '../shared/ui/StatusBadge';
+import { dayRange, RunSearchFilters } from './RunSearchFilters';
+import { SlaBadge } from './SlaBadge';
 
 function isRunStatus(value: string | null): value is RunStatus {
   return value !== null && (RUN_STATUSES as readonly string[]).includes(value);
@@ -19,6 +21,9 @@ export function RunHistoryPage() {
   const statusParam = params.get('status');
   const status: RunStatus | '' = isRunStatus(statusParam) ? statusParam : '';
   const kind = params.get('kind') ?? 'all';
+  const fromDay = params.get('from') ?? '';
+  const toDay = params.get('to') ?? '';
+  const idPrefix = (params.get('q') ?? '').trim();
   const [items, setItems] = useState<RunSummary[] | null>(null);
   const [cursor, setCursor] = useState<string | null>(null);
   const [titles, setTitles] = useState<Record<string, string>>({});
@@ -31,23 +36,45 @@ export function RunHistoryPage() {
       .catch(() => undefined);
   }, []);
 
+  const range = dayRange(fromDay, toDay);
+  const idValid = /^[A-Za-z0-9_-]*$/.test(idPrefix);
+  const filters = (): RunFilters => ({
+    workflowId: workflowId || undefined,
+    status,
+    isTest: kind === 'test' ? true : kind === 'production' ? false : null,
+    from: range.from,
+    to: range.to,
+    idPrefix: idPrefix || undefined,
+  });
+
   useEffect(() => {
     let live = true;
+    if (range.error || !idValid) {
+      setItems([]);
+      setCursor(null);
+      return;
+    }
     setItems(null);
-    const isTest = kind === 'test' ? true : kind === 'production' ? false : null;
-    runs
-      .list({ workflowId: workflowId || undefined, status, isTest })
-      .then((page) => {
-        if (!live) return;
-        setItems(page.items);
-        setCursor(page.nextCursor);
-        setError(null);
-      })
-      .catch((err: unknown) => live && setError(errorMessage(err)));
+    // Typing a run id asks once the typing pauses; other filters ask at once.
+    const timer = window.setTimeout(
+      () => {
+        runs
+          .list(filters())
+          .then((page) => {
+            if (!live) return;
+            setItems(page.items);
+            setCursor(page.nextCursor);
+            setError(null);
+          })
+          .catch((err: unknown) => live && setError(errorMessage(err)));
+      },
+      idPrefix ? 200 : 0,
+    );
     return () => {
       live = false;
+      window.clearTimeout(timer);
     };
-  }, [workflowId, status, kind]);
+  }, [workflowId, status, kind, fromDay, toDay, idPrefix]);
 
   const setFilter = (key: string, value: string) => {
     const next = new URLSearchParams(params);
@@ -58,8 +85,7 @@ export function RunHistoryPage() {
 
   const loadMore = async () => {
     if (!cursor) return;
-    const isTest = kind === 'test' ? true : kind === 'production' ? false : null;
-    const page = await runs.list({ workflowId: workflowId || undefined, status, isTest, cursor });
+    const page = await runs.list({ ...filters(), cursor });
     setItems((old) => [...(old ?? []), ...page.items]);
     setCursor(page.nextCursor);
   };
@@ -93,6 +119,19 @@ export function RunHistoryPage() {
           ))}
         </div>
       </div>
+      <RunSearchFilters
+        fromDay={fromDay}
+        toDay={toDay}
+        idPrefix={params.get('q') ?? ''}
+        rangeError={range.error}
+        idError={idValid ? null : 'A run id has only letters, digits, - and _.'}
+        setFilter={setFilter}
+        onClear={() => {
+          const next = new URLSearchParams(params);
+          for (const key of ['from', 'to', 'q']) next.delete(key);
+          setParams(next, { replace: true });
+        }}
+      />
       {error && <div className="error-box">{error}</div>}
       {items === null && !error && <p className="muted">Loading…</p>}
       {items !== null && items.length === 0 && <p className="empty muted">No runs match these filters.</p>}
@@ -114,6 +153,7 @@ export function RunHistoryPage() {
               <tr key={r.instanceId} className="clickable" data-testid="run-row" data-id={r.instanceId} data-status={r.status} onClick={() => navigate(`/runs/${r.instanceId}`)}>
                 <td>
                   <StatusBadge status={r.status} />
+                  <SlaBadge at={r.slaBreachedAt} />
                 </td>
                 <td>
                   {r.workflowId ? titles[r.workflowId] ?? <code>{r.workflowId.slice(0, 8)}</code> : <span className="muted">unsaved graph</span>}
@@ -121,8 +161,18 @@ export function RunHistoryPage() {
                 </td>
                 <td>{r.version ? `v${r.version}` : '—'}</td>
                 <td>{r.trigger}</td>
-                <td>{formatTime(r.startedAt ?? r.createdAt)}</td>
-                <td>{r.startedAt && r.completedAt ? formatDuration(r.completedAt - r.startedAt) : r.completedAt ? '—' : 'running…'}</td>
+                <td title={new Date((r.availableAt ?? r.startedAt ?? r.createdAt) * 1000).toLocaleString()} data-testid="run-started">
+                  {r.availableAt ? `starts ${formatTime(r.availableAt)}` : formatTime(r.startedAt ?? r.createdAt)}
+                </td>
+                <td>
+                  {r.startedAt && r.completedAt
+                    ? formatDuration(r.completedAt - r.startedAt)
+                    : r.completedAt
+                      ? '—'
+                      : r.status === 'PENDING'
+                        ? 'scheduled'
+                        : 'running…'}
+                </td>
                 <td>
                   <Link to={`/runs/${r.instanceId}`} onClick={(e) => e.stopPropagation()}>
                     <code>{r.instanceId.slice(0, 8)}</code>

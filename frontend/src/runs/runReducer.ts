@@ -2,6 +2,7 @@
 import type { NodeUpdateMessage, RealtimeMessage } from '../api/realtime-types';
 import type { NodeState, NodeStatus, RunDetail, RunStatus } from '../api/types';
 import { NODE_STATUS_RANK, TERMINAL_NODE_STATUSES } from '../generated/statuses';
+import { dict, dictOf, own, withKey, type Dict } from '../shared/dict';
 
 export type NodeRun = NodeState;
 
@@ -21,8 +22,11 @@ export type RunView = {
   input: unknown;
   output: unknown;
   error: string | null;
-  nodes: Record<string, NodeRun>;
+  /** By node id: a null-prototype record (ids such as `__proto__` are valid), built with shared/dict. */
+  nodes: Dict<NodeRun>;
   log: LogLine[];
+  /** When the run passed options.slaSeconds unfinished (null or absent: it has not). */
+  slaBreachedAt?: number | null;
 };
 
 export type RunAction =
@@ -44,13 +48,24 @@ export function emptyNode(): NodeRun {
   return { status: 'PENDING', attempt: 0, startedAt: null, completedAt: null, output: null, error: null };
 }
 
+/** "attempt 1 of 3, retry 2": attempts count within the node's current retry, never "4/3". */
+export function attemptLabel(node: Pick<NodeState, 'attempt' | 'attemptInRetry' | 'retry'>, maxAttempts: number): string {
+  const within = node.attemptInRetry ?? node.attempt;
+  return `attempt ${within} of ${maxAttempts}${node.retry ? `, retry ${node.retry}` : ''}`;
+}
+
 function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRun {
   const base = current ?? emptyNode();
   const terminal = TERMINAL_NODE_STATUSES.has(msg.status);
+  // A partial retry dispatches the node again at its next attempt: a new retry, counted from 1.
+  const retried = msg.status === 'DISPATCHED' && base.attempt > 0 && msg.attempt > base.attempt;
+  const firstOfRetry = retried ? msg.attempt : base.attempt > 0 ? base.attempt - (base.attemptInRetry ?? base.attempt) + 1 : 1;
   return {
     ...base,
     status: msg.status,
     attempt: msg.attempt,
+    attemptInRetry: Math.max(1, msg.attempt - firstOfRetry + 1),
+    retry: (base.retry ?? 0) + (retried ? 1 : 0),
     startedAt: base.startedAt ?? (msg.status === 'RUNNING' || terminal ? msg.at : null),
     completedAt: terminal ? msg.at : base.completedAt,
     output: msg.status === 'COMPLETED' || msg.status === 'SKIPPED' ? msg.output : base.output,
@@ -62,7 +77,7 @@ function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRu
 }
 
 function nodeUpdate(state: RunView, msg: NodeUpdateMessage): RunView {
-  const existing = state.nodes[msg.nodeID];
+  const existing = own(state.nodes, msg.nodeID);
   const line: LogLine = {
     at: msg.at,
     nodeId: msg.nodeID,
@@ -74,18 +89,25 @@ function nodeUpdate(state: RunView, msg: NodeUpdateMessage): RunView {
   const log = [...state.log, line].slice(-LOG_LIMIT);
   if (msg.iteration) {
     const parent = existing ?? emptyNode();
-    const iterations = parent.iterations ?? {};
-    const current = iterations[msg.iteration];
+    const iterations = parent.iterations ?? dict<NodeRun>();
+    const current = own(iterations, msg.iteration);
     if (!isNewer(current, msg)) return { ...state, log };
-    const updated = { ...parent, iterations: { ...iterations, [msg.iteration]: applyNode(current, msg) } };
-    return { ...state, log, nodes: { ...state.nodes, [msg.nodeID]: updated } };
+    const updated: NodeRun = { ...parent, iterations: withKey<NodeRun>(iterations, msg.iteration, applyNode(current, msg)) };
+    return { ...state, log, nodes: withKey(state.nodes, msg.nodeID, updated) };
   }
   if (!isNewer(existing, msg)) return { ...state, log };
-  return { ...state, log, nodes: { ...state.nodes, [msg.nodeID]: applyNode(existing, msg) } };
+  return { ...state, log, nodes: withKey(state.nodes, msg.nodeID, applyNode(existing, msg)) };
 }
 
 export function startedRun(runId: string, input: unknown, isTest: boolean): RunView {
-  return { runId, isTest, status: 'PENDING', input, output: null, error: null, nodes: {}, log: [] };
+  return { runId, isTest, status: 'PENDING', input, output: null, error: null, nodes: dict(), log: [] };
+}
+
+/** Node states as the API sends them (parsed JSON: plain objects) as null-prototype records. */
+export function nodesOf(nodes: Readonly<Record<string, NodeState>> | null | undefined): Dict<NodeRun> {
+  return dict(
+    Object.entries(nodes ?? {}).map(([id, node]) => [id, node.iterations ? { ...node, iterations: dictOf(node.iterations) } : node] as const),
+  );
 }
 
 export function runReducer(state: RunView | null, action: RunAction): RunView | null {
@@ -101,8 +123,9 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
         input: d.input,
         output: d.output,
         error: d.error,
-        nodes: d.nodes,
+        nodes: nodesOf(d.nodes),
         log: state?.runId === d.instanceId ? state.log : [],
+        slaBreachedAt: d.slaBreachedAt ?? (state?.runId === d.instanceId ? state.slaBreachedAt : null) ?? null,
       };
     }
     case 'stopped':
@@ -111,16 +134,18 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
   if (!state || action.instanceID !== state.runId) return state;
   switch (action.kind) {
     case 'snapshot': {
-      const nodes: Record<string, NodeRun> = { ...state.nodes };
-      for (const [id, node] of Object.entries(action.nodes)) {
+      const nodes = dictOf(state.nodes);
+      for (const [id, node] of Object.entries(nodesOf(action.nodes))) {
         if (isNewer(nodes[id], node)) nodes[id] = node;
       }
-      return { ...state, status: action.status, nodes };
+      return { ...state, status: action.status, nodes, slaBreachedAt: action.slaBreachedAt ?? state.slaBreachedAt ?? null };
     }
     case 'node':
       return nodeUpdate(state, action);
     case 'status':
       return { ...state, status: action.status, output: action.output ?? state.output, error: action.error };
+    case 'sla':
+      return { ...state, slaBreachedAt: state.slaBreachedAt ?? action.at };
   }
 }
 
@@ -149,9 +174,9 @@ export function timeSpan(node: NodeRun | undefined): { start: number | null; end
 }
 
 /** Node id → output of every COMPLETED node (for pins, "Test from here" and template suggestions). */
-export function completedOutputs(run: RunView | null): Record<string, unknown> {
-  const outputs: Record<string, unknown> = {};
-  for (const [id, node] of Object.entries(run?.nodes ?? {})) {
+export function completedOutputs(run: RunView | null): Dict<unknown> {
+  const outputs = dict<unknown>();
+  for (const [id, node] of Object.entries(run ? nodesOf(run.nodes) : {})) {
     if (node.status === 'COMPLETED') outputs[id] = node.output;
   }
   return outputs;

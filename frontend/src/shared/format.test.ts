@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { formatWait } from './format';
+import { formatTime, formatWait } from './format';
 
 describe('formatWait', () => {
   it('counts seconds, then minutes, hours and days', () => {
@@ -13,5 +13,20 @@ describe('formatWait', () => {
 
   it('never shows a negative wait', () => {
     expect(formatWait(-5)).toBe('0s');
+  });
+});
+
+describe('formatTime', () => {
+  it('shows the time alone today, the date before today, and the year before this year', () => {
+    const now = new Date();
+    const today = new Date(now.getFullYear(), now.getMonth(), now.getDate(), 0, 0, 5).getTime() / 1000;
+    expect(formatTime(today)).toBe(new Date(today * 1000).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' }));
+    const earlier = new Date(now.getFullYear(), now.getMonth(), now.getDate() - 1, 9, 30).getTime() / 1000;
+    const shown = formatTime(earlier);
+    expect(shown).toContain(new Date(earlier * 1000).toLocaleString(undefined, { day: 'numeric' }));
+    expect(shown).toContain(new Date(earlier * 1000).toLocaleString(undefined, { month: 'short' }));
+    const lastYear = new Date(now.getFullYear() - 1, 5, 15, 9, 30).getTime() / 1000;
+    expect(formatTime(lastYear)).toContain(String(now.getFullYear() - 1));
+    expect(formatTime(null)).toBe('—');
   });
 });

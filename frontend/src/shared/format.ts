@@ -5,9 +5,10 @@ export function formatTime(epochSeconds: number | null | undefined): string {
   const d = new Date(epochSeconds * 1000);
   const today = new Date();
   const sameDay = d.toDateString() === today.toDateString();
-  return sameDay
-    ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })
-    : d.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  if (sameDay) return d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  // Older than today: the date too (and the year, when it is not this one).
+  const year = d.getFullYear() === today.getFullYear() ? {} : { year: 'numeric' as const };
+  return d.toLocaleString(undefined, { ...year, month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
 }
 
 export function formatDuration(seconds: number | null | undefined): string {

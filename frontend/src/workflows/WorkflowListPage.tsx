@@ -1,15 +1,23 @@
-/** The workflow list: search, create, rename, duplicate, delete. */
+/** The workflow list: search, create, rename, duplicate, delete, export and import; examples when empty. */
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, useNavigate } from 'react-router';
 
 import { workflows } from '../api/endpoints';
 import type { WorkflowSummary } from '../api/types';
-import { starterDefinition } from '../graph/convert';
+import { starterDefinition, type DefinitionJson } from '../graph/convert';
 import { formatTime, relativeTime } from '../shared/format';
 import { errorMessage, toast } from '../shared/toasts';
 import { Modal } from '../shared/ui/Modal';
+import { ExamplePicker } from './ExamplePicker';
+import { ImportDialog } from './ImportDialog';
+import { downloadJson, exportable, fileNameFor } from './workflowJson';
 
-type Dialog = { kind: 'rename'; workflow: WorkflowSummary } | { kind: 'delete'; workflow: WorkflowSummary } | { kind: 'create' } | null;
+type Dialog =
+  | { kind: 'rename'; workflow: WorkflowSummary }
+  | { kind: 'delete'; workflow: WorkflowSummary }
+  | { kind: 'create' }
+  | { kind: 'import' }
+  | null;
 
 export function WorkflowListPage() {
   const navigate = useNavigate();
@@ -87,6 +95,22 @@ export function WorkflowListPage() {
     }
   };
 
+  const exportWorkflow = async (w: WorkflowSummary) => {
+    try {
+      const full = await workflows.get(w.id);
+      downloadJson(fileNameFor(full.title), exportable(full));
+    } catch (err) {
+      toast('error', `Could not export: ${errorMessage(err)}`);
+    }
+  };
+
+  const importWorkflow = async (definition: DefinitionJson) => {
+    const created = await workflows.create({ ...definition, title: definition.title?.trim() || 'Imported workflow' });
+    setDialog(null);
+    toast('success', `Imported “${created.title}”.`);
+    navigate(`/workflows/${created.id}`);
+  };
+
   const remove = async (w: WorkflowSummary) => {
     try {
       await workflows.remove(w.id);
@@ -104,6 +128,9 @@ export function WorkflowListPage() {
         <h1>Workflows</h1>
         <input className="input search" type="search" placeholder="Search workflows…" value={search} onChange={(e) => setSearch(e.target.value)} data-testid="workflow-search" />
         <span className="spacer" />
+        <button type="button" className="btn" data-testid="import-workflow" onClick={() => setDialog({ kind: 'import' })}>
+          Import JSON
+        </button>
         <button
           type="button"
           className="btn btn--primary"
@@ -119,11 +146,17 @@ export function WorkflowListPage() {
       {error && <div className="error-box">{error}</div>}
       {items === null && !error && <p className="muted">Loading…</p>}
       {items !== null && items.length === 0 && (
-        <div className="empty">
-          <p>No workflows yet.</p>
-          <button type="button" className="btn btn--primary" onClick={() => setDialog({ kind: 'create' })}>
-            Create your first workflow
-          </button>
+        <div className="empty" data-testid="empty-list">
+          <p>No workflows yet. Start from an example, import a workflow's JSON, or begin with a blank one.</p>
+          <ExamplePicker />
+          <div className="empty__actions">
+            <button type="button" className="btn" onClick={() => setDialog({ kind: 'import' })} data-testid="empty-import">
+              Import JSON
+            </button>
+            <button type="button" className="btn btn--primary" onClick={() => setDialog({ kind: 'create' })}>
+              Create your first workflow
+            </button>
+          </div>
         </div>
       )}
       {shown.length > 0 && (
@@ -169,6 +202,9 @@ export function WorkflowListPage() {
                   <button type="button" className="btn btn--small btn--ghost" data-testid="workflow-duplicate" onClick={() => void duplicate(w)}>
                     Duplicate
                   </button>
+                  <button type="button" className="btn btn--small btn--ghost" data-testid="workflow-export" title="Download as JSON" onClick={() => void exportWorkflow(w)}>
+                    Export
+                  </button>
                   <button type="button" className="btn btn--small btn--ghost btn--danger-text" data-testid="workflow-delete" onClick={() => setDialog({ kind: 'delete', workflow: w })}>
                     Delete
                   </button>
@@ -213,8 +249,21 @@ export function WorkflowListPage() {
               <input className="input" autoFocus value={name} onChange={(e) => setName(e.target.value)} placeholder="Order triage" data-testid="name-input" />
             </label>
           </form>
+          {dialog.kind === 'create' && (
+            <>
+              <p className="muted small">Or start from an example:</p>
+              <ExamplePicker />
+            </>
+          )}
         </Modal>
       ) : null}
+      {dialog?.kind === 'import' && (
+        <ImportDialog
+          onImport={importWorkflow}
+          onClose={() => setDialog(null)}
+          hint="A workflow exported from Flowdeck (or written by hand, SPEC §1): it becomes a new workflow, checked like any save."
+        />
+      )}
       {dialog?.kind === 'delete' && (
         <Modal
           title="Delete workflow?"

@@ -115,6 +115,22 @@ async def test_sqlite_is_read_only_unless_the_source_opts_into_writes(tmp_path: 
     conn.close()
 
 
+async def test_shared_read_only_directories_are_never_written_even_when_a_source_asks(tmp_path: Path) -> None:
+    """The examples' data file is shared by every tenant: a source with readOnly false still cannot change it."""
+    shared = tmp_path / "examples"
+    shared.mkdir()
+    data = make_db(shared / "shop.db")
+    async with QueryEngine(sqlite_dirs=None, sqlite_read_only_dirs=[str(shared)]) as engine:
+        writer = sql(f"sqlite:///{data}", readOnly=False)
+        assert (await engine.run(writer, {}, query(writer, [], sql="SELECT v FROM secrets"), {}))["rowCount"] == 1
+        with pytest.raises(NodeError) as refused:
+            await engine.run(writer, {}, query(writer, [], sql="DELETE FROM secrets"), {})
+        assert "readonly database" in refused.value.message
+    with sqlite3.connect(data) as conn:
+        assert conn.execute("SELECT count(*) FROM secrets").fetchone() == (1,)
+    conn.close()
+
+
 def _spellings(url: str) -> list[str]:
     """Other ways to write the URL of the same PostgreSQL database."""
     u = make_url(url)

@@ -14,7 +14,7 @@ from flowdeck.accounts.principal import Principal
 from flowdeck.api.auth import PUBLIC, check_same_origin, clear_session_cookies, session_cookies
 from flowdeck.api.dependencies import AppServices, Caller, client_address
 from flowdeck.api.openapi import SIGNED_IN, errors
-from flowdeck.api.schemas import LoginRequest, SessionOut, UserOut
+from flowdeck.api.schemas import LoginRequest, PasswordChange, SessionOut, UserOut
 
 __all__ = ("AuthController", "session_out")
 
@@ -60,6 +60,18 @@ class AuthController(Controller):
     async def logout(self, principal: Caller, services: AppServices) -> None:
         """End the browser session (an API token stays valid: revoke it with DELETE /api/tokens/{id})."""
         await services.accounts.logout(principal)
+
+    @post("/password", status_code=HTTP_204_NO_CONTENT, raises=errors(400, 429), security=SIGNED_IN)
+    async def change_password(
+        self, request: Request[Any, Any, Any], data: JSONBody[PasswordChange], principal: Caller, services: AppServices
+    ) -> None:
+        """Change the caller's password (``{currentPassword, newPassword}``); their other sessions end.
+
+        A wrong current password or a refused new one is a 400 whose ``extra`` names the field.
+        """
+        await services.accounts.change_password(
+            principal, data.current_password, data.new_password, client_address(request)
+        )
 
     @get("/me", raises=errors(), security=SIGNED_IN)
     async def me(self, principal: Caller) -> SessionOut:

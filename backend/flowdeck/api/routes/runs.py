@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, get, post
-from litestar.params import QueryParameter
+from litestar.exceptions import ValidationException
+from litestar.params import JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
 from flowdeck.api.dependencies import ID_PATTERN, AppServices, Caller, Cursor, Limit, ObjectId
@@ -13,6 +14,7 @@ from flowdeck.api.openapi import SIGNED_IN, errors
 from flowdeck.api.pagination import DEFAULT_LIMIT
 from flowdeck.api.schemas import (
     EventPage,
+    RetryRun,
     RunActionOut,
     RunDetail,
     RunPage,
@@ -28,6 +30,14 @@ __all__ = ("RunController",)
 WorkflowFilter = Annotated[str | None, QueryParameter(name="workflowId", pattern=ID_PATTERN)]
 StatusFilter = Annotated[RunStatus | None, QueryParameter(name="status")]
 TestFilter = Annotated[bool | None, QueryParameter(name="isTest")]
+FromFilter = Annotated[
+    float | None, QueryParameter(name="from", ge=0, description="runs created at or after (epoch seconds)")
+]
+ToFilter = Annotated[float | None, QueryParameter(name="to", ge=0, description="runs created before (epoch seconds)")]
+IdPrefixFilter = Annotated[
+    str | None,
+    QueryParameter(name="idPrefix", pattern=ID_PATTERN, description="runs whose id starts with this (a short id)"),
+]
 WidgetType = Annotated[WidgetTypeName, QueryParameter(name="type", description="the widget type")]
 WidgetConfigJson = Annotated[
     str, QueryParameter(name="config", max_length=65_536, description="the widget config, as JSON (URL-encoded)")
@@ -47,11 +57,23 @@ class RunController(Controller):
         workflow_id: WorkflowFilter = None,
         status: StatusFilter = None,
         is_test: TestFilter = None,
+        created_from: FromFilter = None,
+        created_to: ToFilter = None,
+        id_prefix: IdPrefixFilter = None,
         cursor: Cursor = None,
         limit: Limit = DEFAULT_LIMIT,
     ) -> RunPage:
-        """Runs, newest first, optionally filtered."""
-        filters = RunFilter(workflow_id=workflow_id, status=status, is_test=is_test)
+        """Runs, newest first, optionally filtered (``from`` <= created < ``to``, id prefix)."""
+        if created_from is not None and created_to is not None and created_from > created_to:
+            raise ValidationException(detail="from: must not be after to")
+        filters = RunFilter(
+            workflow_id=workflow_id,
+            status=status,
+            is_test=is_test,
+            created_from=created_from,
+            created_to=created_to,
+            id_prefix=id_prefix,
+        )
         return await services.runs.list(principal.tenant_id, filters, cursor, limit)
 
     @get("/{instance_id:str}", raises=errors(400, 404))
@@ -82,9 +104,17 @@ class RunController(Controller):
         return await services.runs.cancel(principal.tenant_id, instance_id)
 
     @post("/{instance_id:str}/retry", status_code=HTTP_202_ACCEPTED, raises=errors(400, 404, 409))
-    async def retry_run(self, instance_id: ObjectId, principal: Caller, services: AppServices) -> RunActionOut:
-        """Partial retry of a FAILED run: only failed nodes run again; completed outputs are kept."""
-        return await services.runs.retry(principal.tenant_id, instance_id)
+    async def retry_run(
+        self, instance_id: ObjectId, principal: Caller, services: AppServices, data: JSONBody[RetryRun | None] = None
+    ) -> RunActionOut:
+        """Partial retry of a FAILED run: only failed and unrun nodes run again; completed outputs are kept.
+
+        ``{"version": "latest"}`` moves the run to the workflow's latest saved version first (completed
+        nodes that still exist keep their outputs; the run's ``version`` says which it runs on now);
+        ``"original"`` (the default) retries the version it ran.
+        """
+        version = "original" if data is None else data.version
+        return await services.runs.retry(principal.tenant_id, instance_id, version)
 
     @get("/{instance_id:str}/widget", raises=errors(400, 404))
     async def run_widget(

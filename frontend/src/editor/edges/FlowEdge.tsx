@@ -2,30 +2,40 @@
 import { BaseEdge, EdgeLabelRenderer, getBezierPath, type EdgeProps } from '@xyflow/react';
 import { memo } from 'react';
 
+import { routedPath, routeStillFits } from '../../graph/elkLayout';
 import type { EditorEdge } from '../../graph/model';
 import { TERMINAL_NODE_STATUSES } from '../../generated/statuses';
 import { edgeRunState, type EdgeRunState } from '../../graph/runPath';
 import { displayStatus } from '../../runs/runReducer';
 import { nodeIndex, type EditorState } from '../editorStore';
 import { useEditorShallow } from '../storeContext';
+import { own } from '../../shared/dict';
 
 /** What an edge shows besides its geometry: a string and a stable reference, cheap to compare. */
-function edgeView(s: EditorState, id: string, source: string, sourceHandle: string | null | undefined) {
+function edgeView(s: EditorState, id: string, source: string, target: string, sourceHandle: string | null | undefined) {
   const problem = s.problemIndex.byEdge[id]?.[0];
+  const laid = own(s.routes, id);
+  // The auto-layout's route, while both nodes stay where it put them (a stable reference, or undefined).
+  const route = laid && routeStillFits(laid, nodeIndex(s.nodes).get(source)?.position, nodeIndex(s.nodes).get(target)?.position) ? laid : undefined;
   const sourceRun = s.run?.nodes[source];
   const status = displayStatus(sourceRun);
-  if (!status || !TERMINAL_NODE_STATUSES.has(status)) return { runState: 'idle' as EdgeRunState, problem };
+  if (!status || !TERMINAL_NODE_STATUSES.has(status)) return { runState: 'idle' as EdgeRunState, problem, route };
   const edge = { id, source, target: '', sourceHandle: sourceHandle ?? 'default' };
-  return { runState: edgeRunState(edge, nodeIndex(s.nodes).get(source), { status, output: sourceRun?.output }), problem };
+  return { runState: edgeRunState(edge, nodeIndex(s.nodes).get(source), { status, output: sourceRun?.output }), problem, route };
 }
 
 function FlowEdgeView(props: EdgeProps<EditorEdge>) {
-  const { id, source, sourceHandleId, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, selected, markerEnd } = props;
+  const { id, source, target, sourceHandleId, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, selected, markerEnd } = props;
   // One subscription per edge, O(1) (it used to be four, two of them scanning every node and edge).
-  const { runState, problem } = useEditorShallow((s) => edgeView(s, id, source, sourceHandleId));
-  const [path, labelX, labelY] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition });
+  const { runState, problem, route } = useEditorShallow((s) => edgeView(s, id, source, target, sourceHandleId));
+  let [path, labelX, labelY] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition });
+  if (route) {
+    const routed = routedPath(route, { x: sourceX, y: sourceY }, { x: targetX, y: targetY });
+    [path, labelX, labelY] = [routed.path, routed.mid.x, routed.mid.y];
+  }
   const classes = ['fd-edge', `fd-edge--${runState}`];
   if (selected) classes.push('is-selected');
+  if (route) classes.push('fd-edge--routed');
   if (problem) classes.push(problem.severity === 'warning' ? 'has-warning' : 'has-error');
   return (
     <>

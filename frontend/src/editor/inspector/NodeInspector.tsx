@@ -1,5 +1,5 @@
 /** The side panel for the selected node: its settings form, and its data from the last run. */
-import { useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 
 import { inputContext, knownPaths } from '../../graph/context';
 import { VARIABLE_PATTERN } from '../../graph/ids';
@@ -19,6 +19,8 @@ import { useEditor, useEditorStoreApi } from '../storeContext';
 import { Field, NumberInput } from './fields';
 import { ConditionForm, DataQueryForm, DelayForm, EndForm, LoopForm, problemLookup, PythonForm, shownInline, StartForm } from './forms';
 import { RunDataTab } from './RunDataTab';
+import { PreviewContext } from './TemplatePreview';
+import { usePreviewContext } from './usePreviewContext';
 
 function parseInput(text: string): unknown {
   try {
@@ -57,19 +59,35 @@ function ExecutionSettings({ node, readOnly, problemAt }: { node: EditorNode; re
   const update = (patch: Partial<NodeData>, key?: string) => store.getState().updateNode(node.id, patch, key);
   const retry = data.retry ?? DEFAULT_RETRY;
   const setRetry = (patch: Partial<typeof retry>) => update({ retry: { ...retry, ...patch } }, `retry:${node.id}`);
-  const variableError =
-    data.outputVariable && !VARIABLE_PATTERN.test(data.outputVariable) ? 'A letter or _ then letters, digits or _' : problemAt('outputVariable');
+  // The variable is renamed when the field is left (or Enter): every template, expression and code that
+  // used the old name follows in the same undo step. Renaming at each keystroke would pass through
+  // half-typed names that may collide with another node's.
+  const [draft, setDraft] = useState(data.outputVariable ?? '');
+  useEffect(() => setDraft(data.outputVariable ?? ''), [data.outputVariable, node.id]);
+  const commitVariable = () => {
+    if (draft === (data.outputVariable ?? '') || (draft && !VARIABLE_PATTERN.test(draft))) return;
+    store.getState().renameVariable(node.id, draft || undefined);
+  };
+  const variableError = draft && !VARIABLE_PATTERN.test(draft) ? 'A letter or _ then letters, digits or _' : problemAt('outputVariable');
   return (
     <div className="settings-group" data-testid="execution-settings">
       {node.type !== 'end' && (
-        <Field label="Output variable" error={variableError} hint={<>Downstream nodes read this node’s output as <code>ctx.{data.outputVariable || node.id}</code>.</>}>
+        <Field
+          label="Output variable"
+          error={variableError}
+          hint={<>Downstream nodes read this node’s output as <code>ctx.{data.outputVariable || node.id}</code>; renaming it updates them.</>}
+        >
           <input
             className="input input--mono"
-            value={data.outputVariable ?? ''}
+            value={draft}
             placeholder={node.id}
             readOnly={readOnly}
             data-testid="output-variable"
-            onChange={(e) => update({ outputVariable: e.target.value || undefined }, `var:${node.id}`)}
+            onChange={(e) => setDraft(e.target.value)}
+            onBlur={commitVariable}
+            onKeyDown={(e) => {
+              if (e.key === 'Enter') commitVariable();
+            }}
           />
         </Field>
       )}
@@ -139,6 +157,7 @@ export function NodeInspector({ onTestFromHere, runView = false }: { onTestFromH
   const readOnly = useEditor((s) => s.readOnly);
   const problems = useEditor((s) => (s.inspectorNodeId ? s.problemIndex.byNode[s.inspectorNodeId] : undefined));
   const [tab, setTab] = useState<'settings' | 'data'>(runView ? 'data' : 'settings');
+  const labelAtFocus = useRef<string | null>(null);
 
   const outputs = useMemo(() => completedOutputs(run), [run]);
   const paths = useMemo(
@@ -149,8 +168,14 @@ export function NodeInspector({ onTestFromHere, runView = false }: { onTestFromH
     () => (nodeId && run ? inputContext(nodes, edges, nodeId, { input: run.input, outputs }) : null),
     [nodeId, nodes, edges, run, outputs],
   );
+  const previewContext = usePreviewContext(nodes, edges, nodeId, run, outputs);
 
   if (!node || !nodeId) return null;
+  // A changed label gives the node the readable id it makes (`Count items` -> `count_items`).
+  const relabel = () => {
+    if (labelAtFocus.current !== null && labelAtFocus.current !== node.data.label) store.getState().renameIdFromLabel(node.id);
+    labelAtFocus.current = node.data.label;
+  };
   const info = NODE_TYPE_INFO[node.type];
   const problemAt = problemLookup(problems);
   const listed = (problems ?? []).filter((p) => tab === 'data' || !shownInline(p));
@@ -166,6 +191,11 @@ export function NodeInspector({ onTestFromHere, runView = false }: { onTestFromH
             aria-label="Node label"
             data-testid="node-label"
             onChange={(e) => store.getState().updateNode(node.id, { label: e.target.value }, `label:${node.id}`)}
+            onFocus={() => (labelAtFocus.current = node.data.label)}
+            onBlur={relabel}
+            onKeyDown={(e) => {
+              if (e.key === 'Enter') relabel();
+            }}
           />
           <div className="inspector__meta">
             {info.title} · <code>{node.id}</code>
@@ -222,11 +252,11 @@ export function NodeInspector({ onTestFromHere, runView = false }: { onTestFromH
           </ul>
         )}
         {tab === 'settings' ? (
-          <>
+          <PreviewContext.Provider value={previewContext}>
             <ConfigForm node={node} paths={paths} readOnly={readOnly} problemAt={problemAt} />
             <h4 className="section-title">Execution</h4>
             <ExecutionSettings node={node} readOnly={readOnly} problemAt={problemAt} />
-          </>
+          </PreviewContext.Provider>
         ) : (
           <RunDataTab node={node} context={context} onTestFromHere={runView ? undefined : onTestFromHere} />
         )}

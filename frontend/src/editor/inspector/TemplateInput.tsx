@@ -1,7 +1,12 @@
-/** A text field for template values that suggests `ctx.` paths of known output variables as you type. */
+/**
+ * A text field for template values (or, with `preview="expression"`, a condition's expression) that
+ * suggests `ctx.` paths of known output variables as you type and previews what it resolves to.
+ */
 import { useId, useRef, useState, type KeyboardEvent } from 'react';
 
 import { suggest } from '../../graph/context';
+import type { PreviewKind } from './previewApi';
+import { TemplatePreview } from './TemplatePreview';
 
 type Props = {
   value: string;
@@ -11,9 +16,10 @@ type Props = {
   testId?: string;
   readOnly?: boolean;
   ariaLabel?: string;
+  preview?: PreviewKind;
 };
 
-export function TemplateInput({ value, onChange, paths, placeholder, testId, readOnly, ariaLabel }: Props) {
+export function TemplateInput({ value, onChange, paths, placeholder, testId, readOnly, ariaLabel, preview = 'template' }: Props) {
   const input = useRef<HTMLInputElement>(null);
   const [caret, setCaret] = useState<number | null>(null);
   const [active, setActive] = useState(0);
@@ -90,6 +96,7 @@ export function TemplateInput({ value, onChange, paths, placeholder, testId, rea
           ))}
         </ul>
       )}
+      <TemplatePreview source={value} kind={preview} />
     </div>
   );
 }

@@ -1,12 +1,11 @@
 /** One config form per node type (SPEC §2). Each edits `config` through `update`, which records undo. */
-import { useEffect, useState } from 'react';
-
-import { queries as queriesApi } from '../../api/endpoints';
-import type { Problem, SavedQuery } from '../../api/types';
+import type { Problem } from '../../api/types';
 import { newId } from '../../graph/ids';
 import type { Branch, ConfigByType, EditorNodeOf, NodeData, NodeType } from '../../graph/model';
 import { CodeEditor } from './LazyCodeEditor';
 import { Field, KeyValueEditor, NumberInput } from './fields';
+
+export { DataQueryForm } from './DataQueryForm';
 import { TemplateInput } from './TemplateInput';
 
 export type FormProps<T extends NodeType> = {
@@ -109,6 +108,7 @@ export function ConditionForm({ node, setConfig, paths, readOnly, problemAt }: F
             placeholder="ctx.score.value > 10"
             readOnly={readOnly}
             ariaLabel="Branch expression"
+            preview="expression"
             testId={`branch-${i}-expression`}
           />
           {problemAt(`config.branches[${i}].expression`) && <span className="field__error">{problemAt(`config.branches[${i}].expression`)}</span>}
@@ -138,73 +138,6 @@ export function ConditionForm({ node, setConfig, paths, readOnly, problemAt }: F
       )}
       {problemAt('config.branches') && <span className="field__error">{problemAt('config.branches')}</span>}
     </div>
-  );
-}
-
-function placeholdersOf(query: SavedQuery): string[] {
-  if (query.parameters) return query.parameters;
-  const names = new Set<string>();
-  for (const m of (query.sql ?? '').matchAll(/(?<!:):([A-Za-z_][A-Za-z0-9_]*)/g)) if (m[1]) names.add(m[1]);
-  return [...names];
-}
-
-export function DataQueryForm({ node, setConfig, paths, readOnly, problemAt }: FormProps<'dataQuery'>) {
-  const { queryId, args } = node.data.config;
-  const [saved, setSaved] = useState<SavedQuery[] | null>(null);
-  useEffect(() => {
-    let live = true;
-    queriesApi
-      .list()
-      .then((page) => live && setSaved(page.items))
-      .catch(() => live && setSaved(null));
-    return () => {
-      live = false;
-    };
-  }, []);
-  const choose = (id: string) => {
-    const query = saved?.find((q) => q.id === id);
-    const nextArgs: Record<string, string> = {};
-    for (const name of query ? placeholdersOf(query) : []) nextArgs[name] = args[name] ?? '';
-    setConfig({ queryId: id, args: query ? nextArgs : args });
-  };
-  return (
-    <>
-      <Field
-        label="Saved query"
-        error={problemAt('config.queryId')}
-        hint={saved === null ? 'Saved queries could not be listed; type the query id.' : undefined}
-      >
-        {saved && saved.length > 0 ? (
-          <select className="input" value={queryId} disabled={readOnly} onChange={(e) => choose(e.target.value)} data-testid="query-picker">
-            <option value="">Choose a saved query…</option>
-            {saved.map((q) => (
-              <option key={q.id} value={q.id}>
-                {q.name}
-              </option>
-            ))}
-          </select>
-        ) : (
-          <input
-            className="input input--mono"
-            value={queryId}
-            readOnly={readOnly}
-            placeholder="query id"
-            data-testid="query-id"
-            onChange={(e) => setConfig({ queryId: e.target.value, args }, `query:${node.id}`)}
-          />
-        )}
-      </Field>
-      <Field label="Arguments" error={problemAt('config.args')} hint="Bound as SQL parameters, never interpolated.">
-        <KeyValueEditor
-          entries={args}
-          onChange={(next) => setConfig({ queryId, args: next }, `args:${node.id}`)}
-          paths={paths}
-          keyPlaceholder="name"
-          testId="query-args"
-          readOnly={readOnly}
-        />
-      </Field>
-    </>
   );
 }
 

@@ -1,0 +1,115 @@
+"""Runs: a test run from a saved workflow's editor is filed under that workflow (marked as a test); the
+history's date range and run-id search; dates on older times; the last test run survives a reload."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from datetime import datetime, timedelta
+
+from graphs import chain
+from pages.editor_page import EditorPage
+from playwright.sync_api import Page, expect
+
+from conftest import Server, shot
+
+
+def _sqlite_file(server: Server) -> str:
+    return server.env["FLOWDECK_DATABASE_URL"].removeprefix("sqlite+aiosqlite:///")
+
+
+def _wait_finished(server: Server, run_id: str) -> None:
+    for _ in range(100):
+        if server.api("GET", f"/api/runs/{run_id}")["status"] == "COMPLETED":
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id} did not complete")
+
+
+def test_a_test_run_is_found_under_its_workflow_and_by_its_id(page: Page, server: Server) -> None:
+    wf = server.create_workflow(chain("History of tests", ("one", "return {'n': 1}")))
+    editor = EditorPage(page).open(wf["id"])
+    editor.test_run()
+    editor.expect_run_status("COMPLETED")
+    run_id = page.get_by_test_id("run-panel").get_attribute("data-run-id")
+    assert run_id
+
+    page.get_by_test_id("runs-link").click()
+    rows = page.get_by_test_id("run-row")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-id", run_id)
+    expect(rows.first).to_contain_text("History of tests")
+    expect(rows.first.locator(".pill--test")).to_have_text("test")
+    page.get_by_test_id("filter-kind-production").click()
+    expect(page.get_by_text("No runs match these filters.")).to_be_visible()
+    page.get_by_test_id("filter-kind-all").click()
+    expect(rows).to_have_count(1)
+
+    page.get_by_test_id("filter-workflow").select_option("")  # all workflows, then search by id
+    page.get_by_test_id("filter-run-id").fill(run_id[:8])
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-id", run_id)
+    page.get_by_test_id("filter-run-id").fill("zzzz")
+    expect(page.get_by_text("No runs match these filters.")).to_be_visible()
+    page.get_by_test_id("filter-run-id").fill("not an id!")
+    expect(page.get_by_test_id("filter-error")).to_contain_text("letters, digits")
+    shot(page, "run-history-id-search")
+
+
+def test_the_date_range_filter_and_dates_on_older_runs(page: Page, server: Server) -> None:
+    wf = server.create_workflow(chain("Old and new", ("one", "return {'n': 1}")))
+    old_run = server.api("POST", f"/api/workflows/{wf['id']}/runs", {"input": {}})["instanceId"]
+    new_run = server.api("POST", f"/api/workflows/{wf['id']}/runs", {"input": {}})["instanceId"]
+    for run_id in (old_run, new_run):
+        _wait_finished(server, run_id)
+    today = datetime.now().astimezone().date()  # the browser's day: same machine, same time zone
+    long_ago = today.replace(year=today.year - 1, month=6, day=15)
+    at = time.mktime(long_ago.timetuple()) + 9 * 3600  # 09:00 local time, a year ago
+    with sqlite3.connect(_sqlite_file(server), timeout=10) as db:  # the run as if it had run then
+        db.execute(
+            "UPDATE instances SET created_at = ?, started_at = ?, completed_at = ? WHERE id = ?",
+            (at, at, at + 1, old_run),
+        )
+    db.close()
+
+    page.goto(f"/runs?workflowId={wf['id']}")
+    rows = page.get_by_test_id("run-row")
+    expect(rows).to_have_count(2)
+    old_row = page.locator(f'[data-testid="run-row"][data-id="{old_run}"]')
+    expect(old_row.get_by_test_id("run-started")).to_contain_text(str(long_ago.year))
+    expect(old_row.get_by_test_id("run-started")).to_contain_text("15")
+    new_started = page.locator(f'[data-testid="run-row"][data-id="{new_run}"]').get_by_test_id("run-started")
+    expect(new_started).not_to_contain_text(str(today.year))  # today: the time alone
+
+    page.get_by_test_id("filter-from").fill(long_ago.isoformat())
+    page.get_by_test_id("filter-to").fill(long_ago.isoformat())
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-id", old_run)
+    page.get_by_test_id("filter-from").fill(today.isoformat())
+    page.get_by_test_id("filter-to").fill((today + timedelta(days=1)).isoformat())
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-id", new_run)
+    page.get_by_test_id("filter-to").fill((today - timedelta(days=2)).isoformat())
+    expect(page.get_by_test_id("filter-error")).to_contain_text("after the last day")
+    page.get_by_test_id("filter-clear").click()
+    expect(rows).to_have_count(2)
+    shot(page, "run-history-dates")
+
+
+def test_the_last_test_run_survives_a_reload(page: Page, server: Server) -> None:
+    wf = server.create_workflow(
+        chain("Reload me", ("answer", "return {'value': 42}"), end_params={"v": "{{ ctx.answer.value }}"})
+    )
+    editor = EditorPage(page).open(wf["id"])
+    editor.test_run()
+    editor.expect_run_status("COMPLETED")
+    run_id = page.get_by_test_id("run-panel").get_attribute("data-run-id")
+
+    page.reload()
+    expect(page.get_by_test_id("editor")).to_have_attribute("data-loaded", "true")
+    editor.expect_run_status("COMPLETED")
+    expect(page.get_by_test_id("run-panel")).to_have_attribute("data-run-id", run_id or "")
+    editor.expect_status("answer", "COMPLETED")
+    editor.select("answer")
+    page.get_by_test_id("tab-run-data").click()
+    expect(page.get_by_test_id("inspector")).to_contain_text("42")

@@ -1,0 +1,18 @@
+import { describe, expect, it } from 'vitest';
+
+import { filterPalette } from './filter';
+
+describe('palette search', () => {
+  it('lists every type for an empty query, in palette order', () => {
+    expect(filterPalette('  ')).toEqual(['start', 'python', 'dataQuery', 'condition', 'loop', 'delay', 'end']);
+  });
+
+  it('puts title prefixes first and matches descriptions and aliases', () => {
+    expect(filterPalette('de')[0]).toBe('delay');
+    expect(filterPalette('sql')).toEqual(['dataQuery']);
+    expect(filterPalette('IF')).toEqual(['condition']);
+    expect(filterPalette('wait')).toEqual(['delay']);
+    expect(filterPalette('run code')).toEqual(['python']);
+    expect(filterPalette('zzz')).toEqual([]);
+  });
+});
