@@ -53,6 +53,7 @@ async def test_a_stale_holders_result_is_late_and_starts_nothing(db: Database) -
     assert started == [(1, {"workerId": "paused"}), (2, {"workerId": "rescuer", "takeovers": 1})]
     s1 = result.nodes["s1"]
     assert (s1.status.value, s1.attempt, s1.worker_id) == ("COMPLETED", 2, "rescuer")
+    assert s1.attempt_in_retry == 1  # a takeover spends no attempt of the retry budget ("attempt 1 of 3")
     assert s1.output == {"node": "s1", "attempt": 2}  # the accepted result, not the stale one
     assert result.nodes["s2"].worker_id == "rescuer"  # the chain went on with the holder
 
