@@ -76,6 +76,8 @@ export type NodeState = {
   logs?: string | null;
   /** RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due. */
   nextAttemptAt?: number | null;
+  /** The worker that started the latest attempt (after a takeover: the new holder). */
+  workerId?: string | null;
   /** The attempt within the node's current retry ("attempt 1 of 3"); `attempt` counts every attempt of the run. */
   attemptInRetry?: number;
   /** How many partial retries ran this node again (0: the original run). */
@@ -114,6 +116,10 @@ export type TimelineRow = {
   status: NodeStatus;
   startedAt: number | null;
   completedAt: number | null;
+  /** The worker that ran this attempt. */
+  workerId?: string | null;
+  /** The attempt ended when another worker took the node over (its lease ran out). */
+  takenOver?: boolean;
 };
 
 export type RunAction = { instanceId: string; status: RunStatus; nodeIds: string[] };
