@@ -33,10 +33,8 @@ def test_build_a_workflow_by_drag_and_drop_and_test_run_it(page: Page, server: S
     page.locator(".react-flow__edge").first.click(force=True)
     page.keyboard.press("Delete")
     expect(editor.edges()).to_have_count(0)
-    editor.connect("start", "default", python_id)
-    expect(editor.edges()).to_have_count(1)  # the first edge is drawn before the second drag starts
-    editor.connect(python_id, "success", "end")
-    expect(editor.edges()).to_have_count(2)
+    editor.connect_drawing("start", "default", python_id, edges_after=1)  # drawn before the second drag starts
+    editor.connect_drawing(python_id, "success", "end", edges_after=2)
     page.keyboard.press("Shift+L")  # tidy up
 
     expect(page.get_by_test_id("problem-count")).to_have_text("0", timeout=5000)
