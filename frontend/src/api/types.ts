@@ -1,108 +1,54 @@
 /**
  * The REST shapes of SPEC §5 as the backend answers them (api/schemas.py: camelCase, epoch seconds).
- * Hand-written to mirror the msgspec Structs; keep them in step when the backend changes.
+ * Aliases of generated/api.ts, which openapi-typescript writes from the OpenAPI document the backend serves
+ * (`make api-types`; `make check-api-types` fails when it drifts). Only a workflow's definition is refined
+ * here: the API takes and answers it as free JSON (the server validates it), graph/convert.ts owns its shape.
  */
-import type { DefinitionJson, EdgeJson, NodeJson, WorkflowOptions } from '../graph/convert';
-import type { NodeStatus, RunStatus } from '../generated/statuses';
+import type { components } from '../generated/api';
+import type { DefinitionJson, EdgeJson, NodeJson, NoteJson, WorkflowOptions } from '../graph/convert';
+
+type Schemas = components['schemas'];
 
 // The statuses are generated from the backend's domain/statuses.py (`flowdeck generate`).
-export type { NodeStatus, RunStatus };
+export type { NodeStatus, RunStatus } from '../generated/statuses';
 export { RUN_STATUSES, TERMINAL_RUN_STATUSES } from '../generated/statuses';
 
-export type Page<T> = { items: T[]; nextCursor: string | null };
+/** One page of a list (`nextCursor` is absent on some lists, null on the last page of others). */
+export type Page<T> = { items: T[]; nextCursor?: string | null };
 
-export type User = { id: string; email: string; tenantId: string; tenantName: string };
-export type Session = { user: User; authMethod: 'session' | 'token'; csrfToken?: string | null };
+export type User = Schemas['UserOut'];
+export type Session = Schemas['SessionOut'];
 
-export type Severity = 'error' | 'warning';
-export type Problem = {
-  code: string;
-  message: string;
-  severity?: Severity;
-  nodeId?: string;
-  edgeId?: string;
-  path?: string;
-};
-export type ValidationResult = { valid: boolean; problems: Problem[] };
+export type Problem = Schemas['Problem'];
+export type Severity = Problem['severity'];
+export type ValidationResult = Schemas['ValidationOut'];
 
-export type Workflow = {
-  id: string;
-  version: number;
-  title: string;
-  description: string | null;
-  options: WorkflowOptions | null;
-  nodes: NodeJson[];
-  edges: EdgeJson[];
-  createdAt: number;
-  updatedAt: number;
-};
-export type WorkflowSummary = Pick<Workflow, 'id' | 'title' | 'description' | 'version' | 'createdAt' | 'updatedAt'>;
-export type VersionSummary = { version: number; title: string; createdAt: number };
+type Definition = { options: WorkflowOptions | null; nodes: NodeJson[]; edges: EdgeJson[]; notes?: NoteJson[] };
+export type Workflow = Omit<Schemas['WorkflowOut'], keyof Definition> & Definition;
+export type WorkflowSummary = Schemas['WorkflowSummaryOut'];
+export type VersionSummary = Schemas['VersionOut'];
 
-export type SaveBody = DefinitionJson & { version: number };
+export type SaveBody = DefinitionJson & Pick<Schemas['WorkflowSave'], 'version'>;
 
-export type RunAccepted = { instanceId: string };
-
-export type RunSummary = {
-  instanceId: string;
-  workflowId: string | null;
-  version: number | null;
-  isTest: boolean;
-  status: RunStatus;
-  trigger: string;
-  error: string | null;
-  createdAt: number;
-  startedAt: number | null;
-  completedAt: number | null;
-};
-
-export type NodeState = {
-  status: NodeStatus;
-  attempt: number;
-  startedAt: number | null;
-  completedAt: number | null;
-  output: unknown;
-  error: string | null;
-  pinned?: boolean;
-  logs?: string | null;
-  /** RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due. */
-  nextAttemptAt?: number | null;
-  iterations?: Record<string, NodeState> | null;
-};
-
-export type RunDetail = RunSummary & { input: unknown; output: unknown; nodes: Record<string, NodeState> };
-
-export type RunEvent = {
-  logId: number;
-  instanceId: string;
-  nodeId: string | null;
-  iteration: string;
-  eventType: string;
-  nodeStatus: string | null;
-  outputVariable: string | null;
-  payload: unknown;
-  errorMessage: string | null;
-  nodeAttempt: number;
-  createdAt: number;
-};
-
-export type TimelineRow = {
-  nodeId: string;
-  iteration: string;
-  attempt: number;
-  status: NodeStatus;
-  startedAt: number | null;
-  completedAt: number | null;
-};
-
-export type RunAction = { instanceId: string; status: RunStatus; nodeIds: string[] };
+export type RunAccepted = Schemas['RunAccepted'];
+export type RunSummary = Schemas['RunSummary'];
+export type NodeState = Schemas['NodeStateOut'];
+export type RunDetail = Schemas['RunDetail'];
+export type RunEvent = Schemas['EventOut'];
+export type TimelineRow = Schemas['TimelineRowOut'];
+export type RunAction = Schemas['RunActionOut'];
 
 /** SPEC §6 data sources and saved queries: see data/api.ts. */
 
 /** GET /api/examples: a workflow to start from (POST /api/examples/{id} makes it), with a sample input. */
-export type Example = { id: string; title: string; description: string; input: unknown };
+export type Example = Schemas['ExampleOut'];
 
 /** SPEC §8 webhook of a workflow (GET /api/workflows/{id}/webhook); `url` is a path (`/hooks/<id>`). */
-export type WebhookInfo = { url: string; hasSecret: boolean; createdAt: number | null; lastUsedAt: number | null };
+export type WebhookInfo = Schemas['WebhookOut'];
 /** POST /api/workflows/{id}/webhook/secret: the new secret, shown once (the old one stops working). */
-export type WebhookSecret = { url: string; secret: string };
+export type WebhookSecret = Schemas['WebhookSecretOut'];
+
+/** POST /api/tokens (account page). */
+export type ApiToken = Schemas['TokenOut'];
+/** The answer to a create: `token` is the secret, shown this once. */
+export type CreatedToken = Schemas['TokenCreated'];

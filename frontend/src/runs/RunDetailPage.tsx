@@ -91,7 +91,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
     store.getState().dispatchRun({ kind: 'detail', detail: d });
     setTimeline(t.items);
     setEvents(ev.items);
-    setEventsCursor(ev.nextCursor);
+    setEventsCursor(ev.nextCursor ?? null);
     return { d, ev };
   }, [runId, store]);
 
@@ -161,7 +161,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
   const retry = async () => {
     try {
       const result = await runs.retry(runId);
-      toast('info', `Retrying ${result.nodeIds.length} failed node(s).`);
+      toast('info', `Retrying ${(result.nodeIds ?? []).length} failed node(s).`);
       navigate(0);
     } catch (err) {
       toast('error', `Could not retry: ${errorMessage(err)}`);
@@ -172,7 +172,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
     if (!eventsCursor) return;
     const page = await runs.events(runId, eventsCursor);
     setEvents((old) => [...old, ...page.items]);
-    setEventsCursor(page.nextCursor);
+    setEventsCursor(page.nextCursor ?? null);
   };
 
   if (error) {

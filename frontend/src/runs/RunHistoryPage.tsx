@@ -62,7 +62,7 @@ export function RunHistoryPage() {
           .then((page) => {
             if (!live) return;
             setItems(page.items);
-            setCursor(page.nextCursor);
+            setCursor(page.nextCursor ?? null);
             setError(null);
           })
           .catch((err: unknown) => live && setError(errorMessage(err)));
@@ -86,7 +86,7 @@ export function RunHistoryPage() {
     if (!cursor) return;
     const page = await runs.list({ ...filters(), cursor });
     setItems((old) => [...(old ?? []), ...page.items]);
-    setCursor(page.nextCursor);
+    setCursor(page.nextCursor ?? null);
   };
 
   return (
