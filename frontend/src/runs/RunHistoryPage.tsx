@@ -1,5 +1,5 @@
 /** Run history: newest first, filtered by workflow, status, test/production, dates and run id; cursor pagination. */
-import { useEffect, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 
 import { runs, workflows, type RunFilters } from '../api/endpoints';
@@ -37,14 +37,17 @@ export function RunHistoryPage() {
 
   const range = dayRange(fromDay, toDay);
   const idValid = /^[A-Za-z0-9_-]*$/.test(idPrefix);
-  const filters = (): RunFilters => ({
-    workflowId: workflowId || undefined,
-    status,
-    isTest: kind === 'test' ? true : kind === 'production' ? false : null,
-    from: range.from,
-    to: range.to,
-    idPrefix: idPrefix || undefined,
-  });
+  const filters = useMemo(
+    (): RunFilters => ({
+      workflowId: workflowId || undefined,
+      status,
+      isTest: kind === 'test' ? true : kind === 'production' ? false : null,
+      from: range.from,
+      to: range.to,
+      idPrefix: idPrefix || undefined,
+    }),
+    [workflowId, status, kind, range.from, range.to, idPrefix],
+  );
 
   useEffect(() => {
     let live = true;
@@ -58,7 +61,7 @@ export function RunHistoryPage() {
     const timer = window.setTimeout(
       () => {
         runs
-          .list(filters())
+          .list(filters)
           .then((page) => {
             if (!live) return;
             setItems(page.items);
@@ -73,7 +76,7 @@ export function RunHistoryPage() {
       live = false;
       window.clearTimeout(timer);
     };
-  }, [workflowId, status, kind, fromDay, toDay, idPrefix]);
+  }, [filters, range.error, idValid, idPrefix]);
 
   const setFilter = (key: string, value: string) => {
     const next = new URLSearchParams(params);
@@ -84,7 +87,7 @@ export function RunHistoryPage() {
 
   const loadMore = async () => {
     if (!cursor) return;
-    const page = await runs.list({ ...filters(), cursor });
+    const page = await runs.list({ ...filters, cursor });
     setItems((old) => [...(old ?? []), ...page.items]);
     setCursor(page.nextCursor ?? null);
   };
