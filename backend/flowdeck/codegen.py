@@ -100,6 +100,12 @@ def render_realtime() -> str:
         "status": messages.STATUS_EVENT,
     }
     names = "".join(f"  {key}: {json.dumps(value)},\n" for key, value in events.items())
+    widget_events = {
+        "widgetJoin": messages.WIDGET_JOIN_EVENT,
+        "widgetFollow": messages.WIDGET_FOLLOW_EVENT,
+        "widgetData": messages.WIDGET_DATA_EVENT,
+    }
+    widget_names = "".join(f"  {key}: {json.dumps(value)},\n" for key, value in widget_events.items())
     payloads = "\n".join(
         _ts_object(name, payload)
         for name, payload in (
@@ -112,7 +118,9 @@ def render_realtime() -> str:
         _HEADER.format(source="realtime/messages.py")
         + "\nimport type { components } from './api';\nimport type { NodeStatus, RunStatus } from './statuses';\n"
         "\ntype NodeState = components['schemas']['NodeStateOut'];\n"
-        f"\nexport const SOCKET_EVENTS = {{\n{names}}} as const;\n\n{payloads}"
+        f"\nexport const SOCKET_EVENTS = {{\n{names}}} as const;\n"
+        "/** An embed connection hears its widget's processed data only (a WidgetDataOut), never a run. */\n"
+        f"export const EMBED_SOCKET_EVENTS = {{\n{widget_names}}} as const;\n\n{payloads}"
     )
 
 

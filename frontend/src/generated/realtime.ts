@@ -12,6 +12,12 @@ export const SOCKET_EVENTS = {
   node: "workflow_node_update",
   status: "workflow_status_update",
 } as const;
+/** An embed connection hears its widget's processed data only (a WidgetDataOut), never a run. */
+export const EMBED_SOCKET_EVENTS = {
+  widgetJoin: "widget_join",
+  widgetFollow: "widget_follow",
+  widgetData: "widget_data",
+} as const;
 
 /** `workflow_run_snapshot`: the run as it stands when a connection joins its room. */
 export type SnapshotPayload = {
