@@ -70,7 +70,8 @@ def test_export_and_import_from_the_list_with_clear_errors(page: Page, server: S
         row.get_by_test_id("workflow-export").click()
     assert download.value.suggested_filename == f"{title.lower().replace(' ', '-')}.json"
     exported: dict[str, Any] = json.loads(Path(download.value.path()).read_text())
-    assert set(exported) == {"title", "nodes", "edges"} and exported["nodes"] == wf["nodes"]
+    assert set(exported) == {"title", "nodes", "edges", "notes"} and exported["nodes"] == wf["nodes"]
+    assert exported["notes"] == []  # the definition's sticky notes (none here) travel with it
 
     page.get_by_test_id("import-workflow").click()
     dialog = page.get_by_test_id("import-dialog")

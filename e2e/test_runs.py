@@ -24,7 +24,7 @@ def test_live_statuses_retry_and_failure_are_shown(page: Page, server: Server) -
     expect(editor.node_card("end")).to_have_attribute("data-status", "IDLE")  # never reached
     editor.select("boom")
     page.get_by_test_id("tab-run-data").click()
-    expect(page.get_by_test_id("run-data-attempts")).to_have_text("2/2")
+    expect(page.get_by_test_id("run-data-attempts")).to_have_text("attempt 2 of 2")
     expect(page.get_by_test_id("run-data-error")).to_contain_text("no luck")
     shot(page, "editor-failed-run")
 

@@ -98,6 +98,7 @@ def render_realtime() -> str:
         "snapshot": messages.SNAPSHOT_EVENT,
         "node": messages.NODE_EVENT,
         "status": messages.STATUS_EVENT,
+        "sla": messages.SLA_BREACH_EVENT,
     }
     names = "".join(f"  {key}: {json.dumps(value)},\n" for key, value in events.items())
     widget_events = {
@@ -112,6 +113,7 @@ def render_realtime() -> str:
             ("SnapshotPayload", messages.SnapshotMessage),
             ("NodeUpdatePayload", messages.NodeMessage),
             ("StatusUpdatePayload", messages.StatusMessage),
+            ("SlaBreachPayload", messages.SlaBreachMessage),
         )
     )
     return (

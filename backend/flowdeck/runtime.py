@@ -20,6 +20,7 @@ from flowdeck.handlers.base import NodeHandler
 from flowdeck.handlers.data_query import DataQueryHandler
 from flowdeck.handlers.python_code import PythonCodeHandler
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
+from flowdeck.notifications.notifier import Notifier
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.secrets import SecretBox
 from flowdeck.queries.service import DataService
@@ -44,6 +45,8 @@ class Runtime:
     data: DataService
     scheduler: Scheduler | None = None
     """Fires the workflows' schedules (SPEC §8); runs wherever a worker runs."""
+    notifier: Notifier | None = None
+    """Sends the failure and SLA-breach notices (a worker sweep hook wherever a worker runs)."""
 
 
 @asynccontextmanager
@@ -78,6 +81,9 @@ async def open_runtime(
         lease_seconds=settings.lease_seconds,
         poll_interval=settings.poll_interval_seconds,
     )
+    notifier = Notifier(engine, SecretBox(settings.secret_key or None), queries.outbound)
+    if with_worker:
+        engine.worker.sweep_hooks.append(notifier.sweep_hook)
     bridge = _fanout(settings, engine, db, with_worker=with_worker)
     scheduler = Scheduler(engine) if with_worker and with_scheduler else None
     try:
@@ -89,7 +95,7 @@ async def open_runtime(
         if scheduler is not None:
             engine.definition_listeners.append(scheduler.poke)  # a new or changed schedule counts at once
             await scheduler.start()
-        yield Runtime(settings, db, engine, sandbox, DataService(sources, queries), scheduler)
+        yield Runtime(settings, db, engine, sandbox, DataService(sources, queries), scheduler, notifier)
     finally:
         if scheduler is not None:
             await scheduler.stop()
@@ -97,6 +103,7 @@ async def open_runtime(
             await bridge.stop()
         await engine.stop(grace=settings.shutdown_grace)
         await sandbox.close()
+        await notifier.close()
         await queries.close()
         await db.dispose()
 

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.publisher import Update
+from flowdeck.engine.run_timing import RunTiming
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import Job
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
@@ -43,6 +44,8 @@ class Topology:
     """Pins make it a test run (started with its definition and pins, as the editor does)."""
     redeliver: bool = False
     """Deliver every result twice: the second must change nothing, on either path."""
+    timing: RunTiming | None = None
+    """A scheduled start and/or a deadline (``availableAt``, ``deadlineAt``) for the production run."""
 
 
 def _condition_skip() -> dict[str, Any]:
@@ -231,6 +234,12 @@ TOPOLOGIES = [
     Topology("nested loops", _nested_loops(), {"groups": [[1, 2], [3], []]}),
     Topology("end-output merge", _end_merge()),
     Topology("delay", _delay()),
+    Topology("a deadline before the timeout", linear(2), timing=RunTiming(deadline_at=FakeClock().now + 600)),
+    Topology(
+        "a scheduled start with a deadline",
+        linear(2),
+        timing=RunTiming(available_at=FakeClock().now + 30, deadline_at=FakeClock().now + 600),
+    ),
     Topology("pins (a test run)", _pinnable(), pinned={"fetch": {"rows": [1, 2]}, "cond": {"branch": "else"}}),
 ]
 
@@ -310,7 +319,9 @@ async def _run(url: str, topology: Topology, *, one_statement: bool) -> Trace:
 
             if topology.pinned is None:
                 workflow = await engine.create_workflow(tenant_id, topology.definition)
-                instance_id = await engine.start_workflow_run(tenant_id, workflow.id, topology.run_input)
+                instance_id = await engine.start_workflow_run(
+                    tenant_id, workflow.id, topology.run_input, timing=topology.timing
+                )
             else:
                 instance_id = await engine.start_test_run(
                     tenant_id, topology.definition, topology.run_input, pinned=topology.pinned

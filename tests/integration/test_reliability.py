@@ -93,7 +93,8 @@ async def test_fail_fast_dispatches_nothing_new_and_records_late_results(engine:
     # row is there, anything it started would be there too.
     await _wait_for_event(engine, instance_id, "NODE_COMPLETED", "slow")
     outcome = await read_outcome(engine, instance_id)
-    assert outcome.status_of("slow") == "COMPLETED"  # the late result is recorded...
+    assert outcome.count("NODE_COMPLETED", "slow") == 1  # the late result is recorded...
+    assert outcome.status_of("slow") == "CANCELLED"  # ...after the run's end cancelled the node (terminal)
     assert "after_slow" not in outcome.nodes and "join" not in outcome.nodes  # ...and starts nothing
     assert outcome.run.status == "FAILED"
 

@@ -14,6 +14,7 @@ from flowdeck.api.services.widget_data import WidgetDataService
 from flowdeck.api.services.widgets import WidgetService
 from flowdeck.api.services.workflows import WorkflowService
 from flowdeck.engine.engine import Engine
+from flowdeck.notifications.notifier import Notifier
 from flowdeck.queries.service import DataService
 from flowdeck.storage.run_queries import RunQueries
 from flowdeck.storage.webhooks import WebhookStore
@@ -34,6 +35,7 @@ class Services:
     widget_data: WidgetDataService
     webhooks: WebhookService
     embed_limits: EmbedRunLimiter
+    notifier: Notifier
 
     @classmethod
     def build(cls, runtime: RuntimeLike, config: ApiConfig) -> Services:
@@ -47,16 +49,20 @@ class Services:
         )
         queries = RunQueries(runtime.db, engine.state)
         widgets = WidgetStore(runtime.db)
+        notifier = getattr(runtime, "notifier", None) or Notifier(
+            engine, runtime.data.store.secret_box, runtime.data.engine.outbound
+        )
         return cls(
             engine,
             accounts,
-            WorkflowService(engine),
+            WorkflowService(engine, notifier),
             RunService(engine, queries),
             runtime.data,
             WidgetService(widgets, on_revoke=revoke),
             WidgetDataService(widgets, engine),
             WebhookService(WebhookStore(runtime.db), engine, accounts),
             EmbedRunLimiter(runtime.db),
+            notifier,
         )
 
 

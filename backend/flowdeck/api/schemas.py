@@ -30,6 +30,7 @@ __all__ = (
     "NodeStateOut",
     "PasswordChange",
     "Problem",
+    "RetryRun",
     "RunAccepted",
     "RunActionOut",
     "RunDetail",
@@ -80,8 +81,23 @@ class Camel(msgspec.Struct, rename="camel", kw_only=True):
     pass
 
 
+class Body(Camel, forbid_unknown_fields=True):
+    """A request body: a field it does not define is a 400 naming it (a typo never passes silently)."""
+
+
+ReadOnly = Annotated[Any, Meta(description="read-only: accepted and ignored, so a GET answer can be sent back")]
+
+
+class ResourceBody(Body):
+    """The body saving a resource, which may be the resource as read (its read-only fields are ignored)."""
+
+    id: ReadOnly = None
+    created_at: ReadOnly = None
+    updated_at: ReadOnly = None
+
+
 # -- accounts -----------------------------------------------------------------------------------------
-class LoginRequest(Camel):
+class LoginRequest(Body):
     email: Email
     password: Password
 
@@ -106,7 +122,7 @@ class SessionOut(Camel):
     """Send it back in the ``X-CSRF-Token`` header of every unsafe request made with the session cookie."""
 
 
-class TokenCreate(Camel):
+class TokenCreate(Body):
     name: TokenName
     expires_in_days: Annotated[int, Meta(ge=1, le=3650)] | None = None
 
@@ -131,7 +147,7 @@ class TokenPage(Camel):
 
 
 # -- workflows ----------------------------------------------------------------------------------------
-class DefinitionFields(Camel):
+class DefinitionFields(ResourceBody):
     title: Title | None = None
     description: Description | None = None
     options: JsonObject | None = None
@@ -205,8 +221,23 @@ class ExamplePage(Camel):
 
 
 # -- runs -----------------------------------------------------------------------------------------------
-class StartRun(Camel):
+EpochSeconds = Annotated[float, Meta(ge=0, le=1e11)]
+
+
+class StartRun(Body):
     input: Any = None
+    available_at: (
+        Annotated[EpochSeconds, Meta(description="start no earlier than this (PENDING until then)")] | None
+    ) = None
+    deadline_at: (
+        Annotated[EpochSeconds, Meta(description="fail the run if it has not finished by then (before timeoutSeconds)")]
+        | None
+    ) = None
+
+
+class RetryRun(Body):
+    version: Literal["original", "latest"] = "original"
+    """``latest``: move the run to the workflow's latest saved version before running again."""
 
 
 class StartTestRun(DefinitionFields):
@@ -238,7 +269,12 @@ class RunSummary(Camel):
     error: str | None
     created_at: float
     started_at: float | None
+    """When it began; while PENDING, when it is due to begin (its ``availableAt``)."""
     completed_at: float | None
+    sla_breached_at: float | None
+    """When the run passed options.slaSeconds unfinished (null: it has not)."""
+    available_at: float | None = None
+    """PENDING runs: when the scheduled start falls due."""
 
 
 class RunPage(Camel):
@@ -257,13 +293,19 @@ class NodeStateOut(Camel, omit_defaults=True):
     logs: str | None = None
     next_attempt_at: float | None = None
     """RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due."""
+    attempt_in_retry: int = 0
+    """The attempt within the node's current retry (``attempt`` counts every attempt of the run)."""
+    retry: int = 0
+    """How many partial retries ran this node again (0: the original run)."""
     iterations: dict[str, NodeStateOut] | None = None
 
 
 class RunDetail(RunSummary):
-    input: Any
-    output: Any
-    nodes: dict[str, NodeStateOut]
+    input: Any = None
+    output: Any = None
+    nodes: dict[str, NodeStateOut] = {}
+    retry: int = 0
+    """How many partial retries the run has had (0: none)."""
 
 
 class RunActionOut(Camel):
@@ -316,7 +358,7 @@ WidgetTypeName = Literal["table", "chart", "metric", "text", "json"]
 WidgetMode = Literal["replay", "sync"]
 
 
-class WidgetIn(Camel):
+class WidgetIn(ResourceBody, kw_only=True):
     """A widget to create, or all of it to save (``PUT``)."""
 
     workflow_id: Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
@@ -368,7 +410,7 @@ class WidgetDataOut(Camel):
     error: WidgetErrorOut | None
 
 
-class EmbedTokenCreate(Camel):
+class EmbedTokenCreate(Body):
     expires_in_days: Annotated[int, Meta(ge=1, le=3650)] = 365
 
 
@@ -425,4 +467,30 @@ class HookFinished(Camel):
     instance_id: str
     status: RunStatus
     output: Any
+    error: str | None
+
+
+# -- notifications (options.onFailure / options.onSlaBreach) ----------------------------------------------
+class NotificationSettingsOut(Camel, omit_defaults=True):
+    has_secret: bool
+    created_at: float | None
+    """When the current signing secret was made (null: none yet; the first notification URL makes one)."""
+    secret: str | None = None
+    """The signing secret, only the first time it is read after it was made (copy it now)."""
+
+
+class NotificationSecretOut(Camel):
+    secret: str
+
+
+class NotificationTestIn(Camel, forbid_unknown_fields=True):
+    url: str | None = None
+    """Where to send the sample (default: the saved options.onFailure.url, else options.onSlaBreach.url)."""
+
+
+class NotificationTestOut(Camel):
+    url: str
+    ok: bool
+    status: int | None
+    """The receiver's HTTP status (null: no answer)."""
     error: str | None

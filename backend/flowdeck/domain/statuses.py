@@ -62,7 +62,7 @@ class NodeTransition:
 
 
 _S = NodeStatus
-_RUN_ENDED = "the run ended (failed, cancelled or timed out) first"
+_RUN_ENDED = "the run ended (failed, cancelled or timed out) first (NODE_CANCELLED)"
 
 NODE_TRANSITIONS: Final[tuple[NodeTransition, ...]] = (
     NodeTransition(_S.PENDING, _S.DISPATCHED, "its inputs are resolved: its job is queued (NODE_DISPATCHED)"),
@@ -106,4 +106,7 @@ class EventType(StrEnum):
     NODE_COMPLETED = "NODE_COMPLETED"
     NODE_FAILED = "NODE_FAILED"
     NODE_SKIPPED = "NODE_SKIPPED"
+    NODE_CANCELLED = "NODE_CANCELLED"
+    """A node left unfinished when its run failed, was cancelled or timed out (terminal for that attempt)."""
     RUN_STATUS = "RUN_STATUS"
+    RUN_SLA_BREACHED = "RUN_SLA_BREACHED"

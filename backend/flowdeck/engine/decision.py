@@ -24,13 +24,16 @@ from flowdeck.engine.effects import Effects, job_key
 from flowdeck.engine.outcomes import Completed, Failed, completed_payload
 from flowdeck.engine.plans import RunPlan
 from flowdeck.engine.retry import backoff_seconds
+from flowdeck.engine.run_timing import RunTiming, deadline_for
 from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.jobs import NewJob
+from flowdeck.storage.log_fold import unfinished_nodes
+from flowdeck.storage.notices import FAILURE, add_notice
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import StateTransaction, started_event
 
-__all__ = ("Decision", "Dispatch", "run_status_event")
+__all__ = ("Decision", "Dispatch", "end_run", "fail_run", "run_status_event")
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,6 +416,16 @@ class Decision:
         await self.advance(scope, [(loop_id, "done")], None)
 
     # -- the run -----------------------------------------------------------------------------------
+    async def begin_run(self) -> RunStatus:
+        """A scheduled run's start node ran: RUNNING from now, failing at the earlier of its timeout and deadline."""
+        instance_id, tx = self.plan.instance_id, self.tx
+        requested = RunTiming.from_payload(await tx.first_status_payload(instance_id))
+        await tx.begin_run(
+            instance_id, deadline_for(tx.now, self.graph.definition.options.timeout_seconds, requested.deadline_at)
+        )
+        self.effects.run(instance_id, RunStatus.RUNNING)
+        return RunStatus.RUNNING
+
     async def finish_if_done(self) -> None:
         """Nothing queued, leased or waiting any more: every node is terminal, so the run is COMPLETED."""
         if self.effects.jobs_added or self.effects.awaiting_edges:
@@ -431,13 +444,47 @@ class Decision:
 
 async def fail_run(tx: StateTransaction, instance_id: str, message: str, effects: Effects) -> None:
     """Fail a run (no plan needed: a timeout or recovery fails runs whose graph it never loads)."""
+    await end_run(tx, instance_id, RunStatus.FAILED, message, effects, error=message)
+
+
+async def end_run(
+    tx: StateTransaction,
+    instance_id: str,
+    status: RunStatus,
+    reason: str,
+    effects: Effects,
+    *,
+    error: str | None = None,
+) -> None:
+    """End a run that did not complete: its queued jobs go, every node not yet terminal (loops and
+    their iterations included) gets a NODE_CANCELLED row, then the run takes ``status``."""
     await tx.jobs.delete_for_instance(instance_id)
-    await tx.set_run_status(instance_id, RunStatus.FAILED, error=message, reason=message)
-    effects.run(instance_id, RunStatus.FAILED, error=message)
+    unfinished = unfinished_nodes(await tx.node_rows(instance_id))
+    await tx.log_event_bulk(
+        [
+            LogEvent(
+                instance_id,
+                EventType.NODE_CANCELLED,
+                node_id=node_id,
+                iteration=iteration,
+                node_status=NodeStatus.CANCELLED.value,
+                payload={"reason": reason},
+                node_attempt=attempt,
+            )
+            for node_id, iteration, attempt in unfinished
+        ]
+    )
+    for node_id, iteration, attempt in unfinished:
+        effects.node((instance_id, node_id, iteration), NodeStatus.CANCELLED, attempt)
+    await tx.set_run_status(instance_id, status, error=error, reason=reason)
+    if status is RunStatus.FAILED:
+        await add_notice(tx.conn, instance_id, FAILURE, tx.now)  # options.onFailure (flowdeck/notifications)
+    effects.run(instance_id, status, error=error)
 
 
-def run_status_event(instance_id: str, status: RunStatus) -> LogEvent:
-    return LogEvent(instance_id, EventType.RUN_STATUS, node_status=status.value, payload={"status": status.value})
+def run_status_event(instance_id: str, status: RunStatus, extra: dict[str, Any] | None = None) -> LogEvent:
+    payload = {"status": status.value, **(extra or {})}
+    return LogEvent(instance_id, EventType.RUN_STATUS, node_status=status.value, payload=payload)
 
 
 def _has_error_edge(graph: Graph, node_id: str) -> bool:

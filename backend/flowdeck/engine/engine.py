@@ -16,9 +16,10 @@ from flowdeck.domain.problems import Problem, has_errors
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.engine.executor import NodeExecutor
 from flowdeck.engine.observer import EngineObserver, NullObserver
-from flowdeck.engine.orchestrator import Orchestrator
+from flowdeck.engine.orchestrator import Orchestrator, RunStateError
 from flowdeck.engine.plans import PlanCache, RunNotFoundError
-from flowdeck.engine.publisher import LocalPublisher, RunUpdate
+from flowdeck.engine.publisher import LocalPublisher, RunUpdate, Subscription, Update
+from flowdeck.engine.run_timing import RunTiming
 from flowdeck.engine.worker import Worker
 from flowdeck.handlers.registry import HandlerRegistry
 from flowdeck.storage.database import Database
@@ -77,6 +78,7 @@ class Engine:
             worker_id=worker_id,
             clock=clock,
         )
+        self.publisher.attach(_ForgetFailedPlans(self.publisher, self.plans))
         self._worker_running = False
         self.definition_listeners: list[Callable[[], None]] = []
         """Called after a workflow is created, saved or deleted in this process (the scheduler re-reads)."""
@@ -139,8 +141,11 @@ class Engine:
         trigger: str = "api",
         version: int | None = None,
         instance_id: str | None = None,
+        timing: RunTiming | None = None,
     ) -> str:
         """A production run of the latest saved version (or of ``version``, which must be the latest).
+
+        ``timing``: a scheduled start and/or a deadline (engine/run_timing.py; checked by the caller).
 
         ``instance_id`` lets a caller choose the run's id: a second start with the same id fails on
         the primary key, which is how a schedule's due time starts exactly once across processes.
@@ -157,6 +162,7 @@ class Engine:
             workflow_version=latest,
             trigger=trigger,
             instance_id=instance_id,
+            timing=timing,
         )
         self.observer.run_started(trigger)
         return instance_id
@@ -200,8 +206,18 @@ class Engine:
     async def cancel_run(self, instance_id: str) -> bool:
         return await self.orchestrator.cancel_run(instance_id)
 
-    async def retry_run(self, instance_id: str) -> list[str]:
-        return await self.orchestrator.retry_run(instance_id)
+    async def retry_run(self, instance_id: str, version: str = "original") -> list[str]:
+        """Partial retry of a FAILED run on the version it ran (``original``) or the latest saved one."""
+        if version == "original":
+            return await self.orchestrator.retry_run(instance_id)
+        plan = await self.plans.get(instance_id)
+        workflow_id = plan.workflow_id or ""
+        latest = None if plan.is_test else await self.workflows.latest_version(plan.tenant_id, workflow_id)
+        if plan.is_test or latest is None:
+            what = "a test run has no saved versions" if plan.is_test else "its workflow was deleted"
+            raise RunStateError(f"run {instance_id} cannot move to the latest version: {what}")
+        graph = await self.plans.version_graph(workflow_id, latest)
+        return await self.orchestrator.retry_run(instance_id, (latest, graph))
 
     async def delete_test_run(self, instance_id: str) -> bool:
         """Stop a test run's in-flight work and delete every row of it."""
@@ -226,3 +242,16 @@ class Engine:
                         update = await asyncio.wait_for(updates.get(), timeout=min(remaining, 0.25))
                         if isinstance(update, RunUpdate) and update.status is not RunStatus.RUNNING:
                             break
+
+
+class _ForgetFailedPlans(Subscription):
+    """Forgets the cached plan of every run this process hears fail, its own or (relayed) another's: a
+    partial retry may move a failed run to the workflow's latest version."""
+
+    def __init__(self, publisher: LocalPublisher, plans: PlanCache) -> None:
+        super().__init__(publisher, None, 1, runs_only=True)
+        self._plans = plans
+
+    def offer(self, update: Update) -> None:
+        if isinstance(update, RunUpdate) and update.status is RunStatus.FAILED:
+            self._plans.forget(update.instance_id)

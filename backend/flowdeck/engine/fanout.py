@@ -82,6 +82,8 @@ def encode_update(update: Update, *, by_reference: bool = False) -> dict[str, An
             "p": update.pinned,
             "na": update.next_attempt_at,
         }
+    if update.sla_seconds is not None:
+        common["sla"] = update.sla_seconds
     return common | {"k": "run"}
 
 
@@ -102,7 +104,9 @@ def decode_update(item: dict[str, Any]) -> tuple[Update, bool]:
             next_attempt_at=item["na"],
         )
     else:
-        update = RunUpdate(item["i"], RunStatus(item["s"]), item["at"], output=output, error=error)
+        update = RunUpdate(
+            item["i"], RunStatus(item["s"]), item["at"], output=output, error=error, sla_seconds=item.get("sla")
+        )
     return update, bool(item.get("r"))
 
 

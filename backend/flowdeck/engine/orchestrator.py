@@ -14,6 +14,7 @@ decisions offered to the store as one statement each).
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -23,13 +24,16 @@ from flowdeck.domain.scopes import child_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, NodeStatus, RunStatus
 from flowdeck.engine.batching import Batcher, Delivery
 from flowdeck.engine.cas import Cas, DuplicateDeliveryError
-from flowdeck.engine.decision import Decision, Dispatch, fail_run, run_status_event
+from flowdeck.engine.decision import Decision, Dispatch, end_run, fail_run, run_status_event
 from flowdeck.engine.effects import Announcer, Effects
 from flowdeck.engine.one_statement import OneStatementSteps
 from flowdeck.engine.outcomes import Completed, Failed, NodeOutcome, RunStateError
 from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.engine.publisher import Publisher
 from flowdeck.engine.retry_plan import plan_retry
+from flowdeck.engine.run_timing import RunTiming, deadline_for
+from flowdeck.engine.sla import arm_sla
+from flowdeck.storage.log_fold import RETRY_REASON
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager, StateTransaction
 from flowdeck.storage.steps import RunStart
@@ -75,16 +79,31 @@ class Orchestrator:
         pinned: Mapping[str, Any] | None = None,
         trigger: str = "api",
         instance_id: str | None = None,
+        timing: RunTiming | None = None,
     ) -> str:
-        """Create a run and queue its start node, in one transaction. Test runs pass ``test_definition``."""
+        """Create a run and queue its start node, in one transaction. Test runs pass ``test_definition``.
+
+        With ``timing.available_at`` the run is PENDING and its start node's job due then; the start
+        node's decision begins it (``_decide_delivery``).
+        """
         is_test = test_definition is not None
         instance_id = instance_id or str(uuid.uuid4())
         plan = RunPlan(instance_id, tenant_id, workflow_id, is_test, graph, dict(pinned or {}) if is_test else {})
         timeout = graph.definition.options.timeout_seconds
+        timing = timing or RunTiming()
         now = None
-        if not is_test:  # where the store offers it (PostgreSQL), the same rows in one statement
+        pending = False
+        if not is_test and timing.available_at is None:  # where the store offers it (PostgreSQL), one statement
             start = RunStart(
-                instance_id, tenant_id, workflow_id, workflow_version, trigger, run_input, timeout, graph.start_id
+                instance_id,
+                tenant_id,
+                workflow_id,
+                workflow_version,
+                trigger,
+                run_input,
+                timeout,
+                graph.start_id,
+                timing.deadline_at,
             )
             now = await self.state.start_production_run(start)
         if now is not None:
@@ -95,6 +114,8 @@ class Orchestrator:
         else:
             async with self.state.transaction() as tx:
                 effects = Effects(tx.now)
+                delay = max(0.0, timing.available_at - tx.now) if timing.available_at is not None else 0.0
+                pending = delay > 0
                 await tx.create_instance(
                     instance_id=instance_id,
                     tenant_id=tenant_id,
@@ -104,6 +125,8 @@ class Orchestrator:
                     trigger=trigger,
                     run_input=run_input,
                     timeout_seconds=timeout,
+                    available_at=timing.available_at if pending else None,
+                    deadline_at=timing.deadline_at,
                 )
                 events = [LogEvent(instance_id, EventType.INPUT_SET, payload={"input": run_input})]
                 if is_test:
@@ -115,14 +138,19 @@ class Orchestrator:
                             payload={DEFINITION_KEY: test_definition, PINNED_KEY: plan.pinned},
                         )
                     )
-                events.append(run_status_event(instance_id, RunStatus.RUNNING))
+                status = RunStatus.PENDING if pending else RunStatus.RUNNING
+                events.append(run_status_event(instance_id, status, timing.payload()))
                 await tx.log_event_bulk(events)
-                effects.run(instance_id, RunStatus.RUNNING)
+                effects.run(instance_id, status)
                 decision = self._decision(tx, plan, effects)
-                await decision.dispatch("", [Dispatch(graph.start_id)], None)
+                await decision.dispatch("", [Dispatch(graph.start_id)], delay or None)
                 await decision.finish_if_done()
+        sla = graph.definition.options.sla_seconds
+        if sla:
+            await arm_sla(self.state, instance_id, sla)
         self.plans.remember(plan)
-        self._cas.versions.remember(instance_id, 1)
+        if not pending:  # a PENDING run's first decision must read its status (and begin it): general path
+            self._cas.versions.remember(instance_id, 1)
         self._announce(effects)
         return instance_id
 
@@ -184,6 +212,8 @@ class Orchestrator:
     @staticmethod
     async def _decide_delivery(decision: Decision, delivery: Delivery, status: RunStatus) -> Job | None:
         job, outcome = delivery.job, delivery.outcome
+        if status is RunStatus.PENDING:  # a scheduled run's start node ran: the run begins now
+            status = await decision.begin_run()
         if isinstance(outcome, Completed):
             follow = await decision.record_completion(job, outcome, status)
         else:
@@ -199,36 +229,42 @@ class Orchestrator:
         async def decide(tx: StateTransaction, status: RunStatus, effects: Effects) -> bool:
             if status in TERMINAL_RUN_STATUSES:
                 return False
-            await tx.jobs.delete_for_instance(instance_id)
-            await tx.set_run_status(instance_id, RunStatus.CANCELLED, reason=reason)
-            effects.run(instance_id, RunStatus.CANCELLED)
+            await end_run(tx, instance_id, RunStatus.CANCELLED, reason, effects)
             effects.stopped_runs.append(instance_id)
             return True
 
         return bool(await self._cas.decide(instance_id, decide))
 
     async def fail_run(self, instance_id: str, reason: str) -> bool:
-        """Fail a RUNNING run from outside (run timeout, recovery); ``False`` if it was not running."""
+        """Fail a RUNNING or PENDING run from outside (run timeout or deadline, recovery); ``False`` if it
+        was neither."""
 
         async def decide(tx: StateTransaction, status: RunStatus, effects: Effects) -> bool:
-            if status is not RunStatus.RUNNING:
+            if status not in (RunStatus.RUNNING, RunStatus.PENDING):
                 return False
             await fail_run(tx, instance_id, reason, effects)
             return True
 
         return bool(await self._cas.decide(instance_id, decide))
 
-    async def retry_run(self, instance_id: str) -> list[str]:
+    async def retry_run(self, instance_id: str, target: tuple[int, Graph] | None = None) -> list[str]:
         """Partial retry of a FAILED run: failed and interrupted nodes run again, completed outputs stay.
 
+        ``target``: (version, graph) of the saved version to move the run to first ("retry with the
+        latest version"): completed nodes that still exist keep their outputs, the rest run on it.
         Returns the ids of the nodes started again.
         """
         plan = await self.plans.get(instance_id)
+        if target is not None:
+            plan = dataclasses.replace(plan, graph=target[1])
 
         async def decide(tx: StateTransaction, status: RunStatus, effects: Effects) -> list[str]:
             if status is not RunStatus.FAILED:
                 raise RunStateError(f"only a FAILED run can be retried; run {instance_id} is {status.value}")
             graph = plan.graph
+            moved = {} if target is None else {"version": target[0]}
+            if target is not None:
+                await tx.set_workflow_version(instance_id, target[0])
             decision = self._decision(tx, plan, effects)
             retry = plan_retry(graph, await tx.node_rows(instance_id), await tx.loop_states(instance_id))
             await tx.replace_barriers(instance_id, retry.barriers)
@@ -236,8 +272,12 @@ class Orchestrator:
                 await tx.set_loop_finished(instance_id, loop_id, scope, finished)
             for scope, node_id in retry.skip:
                 await decision.skip(scope, [node_id])
-            deadline = tx.now + graph.definition.options.timeout_seconds
-            await tx.set_run_status(instance_id, RunStatus.RUNNING, reason="partial retry", deadline_at=deadline)
+            requested = RunTiming.from_payload(await tx.first_status_payload(instance_id)).deadline_at
+            still_ahead = requested if requested is not None and requested > tx.now else None
+            deadline = deadline_for(tx.now, graph.definition.options.timeout_seconds, still_ahead)
+            await tx.set_run_status(
+                instance_id, RunStatus.RUNNING, reason=RETRY_REASON, deadline_at=deadline, extra=moved
+            )
             effects.run(instance_id, RunStatus.RUNNING)
             for scope, node_id, attempt in retry.dispatch:
                 await decision.dispatch(scope, [Dispatch(node_id, attempt)], None)
@@ -250,5 +290,11 @@ class Orchestrator:
             await decision.settle("", None)
             return [node_id for _, node_id, _ in retry.dispatch]
 
-        result = await self._cas.decide(instance_id, decide)
-        return result or []
+        if target is None:
+            return await self._cas.decide(instance_id, decide) or []
+        self.plans.remember(plan)  # before the commit announces the jobs: this process must run them on it
+        try:
+            return await self._cas.decide(instance_id, decide) or []
+        except BaseException:
+            self.plans.forget(instance_id)
+            raise

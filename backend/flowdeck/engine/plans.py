@@ -1,7 +1,8 @@
 """Run plans: the graph (and test-run pins) a run executes, loaded once and cached.
 
-A production run reads its graph from the immutable workflow version it started on; a test run
-from its own SYSTEM_SET row. Both are immutable, so caching them is always safe.
+A production run reads its graph from the workflow version it runs on; a test run from its own
+SYSTEM_SET row. Both are immutable; a partial retry "with the latest version" moves a FAILED run to
+another version, so every process forgets the plan of a run it hears fail (``Engine``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class _Lru(Generic[K, V]):
             self._items.move_to_end(key)
         return value
 
+    def pop(self, key: K) -> None:
+        self._items.pop(key, None)
+
     def put(self, key: K, value: V) -> None:
         self._items[key] = value
         self._items.move_to_end(key)
@@ -69,6 +73,10 @@ class PlanCache:
 
     def remember(self, plan: RunPlan) -> None:
         self._plans.put(plan.instance_id, plan)
+
+    def forget(self, instance_id: str) -> None:
+        """Read the run's plan afresh next time: a partial retry may move a failed run to another version."""
+        self._plans.pop(instance_id)
 
     async def version_graph(self, workflow_id: str, version: int) -> Graph:
         graph = self._graphs.get((workflow_id, version))

@@ -55,6 +55,8 @@ class RunUpdate:
     at: float
     output: Any = None
     error: str | None = None
+    sla_seconds: float | None = None
+    """Set on the announcement of an SLA breach (``engine/sla.py``), which changes no status."""
 
 
 Update = NodeUpdate | RunUpdate
@@ -112,8 +114,11 @@ class LocalPublisher:
         self, instance_id: str | None = None, *, maxsize: int = 10_000, runs_only: bool = False
     ) -> Subscription:
         """Updates of one run (or of all runs); ``runs_only`` leaves out node updates."""
-        subscription = Subscription(self, instance_id, maxsize, runs_only)
-        self._by_run.setdefault(instance_id, set()).add(subscription)
+        return self.attach(Subscription(self, instance_id, maxsize, runs_only))
+
+    def attach(self, subscription: Subscription) -> Subscription:
+        """Offer ``subscription`` its run's updates (or all, for ``instance_id`` None) from now on."""
+        self._by_run.setdefault(subscription.instance_id, set()).add(subscription)
         return subscription
 
     def unsubscribe(self, subscription: Subscription) -> None:

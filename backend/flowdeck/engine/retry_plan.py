@@ -48,6 +48,8 @@ def _owner(graph: Graph, fold: ScopeFold) -> str | None:
 
 def plan_retry(graph: Graph, rows: Sequence[LogRow], loops: Mapping[tuple[str, str], LoopState]) -> RetryPlan:
     plan = RetryPlan()
+    rows = [r for r in rows if r.node_id in graph.nodes]  # retried on a newer version: removed nodes are gone
+    loops = {key: state for key, state in loops.items() if key[0] in graph.nodes and graph.is_loop(key[0])}
     folds = fold_scopes(rows)
     iteration_done: dict[str, bool] = {}
     for scope, fold in folds.items():

@@ -21,13 +21,15 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.executor import NodeExecutor
 from flowdeck.engine.orchestrator import Orchestrator
 from flowdeck.engine.publisher import NodeUpdate
+from flowdeck.engine.run_timing import RunTiming, timeout_reason
+from flowdeck.engine.sla import mark_breaches
 from flowdeck.storage.records import Job
 from flowdeck.storage.state import StateManager
 
@@ -70,6 +72,8 @@ class Worker:
         self._saturated = False
         self._stopping = False
         self._hurry = asyncio.Event()
+        self.sweep_hooks: list[Callable[[float], Awaitable[None]]] = []
+        """Run by every sweep with its time (the notification outbox, ``flowdeck/notifications``)."""
 
     # -- lifecycle -----------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -244,18 +248,18 @@ class Worker:
     async def sweep(self, *, recover_stale: bool = False) -> None:
         """Fail runs past their timeout; optionally recover RUNNING runs that nothing can move on."""
         now = self.clock()
+        await mark_breaches(self.state, self.orchestrator.publisher, now)  # options.slaSeconds
         for instance_id in await self.state.get_timed_out_instances(now):
             instance = await self.state.get_instance(instance_id)
-            limit = (
-                ""
-                if instance is None or instance.started_at is None or instance.deadline_at is None
-                else (f" of {instance.deadline_at - instance.started_at:g} s")
-            )
-            await self.orchestrator.fail_run(
-                instance_id, f"run timed out: it passed its timeout{limit} (options.timeoutSeconds)"
-            )
+            timing = RunTiming.from_payload(await self.state.first_status_payload(instance_id))
+            await self.orchestrator.fail_run(instance_id, timeout_reason(instance, timing))
         if recover_stale:
             for instance_id in await self.state.get_stale_running_instances(now - STALE_RUN_SECONDS):
                 await self.orchestrator.fail_run(
                     instance_id, "recovered: the run was RUNNING with no queued or running node for 5 minutes"
                 )
+        for hook in self.sweep_hooks:
+            try:
+                await hook(now)
+            except Exception:
+                log.exception("a sweep hook failed")

@@ -62,6 +62,9 @@ class Metrics:
             registry=r,
         )
         self.node_retries = Counter("flowdeck_node_retries", "Failed node attempts that will be retried.", registry=r)
+        self.sla_breaches = Counter(
+            "flowdeck_sla_breaches", "Runs marked past options.slaSeconds (each once, by one process).", registry=r
+        )
         self.queue_due = Gauge("flowdeck_queue_due_jobs", "Jobs due now that no live lease holds.", registry=r)
         self.queue_oldest = Gauge(
             "flowdeck_queue_oldest_due_age_seconds", "How long the oldest due job has waited.", registry=r
@@ -80,7 +83,9 @@ class Metrics:
         """A publisher tap: counts the updates this process's engine published (never other processes')."""
         for update in updates:
             if isinstance(update, RunUpdate):
-                if update.status in TERMINAL_RUN_STATUSES:
+                if update.sla_seconds is not None:
+                    self.sla_breaches.inc()
+                elif update.status in TERMINAL_RUN_STATUSES:
                     self.runs_finished.labels(update.status.value).inc()
             elif isinstance(update, NodeUpdate) and update.status is NodeStatus.RETRYING:
                 self.node_retries.inc()

@@ -15,12 +15,14 @@ __all__ = (
     "JOIN_EVENT",
     "LEAVE_EVENT",
     "NODE_EVENT",
+    "SLA_BREACH_EVENT",
     "SNAPSHOT_EVENT",
     "STATUS_EVENT",
     "WIDGET_DATA_EVENT",
     "WIDGET_FOLLOW_EVENT",
     "WIDGET_JOIN_EVENT",
     "NodeMessage",
+    "SlaBreachMessage",
     "SnapshotMessage",
     "StatusMessage",
     "TsType",
@@ -35,6 +37,7 @@ LEAVE_EVENT: Final = "workflow_run_leave"
 SNAPSHOT_EVENT: Final = "workflow_run_snapshot"
 NODE_EVENT: Final = "workflow_node_update"
 STATUS_EVENT: Final = "workflow_status_update"
+SLA_BREACH_EVENT: Final = "workflow_sla_breach"
 WIDGET_JOIN_EVENT: Final = "widget_join"
 WIDGET_FOLLOW_EVENT: Final = "widget_follow"
 WIDGET_DATA_EVENT: Final = "widget_data"
@@ -78,11 +81,21 @@ class StatusMessage(TypedDict):
     error: str | None
 
 
+class SlaBreachMessage(TypedDict):
+    """``workflow_sla_breach``: the run passed ``options.slaSeconds`` unfinished; it goes on."""
+
+    instanceID: str
+    slaSeconds: float
+    at: float
+
+
 class SnapshotMessage(TypedDict):
     """``workflow_run_snapshot``: the run as it stands when a connection joins its room."""
 
     instanceID: str
     status: RunStatusName
+    slaBreachedAt: float | None
+    """When the run passed ``options.slaSeconds`` unfinished (null: it has not)."""
     nodes: dict[str, NodeStateJson]
 
 
@@ -110,9 +123,12 @@ def status_message(update: RunUpdate) -> StatusMessage:
     }
 
 
-def update_message(update: NodeUpdate | RunUpdate) -> tuple[str, NodeMessage | StatusMessage]:
+def update_message(update: NodeUpdate | RunUpdate) -> tuple[str, NodeMessage | StatusMessage | SlaBreachMessage]:
     if isinstance(update, NodeUpdate):
         return NODE_EVENT, node_message(update)
+    if update.sla_seconds is not None:
+        breach: SlaBreachMessage = {"instanceID": update.instance_id, "slaSeconds": update.sla_seconds, "at": update.at}
+        return SLA_BREACH_EVENT, breach
     return STATUS_EVENT, status_message(update)
 
 
@@ -120,5 +136,6 @@ def snapshot_message(view: RunView) -> SnapshotMessage:
     return {
         "instanceID": view.run.id,
         "status": view.run.status.value,
+        "slaBreachedAt": view.run.sla_breached_at,
         "nodes": {node_id: node.to_json() for node_id, node in view.nodes.items()},
     }

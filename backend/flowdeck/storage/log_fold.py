@@ -25,14 +25,20 @@ __all__ = (
     "fold_scopes",
     "merge_end_output",
     "merged_end_outputs",
+    "retry_count",
     "timeline_rows",
+    "unfinished_nodes",
 )
+
+RETRY_REASON = "partial retry"
+"""The reason of the RUN_STATUS row a partial retry writes."""
 
 _STATUS_BY_EVENT = {
     EventType.NODE_DISPATCHED: NodeStatus.DISPATCHED,
     EventType.NODE_STARTED: NodeStatus.RUNNING,
     EventType.NODE_COMPLETED: NodeStatus.COMPLETED,
     EventType.NODE_SKIPPED: NodeStatus.SKIPPED,
+    EventType.NODE_CANCELLED: NodeStatus.CANCELLED,
 }
 
 
@@ -84,6 +90,19 @@ class NodeView:
     next_attempt_at: float | None = None
     """RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due."""
     iterations: dict[str, NodeView] = field(default_factory=dict)
+    retry_base: int = 1
+    """The attempt its latest dispatch started at (a partial retry dispatches at the next attempt)."""
+    retry: int = 0
+    """How many partial retries dispatched it again."""
+    before_cancel: NodeStatus | None = field(default=None, repr=False)
+    """While CANCELLED by the run's end: the status it had (a partial retry resumes from there)."""
+    late: LogRow | None = field(default=None, repr=False)
+    """A result that arrived after the node was cancelled: recorded, shown once a retry uses it."""
+
+    @property
+    def attempt_in_retry(self) -> int:
+        """ "attempt 1 of 3" within the current retry, never "4/3"."""
+        return max(0, self.attempt - self.retry_base + 1) if self.attempt else 0
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -93,6 +112,8 @@ class NodeView:
             "completedAt": self.completed_at,
             "output": self.output,
             "error": self.error,
+            "attemptInRetry": self.attempt_in_retry,
+            "retry": self.retry,
         }
         if self.pinned:
             data["pinned"] = True
@@ -107,6 +128,10 @@ class NodeView:
 
 def _apply_to_node(view: NodeView, row: LogRow) -> None:
     event = EventType(row.event_type)
+    if view.before_cancel is not None and row.node_attempt <= view.attempt:
+        if event is EventType.NODE_COMPLETED:
+            view.late = row  # terminal means terminal: a late result changes nothing until a retry uses it
+        return
     view.attempt = max(view.attempt, row.node_attempt)
     if event is EventType.NODE_FAILED:
         retrying = bool((row.payload or {}).get("retry"))
@@ -121,7 +146,14 @@ def _apply_to_node(view: NodeView, row: LogRow) -> None:
         return
     if view.status is NodeStatus.COMPLETED and status is not NodeStatus.COMPLETED:
         return  # nothing after a completion changes it (a late duplicate dispatch, say)
+    if status is NodeStatus.DISPATCHED and row.node_attempt > view.retry_base:
+        view.retry_base, view.retry = row.node_attempt, view.retry + 1
+    view.before_cancel, view.late = (view.status if status is NodeStatus.CANCELLED else None), None
     view.status = status
+    if status is NodeStatus.CANCELLED:
+        view.completed_at = row.created_at
+        view.next_attempt_at = None
+        return
     view.next_attempt_at = (row.payload or {}).get("dueAt") if status is NodeStatus.DISPATCHED else None
     if status is NodeStatus.RUNNING and view.started_at is None:
         view.started_at = row.created_at
@@ -141,6 +173,8 @@ def fold_nodes(rows: Iterable[LogRow], run_status: RunStatus) -> dict[str, NodeV
     nodes: dict[str, NodeView] = {}
     for row in rows:
         if row.node_id is None:
+            if row.event_type == EventType.RUN_STATUS and row.node_status == RunStatus.RUNNING.value:
+                _use_late_results(nodes.values())  # a partial retry keeps what finished after the cancel
             continue
         view = nodes.setdefault(row.node_id, NodeView())
         if row.iteration:
@@ -151,6 +185,38 @@ def fold_nodes(rows: Iterable[LogRow], run_status: RunStatus) -> dict[str, NodeV
             if view.status not in TERMINAL_NODE_STATUSES:
                 view.status = NodeStatus.CANCELLED
     return nodes
+
+
+def _use_late_results(views: Iterable[NodeView]) -> None:
+    """A partial retry reopened the run: cancelled nodes resume from where they were, or from their late result."""
+    for view in views:
+        if view.before_cancel is not None:
+            late, view.late = view.late, None
+            view.status, view.before_cancel, view.completed_at = view.before_cancel, None, None
+            if late is not None:
+                _apply_to_node(view, late)
+        _use_late_results(view.iterations.values())
+
+
+def retry_count(rows: Iterable[LogRow]) -> int:
+    """How many partial retries the run has had."""
+    return sum(
+        1
+        for r in rows
+        if r.node_id is None
+        and r.event_type == EventType.RUN_STATUS
+        and (r.payload or {}).get("reason") == RETRY_REASON
+    )
+
+
+def unfinished_nodes(rows: Iterable[LogRow]) -> list[tuple[str, str, int]]:
+    """(node, iteration, attempt) of every node whose rows leave it short of a terminal status."""
+    unfinished: list[tuple[str, str, int]] = []
+    for node_id, view in fold_nodes(rows, RunStatus.RUNNING).items():
+        for iteration, each in (("", view), *view.iterations.items()):
+            if each.status not in TERMINAL_NODE_STATUSES and each.status is not NodeStatus.PENDING:
+                unfinished.append((node_id, iteration, each.attempt))
+    return unfinished
 
 
 # -- the timeline ----------------------------------------------------------------------------------
@@ -195,6 +261,11 @@ def _apply_to_bar(bar: TimelineRow, row: LogRow) -> None:
         if bar.status in (NodeStatus.PENDING, NodeStatus.DISPATCHED):
             bar.status = NodeStatus.RUNNING
         bar.started_at = bar.started_at or row.created_at
+    elif event == EventType.NODE_CANCELLED:
+        bar.status = NodeStatus.CANCELLED
+        bar.completed_at = row.created_at
+    elif bar.status is NodeStatus.CANCELLED:
+        return  # a late result: recorded, but the attempt was cancelled
     elif event in (EventType.NODE_COMPLETED, EventType.NODE_FAILED, EventType.NODE_SKIPPED):
         bar.status = _STATUS_BY_EVENT.get(EventType(event), NodeStatus.FAILED)  # an attempt that failed stays FAILED
         bar.completed_at = row.created_at

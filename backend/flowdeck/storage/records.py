@@ -28,6 +28,7 @@ class InstanceRecord:
     completed_at: float | None
     updated_at: float
     deadline_at: float | None
+    sla_breached_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

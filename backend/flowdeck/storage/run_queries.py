@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.database import Database
-from flowdeck.storage.log_fold import NodeView, TimelineRow, fold_nodes, timeline_rows
+from flowdeck.storage.log_fold import NodeView, TimelineRow, fold_nodes, retry_count, timeline_rows
 from flowdeck.storage.records import InstanceRecord, LogRow
 from flowdeck.storage.state import StateManager
 from flowdeck.storage.tables import instances
@@ -38,6 +38,7 @@ _COLUMNS = (
     instances.c.completed_at,
     instances.c.updated_at,
     instances.c.deadline_at,
+    instances.c.sla_breached_at,
 )
 _LIST_COLUMNS = tuple(c for c in _COLUMNS if c.name not in ("input", "output"))
 
@@ -59,6 +60,7 @@ class RunFilter:
 class RunView:
     run: InstanceRecord
     nodes: dict[str, NodeView]
+    retries: int = 0
 
 
 def _record(row: sa.Row[tuple[object, ...]], with_payloads: bool = True) -> InstanceRecord:
@@ -117,7 +119,7 @@ class RunQueries:
         if run is None:
             return None
         rows = await self.state.read_log(instance_id)
-        return RunView(run, fold_nodes(rows, run.status))
+        return RunView(run, fold_nodes(rows, run.status), retry_count(rows))
 
     async def events(
         self, tenant_id: str, instance_id: str, after_log_id: int, limit: int

@@ -8,6 +8,7 @@ offers the reads. The log is append-only: nothing here updates or deletes a log 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -114,23 +115,53 @@ class StateTransaction:
         trigger: str,
         run_input: Any,
         timeout_seconds: float,
+        available_at: float | None = None,
+        deadline_at: float | None = None,
     ) -> None:
+        """A RUNNING run, or a PENDING one until ``available_at`` (then ``started_at`` says when it starts)."""
+        begin = self.now if available_at is None else available_at
         values = {
             "id": instance_id,
             "tenant_id": tenant_id,
             "workflow_id": workflow_id,
             "workflow_version": workflow_version,
             "is_test": is_test,
-            "status": RunStatus.RUNNING.value,
+            "status": (RunStatus.RUNNING if available_at is None else RunStatus.PENDING).value,
             "version": 1,
             "trigger": trigger,
             "input": run_input,
             "created_at": self.now,
-            "started_at": self.now,
+            "started_at": begin,
             "updated_at": self.now,
-            "deadline_at": self.now + timeout_seconds,
+            "deadline_at": min(begin + timeout_seconds, deadline_at if deadline_at is not None else math.inf),
         }
         await self.conn.execute(self.db.sql.insert_instance, values)
+
+    async def begin_run(self, instance_id: str, deadline_at: float) -> None:
+        """A scheduled (PENDING) run begins: RUNNING from now, with its RUN_STATUS row."""
+        await self.conn.execute(
+            instances.update()
+            .where(instances.c.id == instance_id)
+            .values(status=RunStatus.RUNNING.value, started_at=self.now, updated_at=self.now, deadline_at=deadline_at)
+        )
+        await self.log_event(
+            LogEvent(
+                instance_id,
+                EventType.RUN_STATUS,
+                node_status=RunStatus.RUNNING.value,
+                payload=run_status_payload(RunStatus.RUNNING, "scheduled start (availableAt)"),
+            )
+        )
+
+    async def set_workflow_version(self, instance_id: str, version: int) -> None:
+        """A partial retry moves the run to another saved version (its RUN_STATUS row says which)."""
+        await self.conn.execute(
+            instances.update().where(instances.c.id == instance_id).values(workflow_version=version)
+        )
+
+    async def first_status_payload(self, instance_id: str) -> Any:
+        """The payload of the run's first RUN_STATUS row (its scheduled start and deadline)."""
+        return (await self.conn.execute(first_status_payload(instance_id))).scalar_one_or_none()
 
     async def read_instance_version(self, instance_id: str) -> tuple[RunStatus, int] | None:
         row = (await self.conn.execute(self.db.sql.instance_version, {"p_id": instance_id})).first()
@@ -157,10 +188,12 @@ class StateTransaction:
         error: str | None = None,
         reason: str | None = None,
         deadline_at: float | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """Change the run status and log its RUN_STATUS row. Call only after winning the CAS."""
+        """Change the run status and log its RUN_STATUS row (``extra``: more of its payload). Call only
+        after winning the CAS."""
         params = {"p_id": instance_id, "p_status": status.value, "p_now": self.now, "p_error": error}
-        payload = run_status_payload(status, reason)
+        payload = {**run_status_payload(status, reason), **(extra or {})}
         if status in TERMINAL_RUN_STATUSES:
             await self.conn.execute(self.db.sql.finish_run, {**params, "p_output": output})
         else:
@@ -380,6 +413,7 @@ class StateManager:
             completed_at=m["completed_at"],
             updated_at=m["updated_at"],
             deadline_at=m["deadline_at"],
+            sla_breached_at=m["sla_breached_at"],
         )
 
     async def assemble_context(self, instance_id: str, node_ids: Iterable[str], iteration: str = "") -> dict[str, Any]:
@@ -423,7 +457,10 @@ class StateManager:
     async def get_timed_out_instances(self, now: float, limit: int = 100) -> list[str]:
         stmt = (
             sa.select(instances.c.id)
-            .where(instances.c.status == RunStatus.RUNNING.value, instances.c.deadline_at < now)
+            .where(
+                instances.c.status.in_([RunStatus.RUNNING.value, RunStatus.PENDING.value]),
+                instances.c.deadline_at < now,
+            )
             .limit(limit)
         )
         async with self.db.read() as conn:
@@ -443,6 +480,10 @@ class StateManager:
         )
         async with self.db.read() as conn:
             return [row[0] for row in await conn.execute(stmt)]
+
+    async def first_status_payload(self, instance_id: str) -> Any:
+        async with self.db.read() as conn:
+            return (await conn.execute(first_status_payload(instance_id))).scalar_one_or_none()
 
     async def count_jobs(self, instance_id: str) -> int:
         stmt = sa.select(sa.func.count()).select_from(node_jobs).where(node_jobs.c.instance_id == instance_id)
@@ -489,6 +530,15 @@ def run_status_payload(status: RunStatus, reason: str | None) -> dict[str, Any]:
     if reason:
         payload["reason"] = reason
     return payload
+
+
+def first_status_payload(instance_id: str) -> Any:
+    return (
+        sa.select(instance_logs.c.payload)
+        .where(instance_logs.c.instance_id == instance_id, instance_logs.c.event_type == EventType.RUN_STATUS.value)
+        .order_by(instance_logs.c.log_id)
+        .limit(1)
+    )
 
 
 def dispatched_event(job: NewJob, due_at: float | None = None) -> LogEvent:

@@ -7,6 +7,8 @@ topology with and without them and compares. ``Database(url, one_statement=False
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any
 
 from flowdeck.domain.scopes import nested_pattern, parent_scope
@@ -64,9 +66,12 @@ class PostgresStateTransaction(StateTransaction):
         error: str | None = None,
         reason: str | None = None,
         deadline_at: float | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
-        if status not in TERMINAL_RUN_STATUSES:
-            await super().set_run_status(instance_id, status, reason=reason, error=error, deadline_at=deadline_at)
+        if status not in TERMINAL_RUN_STATUSES or extra:
+            await super().set_run_status(
+                instance_id, status, output=output, reason=reason, error=error, deadline_at=deadline_at, extra=extra
+            )
             return
         params = {
             "p_id": instance_id,
@@ -166,9 +171,14 @@ class PostgresStateManager(StateManager):
             "p_trigger": start.trigger,
             "p_input": start.run_input,
             "p_input_payload": {"input": start.run_input},
-            "p_status_payload": run_status_payload(RunStatus.RUNNING, None),
+            "p_status_payload": {
+                **run_status_payload(RunStatus.RUNNING, None),
+                **({} if start.deadline_at is None else {"deadlineAt": start.deadline_at}),
+            },
             "p_now": now,
-            "p_deadline": now + start.timeout_seconds,
+            "p_deadline": min(
+                now + start.timeout_seconds, math.inf if start.deadline_at is None else start.deadline_at
+            ),
             "p_start_id": start.start_id,
         }
         async with self.db.autocommit() as conn:

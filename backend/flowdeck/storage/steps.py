@@ -61,6 +61,8 @@ class RunStart:
     run_input: Any
     timeout_seconds: float
     start_id: str
+    deadline_at: float | None = None
+    """``deadlineAt``: the run fails at the earlier of it and its timeout (recorded in its RUN_STATUS row)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,9 +85,12 @@ instances = sa.Table(
     sa.Column("completed_at", Epoch, nullable=True),
     sa.Column("updated_at", Epoch, nullable=False),
     sa.Column("deadline_at", Epoch, nullable=True),
+    sa.Column("sla_at", Epoch, nullable=True),  # when options.slaSeconds passes (engine/sla.py)
+    sa.Column("sla_breached_at", Epoch, nullable=True),
     sa.Index(None, "tenant_id", "created_at"),
     sa.Index(None, "workflow_id", "status", "created_at"),
     sa.Index(None, "status", "deadline_at"),
+    sa.Index(None, "status", "sla_at"),
 )
 
 # The append-only event log (SPEC §4): the single source of truth of every run.

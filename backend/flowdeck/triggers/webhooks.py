@@ -18,6 +18,7 @@ from flowdeck.accounts.credentials import hash_secret, same_secret
 from flowdeck.accounts.service import AccountsService
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.run_timing import RunTiming
 from flowdeck.storage.webhooks import HookTarget, WebhookRow, WebhookStore
 
 __all__ = (
@@ -119,11 +120,13 @@ class WebhookService:
             await self.store.touch(target.workflow_id, target.secret_hash, now)
         return target
 
-    async def trigger(self, target: HookTarget, run_input: Any, wait: float | None) -> HookOutcome:
+    async def trigger(
+        self, target: HookTarget, run_input: Any, wait: float | None, timing: RunTiming | None = None
+    ) -> HookOutcome:
         """Start a production run; with ``wait``, wait up to that many seconds for it to finish."""
         try:
             instance_id = await self.engine.start_workflow_run(
-                target.tenant_id, target.workflow_id, run_input, trigger=TRIGGER
+                target.tenant_id, target.workflow_id, run_input, trigger=TRIGGER, timing=timing
             )
         except LookupError as exc:  # deleted in between
             raise WebhookNotFoundError(target.workflow_id) from exc
@@ -131,5 +134,5 @@ class WebhookService:
             return HookOutcome(instance_id, None)
         run = await self.engine.wait_for_run(instance_id, min(wait, MAX_WAIT_SECONDS))
         if run.status not in TERMINAL_RUN_STATUSES:
-            return HookOutcome(instance_id, RunStatus.RUNNING)
+            return HookOutcome(instance_id, run.status)  # RUNNING, or PENDING until its availableAt
         return HookOutcome(instance_id, run.status, run.output, run.error)

@@ -13,6 +13,7 @@ from flowdeck.domain.errors import ConfigIssue
 from flowdeck.domain.notes import note_problems
 from flowdeck.domain.schedules import schedule_problems
 from flowdeck.handlers.base import NodeHandler
+from flowdeck.notifications.targets import shape_problems
 from flowdeck.sandbox.templates import template_issues
 from flowdeck.validation.graph_checks import GraphChecks
 from flowdeck.validation.limits import (
@@ -85,6 +86,7 @@ class DefinitionChecks(Checks):
         sla = options.get("slaSeconds")
         if sla is not None and not (is_number(sla) and sla > 0):
             self.bad_field("the workflow", "options.slaSeconds", "a number above 0", sla)
+        self.problems.extend(shape_problems(options))  # options.onFailure / options.onSlaBreach
         schedules = options.get("schedules", [])
         if not isinstance(schedules, list) or not all(isinstance(s, dict) for s in schedules):
             self.bad_field("the workflow", "options.schedules", "a list of objects", schedules)

@@ -6,6 +6,7 @@ import type {
   Page,
   RunAccepted,
   RunAction,
+  RetryVersion,
   RunDetail,
   RunEvent,
   RunStatus,
@@ -15,6 +16,8 @@ import type {
   TimelineRow,
   ValidationResult,
   VersionSummary,
+  NotificationSettings,
+  NotificationTest,
   WebhookInfo,
   WebhookSecret,
   Workflow,
@@ -63,6 +66,16 @@ export const examples = {
   start: (id: string) => request<Workflow>('POST', `/api/examples/${encodeURIComponent(id)}`),
 };
 
+export const notifications = {
+  /** The signing secret's state; `secret` only the first time it is read after it was made. */
+  get: (workflowId: string) => request<NotificationSettings>('GET', `/api/workflows/${encodeURIComponent(workflowId)}/notifications`),
+  rotateSecret: (workflowId: string) =>
+    request<{ secret: string }>('POST', `/api/workflows/${encodeURIComponent(workflowId)}/notifications/secret`),
+  /** POST a signed sample payload to `url` (default: the saved one) and report the receiver's answer. */
+  test: (workflowId: string, url?: string) =>
+    request<NotificationTest>('POST', `/api/workflows/${encodeURIComponent(workflowId)}/notifications/test`, url ? { url } : {}),
+};
+
 /** `workflowId`: the saved workflow the editor is on, so that its run history lists the test run. */
 export type TestRunBody = DefinitionJson & { input: unknown; pinned?: Record<string, unknown>; workflowId?: string };
 
@@ -101,5 +114,6 @@ export const runs = {
     request<Page<RunEvent>>('GET', `/api/runs/${encodeURIComponent(id)}/events${query({ cursor, limit: 200 })}`),
   timeline: (id: string) => request<Page<TimelineRow>>('GET', `/api/runs/${encodeURIComponent(id)}/timeline`),
   cancel: (id: string) => request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/cancel`),
-  retry: (id: string) => request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/retry`),
+  retry: (id: string, version: RetryVersion = 'original') =>
+    request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/retry`, { version }),
 };

@@ -2,12 +2,14 @@
  * SPEC §9 Socket.IO payloads, as one discriminated union (`kind` is added on receipt). The payloads and event
  * names are generated from the backend's realtime/messages.py (`flowdeck generate`), so they cannot drift.
  */
-import type { NodeUpdatePayload, SnapshotPayload, StatusUpdatePayload } from '../generated/realtime';
+import type { NodeUpdatePayload, SlaBreachPayload, SnapshotPayload, StatusUpdatePayload } from '../generated/realtime';
 
 export { SOCKET_EVENTS } from '../generated/realtime';
 
 export type SnapshotMessage = { kind: 'snapshot' } & SnapshotPayload;
 export type NodeUpdateMessage = { kind: 'node' } & NodeUpdatePayload;
 export type StatusUpdateMessage = { kind: 'status' } & StatusUpdatePayload;
+/** `workflow_sla_breach`: the run passed options.slaSeconds unfinished; it goes on. */
+export type SlaBreachMessage = { kind: 'sla' } & SlaBreachPayload;
 
-export type RealtimeMessage = SnapshotMessage | NodeUpdateMessage | StatusUpdateMessage;
+export type RealtimeMessage = SnapshotMessage | NodeUpdateMessage | StatusUpdateMessage | SlaBreachMessage;

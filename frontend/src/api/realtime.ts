@@ -1,12 +1,13 @@
 /** The Socket.IO client (SPEC §9): one shared connection (session cookie), a room per run. */
 import { io, type Socket } from 'socket.io-client';
 
-import { SOCKET_EVENTS, type NodeUpdateMessage, type RealtimeMessage, type SnapshotMessage, type StatusUpdateMessage } from './realtime-types';
+import { SOCKET_EVENTS, type NodeUpdateMessage, type RealtimeMessage, type SnapshotMessage, type SlaBreachMessage, type StatusUpdateMessage } from './realtime-types';
 
 type ServerEvents = {
   [SOCKET_EVENTS.snapshot]: (msg: Omit<SnapshotMessage, 'kind'>) => void;
   [SOCKET_EVENTS.node]: (msg: Omit<NodeUpdateMessage, 'kind'>) => void;
   [SOCKET_EVENTS.status]: (msg: Omit<StatusUpdateMessage, 'kind'>) => void;
+  [SOCKET_EVENTS.sla]: (msg: Omit<SlaBreachMessage, 'kind'>) => void;
 };
 type JoinAck = { ok: true } | { ok: false; error: string };
 type ClientEvents = {
@@ -40,6 +41,7 @@ function connect(): Socket<ServerEvents, ClientEvents> {
   s.on(SOCKET_EVENTS.snapshot, (msg) => dispatch({ kind: 'snapshot', ...msg }));
   s.on(SOCKET_EVENTS.node, (msg) => dispatch({ kind: 'node', ...msg }));
   s.on(SOCKET_EVENTS.status, (msg) => dispatch({ kind: 'status', ...msg }));
+  s.on(SOCKET_EVENTS.sla, (msg) => dispatch({ kind: 'sla', ...msg }));
   socket = s;
   emitState('connecting');
   return s;

@@ -31,12 +31,20 @@ export type VersionSummary = Schemas['VersionOut'];
 export type SaveBody = DefinitionJson & Pick<Schemas['WorkflowSave'], 'version'>;
 
 export type RunAccepted = Schemas['RunAccepted'];
+/** `availableAt`: a PENDING run's scheduled start; `slaBreachedAt`: when it passed options.slaSeconds unfinished. */
 export type RunSummary = Schemas['RunSummary'];
+/** `attempt` counts every attempt of the run; `attemptInRetry` the attempt within the current retry, `retry` which one. */
 export type NodeState = Schemas['NodeStateOut'];
 export type RunDetail = Schemas['RunDetail'];
+export type RetryVersion = NonNullable<Schemas['RetryRun']['version']>;
 export type RunEvent = Schemas['EventOut'];
 export type TimelineRow = Schemas['TimelineRowOut'];
 export type RunAction = Schemas['RunActionOut'];
+
+/** options.onFailure / options.onSlaBreach: GET /api/workflows/{id}/notifications (the secret only the first time). */
+export type NotificationSettings = Schemas['NotificationSettingsOut'];
+/** POST /api/workflows/{id}/notifications/test: what the receiver answered. */
+export type NotificationTest = Schemas['NotificationTestOut'];
 
 /** SPEC §6 data sources and saved queries: see data/api.ts. */
 

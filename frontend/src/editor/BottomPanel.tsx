@@ -8,6 +8,7 @@ import { displayStatus, timeSpan } from '../runs/runReducer';
 import { formatDuration } from '../shared/format';
 import { JsonView } from '../shared/ui/JsonView';
 import { StatusBadge } from '../shared/ui/StatusBadge';
+import { SlaBadge } from '../runs/SlaBadge';
 import { CodeEditor } from './inspector/LazyCodeEditor';
 import { useEditor, useEditorStoreApi } from './storeContext';
 import { TestInputCheck } from './TestInputCheck';
@@ -58,6 +59,7 @@ function RunTab({ onStop, onRunAgain }: { onStop: () => void; onRunAgain: () => 
     <div className="run-tab" data-testid="run-panel" data-run-id={run.runId} data-status={run.status}>
       <div className="run-tab__head">
         <StatusBadge status={run.status} testId="run-status" />
+        <SlaBadge at={run.slaBreachedAt} />
         <code className="muted small">{run.runId}</code>
         <span className="spacer" />
         {!finished ? (

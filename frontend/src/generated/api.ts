@@ -596,6 +596,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/{workflow_id}/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GetNotifications */
+        get: operations["ApiWorkflowsWorkflowIdNotificationsGetNotifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/{workflow_id}/notifications/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** RotateNotificationSecret */
+        post: operations["ApiWorkflowsWorkflowIdNotificationsSecretRotateNotificationSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/{workflow_id}/notifications/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** TestNotification */
+        post: operations["ApiWorkflowsWorkflowIdNotificationsTestTestNotification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/{workflow_id}/runs": {
         parameters: {
             query?: never;
@@ -776,6 +827,8 @@ export interface components {
         /** NodeStateOut */
         NodeStateOut: {
             attempt: number;
+            /** @default 0 */
+            attemptInRetry?: number;
             completedAt: number | null;
             error: string | null;
             iterations?: {
@@ -786,6 +839,8 @@ export interface components {
             output: unknown;
             /** @default false */
             pinned?: boolean;
+            /** @default 0 */
+            retry?: number;
             startedAt: number | null;
             status: components["schemas"]["NodeStatus"];
         };
@@ -795,6 +850,27 @@ export interface components {
          * @enum {string}
          */
         NodeStatus: "PENDING" | "DISPATCHED" | "RUNNING" | "RETRYING" | "COMPLETED" | "FAILED" | "SKIPPED" | "CANCELLED";
+        /** NotificationSecretOut */
+        NotificationSecretOut: {
+            secret: string;
+        };
+        /** NotificationSettingsOut */
+        NotificationSettingsOut: {
+            createdAt: number | null;
+            hasSecret: boolean;
+            secret?: string | null;
+        };
+        /** NotificationTestIn */
+        NotificationTestIn: {
+            url?: string | null;
+        };
+        /** NotificationTestOut */
+        NotificationTestOut: {
+            error: string | null;
+            ok: boolean;
+            status: number | null;
+            url: string;
+        };
         /** PasswordChange */
         PasswordChange: {
             currentPassword: string;
@@ -826,6 +902,14 @@ export interface components {
              */
             severity?: "error" | "warning";
         };
+        /** RetryRun */
+        RetryRun: {
+            /**
+             * @default original
+             * @enum {string}
+             */
+            version?: "original" | "latest";
+        };
         /** RunAccepted */
         RunAccepted: {
             instanceId: string;
@@ -838,16 +922,20 @@ export interface components {
         };
         /** RunDetail */
         RunDetail: {
+            availableAt?: number | null;
             completedAt: number | null;
             createdAt: number;
             error: string | null;
-            input: unknown;
+            input?: unknown;
             instanceId: string;
             isTest: boolean;
-            nodes: {
+            nodes?: {
                 [key: string]: components["schemas"]["NodeStateOut"];
             };
-            output: unknown;
+            output?: unknown;
+            /** @default 0 */
+            retry?: number;
+            slaBreachedAt: number | null;
             startedAt: number | null;
             status: components["schemas"]["RunStatus"];
             trigger: string;
@@ -866,11 +954,13 @@ export interface components {
         RunStatus: "PENDING" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELLED";
         /** RunSummary */
         RunSummary: {
+            availableAt?: number | null;
             completedAt: number | null;
             createdAt: number;
             error: string | null;
             instanceId: string;
             isTest: boolean;
+            slaBreachedAt: number | null;
             startedAt: number | null;
             status: components["schemas"]["RunStatus"];
             trigger: string;
@@ -886,15 +976,23 @@ export interface components {
         };
         /** StartRun */
         StartRun: {
+            /** @description start no earlier than this (PENDING until then) */
+            availableAt?: number | null;
+            /** @description fail the run if it has not finished by then (before timeoutSeconds) */
+            deadlineAt?: number | null;
             input?: unknown;
         };
         /** StartTestRun */
         StartTestRun: {
+            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
+            createdAt?: unknown;
             description?: string | null;
             /** @description SPEC §1 edges: {id, source, target, sourceHandle?} */
             edges?: {
                 [key: string]: unknown;
             }[];
+            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
+            id?: unknown;
             input?: unknown;
             /** @description SPEC §1 nodes: {id, type, label?, position?, config, ...} */
             nodes?: {
@@ -912,6 +1010,8 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             title?: string | null;
+            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
+            updatedAt?: unknown;
             /** @description the saved workflow the editor is on: its run history lists this test run */
             workflowId?: string | null;
         };
@@ -1022,8 +1122,12 @@ export interface components {
             config?: {
                 [key: string]: unknown;
             };
+            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
+            createdAt?: unknown;
             /** @description origins that may frame the embed page; null: any site */
             frameAncestors?: string[] | null;
+            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
+            id?: unknown;
             /**
              * @default replay
              * @enum {string}
@@ -1032,6 +1136,8 @@ export interface components {
             name: string;
             /** @enum {string} */
             type: "table" | "chart" | "metric" | "text" | "json";
+            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
+            updatedAt?: unknown;
             workflowId: string;
         };
         /** WidgetOut */
@@ -1057,11 +1163,15 @@ export interface components {
         };
         /** WorkflowCreate */
         WorkflowCreate: {
+            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
+            createdAt?: unknown;
             description?: string | null;
             /** @description SPEC §1 edges: {id, source, target, sourceHandle?} */
             edges?: {
                 [key: string]: unknown;
             }[];
+            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
+            id?: unknown;
             /** @description SPEC §1 nodes: {id, type, label?, position?, config, ...} */
             nodes?: {
                 [key: string]: unknown;
@@ -1074,6 +1184,8 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             title?: string | null;
+            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
+            updatedAt?: unknown;
         };
         /** WorkflowOut */
         WorkflowOut: {
@@ -1103,11 +1215,15 @@ export interface components {
         };
         /** WorkflowSave */
         WorkflowSave: {
+            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
+            createdAt?: unknown;
             description?: string | null;
             /** @description SPEC §1 edges: {id, source, target, sourceHandle?} */
             edges?: {
                 [key: string]: unknown;
             }[];
+            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
+            id?: unknown;
             /** @description SPEC §1 nodes: {id, type, label?, position?, config, ...} */
             nodes?: {
                 [key: string]: unknown;
@@ -1120,6 +1236,8 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             title?: string | null;
+            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
+            updatedAt?: unknown;
             /** @description the version this edit started from; a stale one is a 409 */
             version: number;
         };
@@ -1151,10 +1269,15 @@ export type HealthOut = components['schemas']['HealthOut'];
 export type LoginRequest = components['schemas']['LoginRequest'];
 export type NodeStateOut = components['schemas']['NodeStateOut'];
 export type NodeStatus = components['schemas']['NodeStatus'];
+export type NotificationSecretOut = components['schemas']['NotificationSecretOut'];
+export type NotificationSettingsOut = components['schemas']['NotificationSettingsOut'];
+export type NotificationTestIn = components['schemas']['NotificationTestIn'];
+export type NotificationTestOut = components['schemas']['NotificationTestOut'];
 export type PasswordChange = components['schemas']['PasswordChange'];
 export type PreviewIn = components['schemas']['PreviewIn'];
 export type PreviewOut = components['schemas']['PreviewOut'];
 export type Problem = components['schemas']['Problem'];
+export type RetryRun = components['schemas']['RetryRun'];
 export type RunAccepted = components['schemas']['RunAccepted'];
 export type RunActionOut = components['schemas']['RunActionOut'];
 export type RunDetail = components['schemas']['RunDetail'];
@@ -3253,7 +3376,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetryRun"] | null;
+            };
+        };
         responses: {
             /** @description Request accepted, processing continues off-line */
             202: {
@@ -5323,6 +5450,262 @@ export interface operations {
             };
         };
     };
+    ApiWorkflowsWorkflowIdNotificationsGetNotifications: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an object id (UUID) */
+                workflow_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationSettingsOut"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Nothing matches the given URI */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiWorkflowsWorkflowIdNotificationsSecretRotateNotificationSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an object id (UUID) */
+                workflow_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Document created, URL follows */
+            201: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationSecretOut"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Nothing matches the given URI */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiWorkflowsWorkflowIdNotificationsTestTestNotification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an object id (UUID) */
+                workflow_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NotificationTestIn"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationTestOut"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Nothing matches the given URI */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
     ApiWorkflowsWorkflowIdRunsStartRun: {
         parameters: {
             query?: never;
@@ -5773,6 +6156,10 @@ export interface operations {
             query?: {
                 /** @description wait up to this many seconds (at most 30) for the run to finish and answer its output */
                 wait?: number | null;
+                /** @description epoch seconds: PENDING until then */
+                availableAt?: number | null;
+                /** @description epoch seconds: the run fails then */
+                deadlineAt?: number | null;
             };
             header?: never;
             path: {

@@ -11,6 +11,7 @@ export const SOCKET_EVENTS = {
   snapshot: "workflow_run_snapshot",
   node: "workflow_node_update",
   status: "workflow_status_update",
+  sla: "workflow_sla_breach",
 } as const;
 /** An embed connection hears its widget's processed data only (a WidgetDataOut), never a run. */
 export const EMBED_SOCKET_EVENTS = {
@@ -23,6 +24,7 @@ export const EMBED_SOCKET_EVENTS = {
 export type SnapshotPayload = {
   instanceID: string;
   status: RunStatus;
+  slaBreachedAt: number | null;
   nodes: Record<string, NodeState>;
 };
 
@@ -46,4 +48,11 @@ export type StatusUpdatePayload = {
   status: RunStatus;
   output: unknown;
   error: string | null;
+};
+
+/** `workflow_sla_breach`: the run passed `options.slaSeconds` unfinished; it goes on. */
+export type SlaBreachPayload = {
+  instanceID: string;
+  slaSeconds: number;
+  at: number;
 };

@@ -5,7 +5,7 @@ import { Link, useNavigate, useParams } from 'react-router';
 
 import { runs, workflows } from '../api/endpoints';
 import { subscribeToRun } from '../api/realtime';
-import { TERMINAL_RUN_STATUSES, type RunDetail, type RunEvent, type TimelineRow } from '../api/types';
+import { TERMINAL_RUN_STATUSES, type RetryVersion, type RunDetail, type RunEvent, type TimelineRow } from '../api/types';
 import type { DefinitionJson } from '../graph/convert';
 import { EditorCanvas } from '../editor/EditorCanvas';
 import { NodeInspector } from '../editor/inspector/NodeInspector';
@@ -14,6 +14,7 @@ import { formatDuration, formatTime } from '../shared/format';
 import { errorMessage, toast } from '../shared/toasts';
 import { JsonView } from '../shared/ui/JsonView';
 import { StatusBadge } from '../shared/ui/StatusBadge';
+import { SlaBadge } from './SlaBadge';
 import { Timeline } from './Timeline';
 
 type Tab = 'timeline' | 'events' | 'io';
@@ -158,10 +159,13 @@ function RunDetailScreen({ runId }: { runId: string }) {
     }
   };
 
-  const retry = async () => {
+  const [retryMenu, setRetryMenu] = useState(false);
+  const retry = async (version: RetryVersion) => {
+    setRetryMenu(false);
     try {
-      const result = await runs.retry(runId);
-      toast('info', `Retrying ${(result.nodeIds ?? []).length} failed node(s).`);
+      const result = await runs.retry(runId, version);
+      const on = version === 'latest' ? ' on the latest version' : '';
+      toast('info', `Retrying ${(result.nodeIds ?? []).length} failed node(s)${on}.`);
       navigate(0);
     } catch (err) {
       toast('error', `Could not retry: ${errorMessage(err)}`);
@@ -196,10 +200,12 @@ function RunDetailScreen({ runId }: { runId: string }) {
         </Link>
         <h1 className="toolbar__heading">{title}</h1>
         {status && <StatusBadge status={status} testId="run-detail-status" />}
+        <SlaBadge at={run?.slaBreachedAt ?? detail?.slaBreachedAt} />
         {detail && (
           <span className="muted small run-meta">
             {detail.version ? `v${detail.version} · ` : ''}
-            {detail.trigger} · started {formatTime(detail.startedAt ?? detail.createdAt)}
+            {detail.trigger} · {detail.availableAt ? 'starts' : 'started'} {formatTime(detail.startedAt ?? detail.createdAt)}
+            {detail.retry ? ` · retry ${detail.retry}` : ''}
             {duration !== null && ` · ${formatDuration(duration)}`}
           </span>
         )}
@@ -210,9 +216,30 @@ function RunDetailScreen({ runId }: { runId: string }) {
           </button>
         )}
         {status === 'FAILED' && (
-          <button type="button" className="btn" onClick={() => void retry()} data-testid="run-retry">
-            ↻ Retry failed
-          </button>
+          <span className="retry-menu">
+            <button
+              type="button"
+              className="btn"
+              aria-haspopup="menu"
+              aria-expanded={retryMenu}
+              onClick={() => setRetryMenu((open) => !open)}
+              data-testid="run-retry"
+            >
+              ↻ Retry failed ▾
+            </button>
+            {retryMenu && (
+              <span className="retry-menu__items" role="menu">
+                <button type="button" role="menuitem" className="btn btn--small" onClick={() => void retry('original')} data-testid="run-retry-original">
+                  With the original version{detail?.version ? ` (v${detail.version})` : ''}
+                </button>
+                {!detail?.isTest && (
+                  <button type="button" role="menuitem" className="btn btn--small" onClick={() => void retry('latest')} data-testid="run-retry-latest">
+                    With the latest saved version
+                  </button>
+                )}
+              </span>
+            )}
+          </span>
         )}
         {detail?.workflowId && (
           <>

@@ -8,6 +8,7 @@ import { formatDuration, formatTime } from '../shared/format';
 import { errorMessage } from '../shared/toasts';
 import { StatusBadge } from '../shared/ui/StatusBadge';
 import { dayRange, RunSearchFilters } from './RunSearchFilters';
+import { SlaBadge } from './SlaBadge';
 
 function isRunStatus(value: string | null): value is RunStatus {
   return value !== null && (RUN_STATUSES as readonly string[]).includes(value);
@@ -155,6 +156,7 @@ export function RunHistoryPage() {
               <tr key={r.instanceId} className="clickable" data-testid="run-row" data-id={r.instanceId} data-status={r.status} onClick={() => navigate(`/runs/${r.instanceId}`)}>
                 <td>
                   <StatusBadge status={r.status} />
+                  <SlaBadge at={r.slaBreachedAt} />
                 </td>
                 <td>
                   {r.workflowId ? titles[r.workflowId] ?? <code>{r.workflowId.slice(0, 8)}</code> : <span className="muted">unsaved graph</span>}
@@ -162,10 +164,18 @@ export function RunHistoryPage() {
                 </td>
                 <td>{r.version ? `v${r.version}` : '—'}</td>
                 <td>{r.trigger}</td>
-                <td title={new Date((r.startedAt ?? r.createdAt) * 1000).toLocaleString()} data-testid="run-started">
-                  {formatTime(r.startedAt ?? r.createdAt)}
+                <td title={new Date((r.availableAt ?? r.startedAt ?? r.createdAt) * 1000).toLocaleString()} data-testid="run-started">
+                  {r.availableAt ? `starts ${formatTime(r.availableAt)}` : formatTime(r.startedAt ?? r.createdAt)}
                 </td>
-                <td>{r.startedAt && r.completedAt ? formatDuration(r.completedAt - r.startedAt) : r.completedAt ? '—' : 'running…'}</td>
+                <td>
+                  {r.startedAt && r.completedAt
+                    ? formatDuration(r.completedAt - r.startedAt)
+                    : r.completedAt
+                      ? '—'
+                      : r.status === 'PENDING'
+                        ? 'scheduled'
+                        : 'running…'}
+                </td>
                 <td>
                   <Link to={`/runs/${r.instanceId}`} onClick={(e) => e.stopPropagation()}>
                     <code>{r.instanceId.slice(0, 8)}</code>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import type { NodeUpdateMessage } from '../api/realtime-types';
-import { completedOutputs, displayStatus, runReducer, timeSpan, type RunView } from './runReducer';
+import { attemptLabel, completedOutputs, displayStatus, runReducer, timeSpan, type RunView } from './runReducer';
 
 function nodeMsg(nodeID: string, status: NodeUpdateMessage['status'], attempt = 1, extra: Partial<NodeUpdateMessage> = {}): NodeUpdateMessage {
   return { kind: 'node', instanceID: 'r1', nodeID, iteration: '', status, attempt, output: null, error: null, at: 100, pinned: false, nextAttemptAt: null, ...extra };
@@ -14,6 +14,17 @@ function started(): RunView {
 }
 
 describe('runReducer', () => {
+  it('marks an SLA breach once, keeps the run going, and keeps the mark through a snapshot', () => {
+    let s = started();
+    expect(s.slaBreachedAt ?? null).toBeNull();
+    s = runReducer(s, { kind: 'sla', instanceID: 'r1', slaSeconds: 5, at: 105 }) as RunView;
+    s = runReducer(s, { kind: 'sla', instanceID: 'r1', slaSeconds: 5, at: 107 }) as RunView;
+    expect(s.slaBreachedAt).toBe(105);
+    s = runReducer(s, { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', slaBreachedAt: null, nodes: {} }) as RunView;
+    expect(s).toMatchObject({ status: 'RUNNING', slaBreachedAt: 105 });
+    expect(runReducer(s, { kind: 'sla', instanceID: 'other', slaSeconds: 5, at: 1 })).toBe(s);
+  });
+
   it('folds node updates and the run status', () => {
     let s = started();
     s = runReducer(s, nodeMsg('a', 'RUNNING')) as RunView;
@@ -45,6 +56,22 @@ describe('runReducer', () => {
     expect(s.nodes.a).toMatchObject({ status: 'COMPLETED', error: null });
   });
 
+  it('counts attempts per partial retry: "attempt 1 of 3, retry 1", never "4/3"', () => {
+    let s = started();
+    s = runReducer(s, nodeMsg('a', 'RUNNING', 1)) as RunView;
+    s = runReducer(s, nodeMsg('a', 'RETRYING', 1)) as RunView;
+    s = runReducer(s, nodeMsg('a', 'RUNNING', 2)) as RunView;
+    expect(attemptLabel(s.nodes.a!, 3)).toBe('attempt 2 of 3');
+    s = runReducer(s, nodeMsg('a', 'FAILED', 3)) as RunView;
+    s = runReducer(s, nodeMsg('a', 'DISPATCHED', 4)) as RunView; // the partial retry dispatches it again
+    s = runReducer(s, nodeMsg('a', 'RUNNING', 4)) as RunView;
+    expect(s.nodes.a).toMatchObject({ attempt: 4, attemptInRetry: 1, retry: 1 });
+    expect(attemptLabel(s.nodes.a!, 3)).toBe('attempt 1 of 3, retry 1');
+    s = runReducer(s, nodeMsg('a', 'RETRYING', 4)) as RunView;
+    s = runReducer(s, nodeMsg('a', 'RUNNING', 5)) as RunView;
+    expect(attemptLabel(s.nodes.a!, 3)).toBe('attempt 2 of 3, retry 1');
+  });
+
   it('keeps when a node queued behind a delay falls due, until it starts', () => {
     let s = started();
     s = runReducer(s, nodeMsg('after', 'DISPATCHED', 1, { nextAttemptAt: 130 })) as RunView;
@@ -60,6 +87,7 @@ describe('runReducer', () => {
       kind: 'snapshot',
       instanceID: 'r1',
       status: 'RUNNING',
+      slaBreachedAt: null,
       nodes: {
         a: { status: 'RUNNING', attempt: 1, startedAt: 1, completedAt: null, output: null, error: null },
         b: { status: 'DISPATCHED', attempt: 1, startedAt: null, completedAt: null, output: null, error: null },
@@ -119,13 +147,13 @@ describe('runReducer with node ids that are Object.prototype names', () => {
         ' "toString": {"status": "RUNNING", "attempt": 1, "startedAt": 1, "completedAt": null, "output": null, "error": null,' +
         ' "iterations": {"constructor": {"status": "FAILED", "attempt": 1, "startedAt": 1, "completedAt": 2, "output": null, "error": "x"}}}}',
     ) as RunView['nodes'];
-    const snap = runReducer(started(), { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', nodes }) as RunView;
+    const snap = runReducer(started(), { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', slaBreachedAt: null, nodes }) as RunView;
     expect(snap.nodes.__proto__?.status).toBe('COMPLETED');
     expect(snap.nodes.constructor).toBeUndefined();
     expect(displayStatus(at(snap.nodes, 'toString'))).toBe('RUNNING');
     const detail = runReducer(null, {
       kind: 'detail',
-      detail: { instanceId: 'r1', workflowId: null, version: null, isTest: true, status: 'RUNNING', trigger: 'test', error: null, createdAt: 0, startedAt: 0, completedAt: null, input: null, output: null, nodes },
+      detail: { instanceId: 'r1', workflowId: null, version: null, isTest: true, status: 'RUNNING', trigger: 'test', error: null, createdAt: 0, startedAt: 0, completedAt: null, slaBreachedAt: null, input: null, output: null, nodes },
     }) as RunView;
     expect(detail.nodes.__proto__?.output).toBe(1);
     expect(at(at(detail.nodes, 'toString')?.iterations, 'constructor')?.status).toBe('FAILED');

@@ -25,6 +25,8 @@ export type RunView = {
   /** By node id: a null-prototype record (ids such as `__proto__` are valid), built with shared/dict. */
   nodes: Dict<NodeRun>;
   log: LogLine[];
+  /** When the run passed options.slaSeconds unfinished (null or absent: it has not). */
+  slaBreachedAt?: number | null;
 };
 
 export type RunAction =
@@ -46,13 +48,24 @@ export function emptyNode(): NodeRun {
   return { status: 'PENDING', attempt: 0, startedAt: null, completedAt: null, output: null, error: null };
 }
 
+/** "attempt 1 of 3, retry 2": attempts count within the node's current retry, never "4/3". */
+export function attemptLabel(node: Pick<NodeState, 'attempt' | 'attemptInRetry' | 'retry'>, maxAttempts: number): string {
+  const within = node.attemptInRetry ?? node.attempt;
+  return `attempt ${within} of ${maxAttempts}${node.retry ? `, retry ${node.retry}` : ''}`;
+}
+
 function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRun {
   const base = current ?? emptyNode();
   const terminal = TERMINAL_NODE_STATUSES.has(msg.status);
+  // A partial retry dispatches the node again at its next attempt: a new retry, counted from 1.
+  const retried = msg.status === 'DISPATCHED' && base.attempt > 0 && msg.attempt > base.attempt;
+  const firstOfRetry = retried ? msg.attempt : base.attempt > 0 ? base.attempt - (base.attemptInRetry ?? base.attempt) + 1 : 1;
   return {
     ...base,
     status: msg.status,
     attempt: msg.attempt,
+    attemptInRetry: Math.max(1, msg.attempt - firstOfRetry + 1),
+    retry: (base.retry ?? 0) + (retried ? 1 : 0),
     startedAt: base.startedAt ?? (msg.status === 'RUNNING' || terminal ? msg.at : null),
     completedAt: terminal ? msg.at : base.completedAt,
     output: msg.status === 'COMPLETED' || msg.status === 'SKIPPED' ? msg.output : base.output,
@@ -112,6 +125,7 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
         error: d.error,
         nodes: nodesOf(d.nodes),
         log: state?.runId === d.instanceId ? state.log : [],
+        slaBreachedAt: d.slaBreachedAt ?? (state?.runId === d.instanceId ? state.slaBreachedAt : null) ?? null,
       };
     }
     case 'stopped':
@@ -124,12 +138,14 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
       for (const [id, node] of Object.entries(nodesOf(action.nodes))) {
         if (isNewer(nodes[id], node)) nodes[id] = node;
       }
-      return { ...state, status: action.status, nodes };
+      return { ...state, status: action.status, nodes, slaBreachedAt: action.slaBreachedAt ?? state.slaBreachedAt ?? null };
     }
     case 'node':
       return nodeUpdate(state, action);
     case 'status':
       return { ...state, status: action.status, output: action.output ?? state.output, error: action.error };
+    case 'sla':
+      return { ...state, slaBreachedAt: state.slaBreachedAt ?? action.at };
   }
 }
 

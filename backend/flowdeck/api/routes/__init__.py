@@ -10,6 +10,7 @@ from flowdeck.api.routes.embed import EmbedController
 from flowdeck.api.routes.examples import ExampleController
 from flowdeck.api.routes.health import health
 from flowdeck.api.routes.hooks import HookController, WebhookController
+from flowdeck.api.routes.notifications import NotificationController
 from flowdeck.api.routes.runs import RunController
 from flowdeck.api.routes.templates import TemplateController
 from flowdeck.api.routes.testruns import TestRunController
@@ -26,6 +27,7 @@ API_ROUTES: list[ControllerRouterHandler] = [
     WorkflowController,
     ExampleController,
     WebhookController,
+    NotificationController,
     HookController,
     RunController,
     TestRunController,

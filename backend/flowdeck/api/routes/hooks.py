@@ -20,6 +20,8 @@ from flowdeck.api.dependencies import AppServices, Caller, ObjectId
 from flowdeck.api.inputs import check_json
 from flowdeck.api.openapi import SIGNED_IN, errors
 from flowdeck.api.schemas import HookFinished, HookPending, RunAccepted, WebhookOut, WebhookSecretOut
+from flowdeck.api.services.runs import checked_timing
+from flowdeck.engine.run_timing import RunTiming
 from flowdeck.triggers.webhooks import (
     MAX_WAIT_SECONDS,
     SECRET_HEADER,
@@ -38,6 +40,14 @@ Wait = Annotated[
         le=MAX_WAIT_SECONDS,
         description="wait up to this many seconds (at most 30) for the run to finish and answer its output",
     ),
+]
+
+
+AvailableAt = Annotated[
+    float | None, QueryParameter(name="availableAt", ge=0, le=1e11, description="epoch seconds: PENDING until then")
+]
+DeadlineAt = Annotated[
+    float | None, QueryParameter(name="deadlineAt", ge=0, le=1e11, description="epoch seconds: the run fails then")
 ]
 
 
@@ -101,9 +111,18 @@ class HookController(Controller):
         raises=errors(400, 401, 404, 413, public=True),
     )
     async def call_webhook(
-        self, workflow_id: ObjectId, request: Request[Any, Any, Any], services: AppServices, wait: Wait = None
+        self,
+        workflow_id: ObjectId,
+        request: Request[Any, Any, Any],
+        services: AppServices,
+        wait: Wait = None,
+        available_at: AvailableAt = None,
+        deadline_at: DeadlineAt = None,
     ) -> Response[Any]:
         """Start a production run (trigger ``webhook``) with the JSON body as its input.
+
+        ``?availableAt=`` and ``?deadlineAt=`` (epoch seconds) schedule its start and set its deadline,
+        as for ``POST /api/workflows/{id}/runs`` (the body is all input, so they are query parameters).
 
         Authenticated by the workflow's webhook secret in ``X-Flowdeck-Secret`` or by an API token of the
         workflow's tenant. Answers 202 ``{instanceId}``; with ``wait``, 200 ``{instanceId, status, output,
@@ -115,7 +134,8 @@ class HookController(Controller):
                 workflow_id, request.headers.get(SECRET_HEADER.lower()), request.headers.get("authorization")
             )
             run_input = _body_input(await request.body())
-            outcome = await hooks.trigger(target, run_input, wait)
+            timing = checked_timing(RunTiming(available_at, deadline_at))
+            outcome = await hooks.trigger(target, run_input, wait, timing)
         except WebhookNotFoundError as exc:
             raise _not_found(exc) from exc
         except WebhookUnauthorizedError as exc:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from litestar import Controller, get, post
 from litestar.exceptions import ValidationException
-from litestar.params import QueryParameter
+from litestar.params import JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
 from flowdeck.api.dependencies import ID_PATTERN, AppServices, Caller, Cursor, Limit, ObjectId
@@ -14,6 +14,7 @@ from flowdeck.api.openapi import SIGNED_IN, errors
 from flowdeck.api.pagination import DEFAULT_LIMIT
 from flowdeck.api.schemas import (
     EventPage,
+    RetryRun,
     RunActionOut,
     RunDetail,
     RunPage,
@@ -103,9 +104,17 @@ class RunController(Controller):
         return await services.runs.cancel(principal.tenant_id, instance_id)
 
     @post("/{instance_id:str}/retry", status_code=HTTP_202_ACCEPTED, raises=errors(400, 404, 409))
-    async def retry_run(self, instance_id: ObjectId, principal: Caller, services: AppServices) -> RunActionOut:
-        """Partial retry of a FAILED run: only failed nodes run again; completed outputs are kept."""
-        return await services.runs.retry(principal.tenant_id, instance_id)
+    async def retry_run(
+        self, instance_id: ObjectId, principal: Caller, services: AppServices, data: JSONBody[RetryRun | None] = None
+    ) -> RunActionOut:
+        """Partial retry of a FAILED run: only failed and unrun nodes run again; completed outputs are kept.
+
+        ``{"version": "latest"}`` moves the run to the workflow's latest saved version first (completed
+        nodes that still exist keep their outputs; the run's ``version`` says which it runs on now);
+        ``"original"`` (the default) retries the version it ran.
+        """
+        version = "original" if data is None else data.version
+        return await services.runs.retry(principal.tenant_id, instance_id, version)
 
     @get("/{instance_id:str}/widget", raises=errors(400, 404))
     async def run_widget(

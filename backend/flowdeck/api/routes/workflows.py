@@ -21,6 +21,7 @@ from flowdeck.api.schemas import (
     WorkflowPage,
     WorkflowSave,
 )
+from flowdeck.engine.run_timing import RunTiming
 
 __all__ = ("WorkflowController",)
 
@@ -90,6 +91,12 @@ class WorkflowController(Controller):
     async def start_run(
         self, workflow_id: ObjectId, principal: Caller, services: AppServices, data: JSONBody[StartRun | None] = None
     ) -> RunAccepted:
-        """Start a production run of the latest version with ``input``; follow it with GET /api/runs/{instanceId}."""
+        """Start a production run of the latest version with ``input``; follow it with GET /api/runs/{instanceId}.
+
+        ``availableAt`` (epoch seconds): the run stays PENDING until then. ``deadlineAt``: it fails then
+        if it has not finished (the earlier of it and ``options.timeoutSeconds`` wins); a deadline that
+        has passed, or is not after ``availableAt``, is a 400.
+        """
         run_input = None if data is None else data.input
-        return RunAccepted(instance_id=await services.runs.start(principal.tenant_id, workflow_id, run_input))
+        timing = None if data is None else RunTiming(data.available_at, data.deadline_at)
+        return RunAccepted(instance_id=await services.runs.start(principal.tenant_id, workflow_id, run_input, timing))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar.exceptions import NotFoundException
+from litestar.exceptions import NotFoundException, ValidationException
 
 from flowdeck.api.inputs import check_json
 from flowdeck.api.pagination import NumberKey, TimeKey, decode_cursor, encode_cursor
@@ -25,6 +25,7 @@ from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.orchestrator import RunStateError
 from flowdeck.engine.projection import NodeView
+from flowdeck.engine.run_timing import RunTiming, TimingError
 from flowdeck.storage.records import InstanceRecord
 from flowdeck.storage.run_queries import RunFilter, RunQueries
 
@@ -43,6 +44,8 @@ def _summary_fields(run: InstanceRecord) -> dict[str, Any]:
         "created_at": run.created_at,
         "started_at": run.started_at,
         "completed_at": run.completed_at,
+        "available_at": run.started_at if run.status is RunStatus.PENDING else None,
+        "sla_breached_at": run.sla_breached_at,
     }
 
 
@@ -57,8 +60,20 @@ def _node_out(view: NodeView) -> NodeStateOut:
         pinned=view.pinned,
         logs=view.logs,
         next_attempt_at=view.next_attempt_at,
+        attempt_in_retry=view.attempt_in_retry,
+        retry=view.retry,
         iterations={k: _node_out(v) for k, v in view.iterations.items()} if view.iterations else None,
     )
+
+
+def checked_timing(timing: RunTiming | None) -> RunTiming | None:
+    """A scheduled start and deadline the engine can honour, or a 400 naming the field."""
+    if timing is None or (timing.available_at is None and timing.deadline_at is None):
+        return None
+    try:
+        return timing.check()
+    except TimingError as exc:
+        raise ValidationException(detail=str(exc), extra=[{"key": exc.field, "message": str(exc)}]) from exc
 
 
 def _missing(instance_id: str, what: str = "run") -> NotFoundException:
@@ -71,10 +86,11 @@ class RunService:
         self.queries = queries
 
     # -- starting and stopping -----------------------------------------------------------------------
-    async def start(self, tenant_id: str, workflow_id: str, run_input: Any) -> str:
+    async def start(self, tenant_id: str, workflow_id: str, run_input: Any, timing: RunTiming | None = None) -> str:
         check_json(input=run_input)
+        timing = checked_timing(timing)
         try:
-            return await self.engine.start_workflow_run(tenant_id, workflow_id, run_input)
+            return await self.engine.start_workflow_run(tenant_id, workflow_id, run_input, timing=timing)
         except LookupError as exc:  # unknown, deleted, or another tenant's
             raise NotFoundException(detail=f"workflow {workflow_id} not found") from exc
 
@@ -103,9 +119,9 @@ class RunService:
             raise RunStateError(f"run {instance_id} has already finished ({run.status.value})")
         return RunActionOut(instance_id=instance_id, status=RunStatus.CANCELLED)
 
-    async def retry(self, tenant_id: str, instance_id: str) -> RunActionOut:
+    async def retry(self, tenant_id: str, instance_id: str, version: str = "original") -> RunActionOut:
         await self._require(tenant_id, instance_id)
-        node_ids = await self.engine.retry_run(instance_id)
+        node_ids = await self.engine.retry_run(instance_id, version)
         run = await self._require(tenant_id, instance_id)
         return RunActionOut(instance_id=instance_id, status=run.status, node_ids=node_ids)
 
@@ -126,7 +142,7 @@ class RunService:
             raise _missing(instance_id)
         run = view.run
         nodes = {node_id: _node_out(v) for node_id, v in view.nodes.items()}
-        return RunDetail(**_summary_fields(run), input=run.input, output=run.output, nodes=nodes)
+        return RunDetail(**_summary_fields(run), input=run.input, output=run.output, nodes=nodes, retry=view.retries)
 
     async def events(self, tenant_id: str, instance_id: str, cursor: str | None, limit: int) -> EventPage:
         page = await self.queries.events(tenant_id, instance_id, decode_cursor(cursor, NumberKey) or 0, limit)

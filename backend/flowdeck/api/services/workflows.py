@@ -21,7 +21,9 @@ from flowdeck.api.schemas import (
     WorkflowSummaryOut,
 )
 from flowdeck.domain.problems import has_errors
-from flowdeck.engine.engine import Engine
+from flowdeck.engine.engine import DefinitionInvalidError, Engine
+from flowdeck.notifications.notifier import Notifier
+from flowdeck.notifications.targets import shape_problems
 from flowdeck.storage.workflows import WorkflowRecord
 
 __all__ = ("WorkflowService", "definition_of")
@@ -61,12 +63,26 @@ def _missing(workflow_id: str, version: int | None = None) -> NotFoundException:
 
 
 class WorkflowService:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, notifier: Notifier) -> None:
         self.engine = engine
         self.store = engine.workflows
+        self.notifier = notifier
+
+    async def _check_notifications(self, tenant_id: str, definition: dict[str, Any]) -> None:
+        """options.onFailure / onSlaBreach: the error workflow is the tenant's, the URL may be reached."""
+        options = definition.get("options")
+        if not isinstance(options, dict) or shape_problems(options):
+            return  # no targets, or their form is wrong: the definition's validation reports that
+        problems = await self.notifier.target_problems(tenant_id, definition)
+        if problems:
+            raise DefinitionInvalidError(problems)
 
     async def create(self, tenant_id: str, body: WorkflowCreate) -> WorkflowOut:
-        return _out(await self.engine.create_workflow(tenant_id, definition_of(body)))
+        definition = definition_of(body)
+        await self._check_notifications(tenant_id, definition)
+        record = await self.engine.create_workflow(tenant_id, definition)
+        await self.notifier.saved(tenant_id, record.id, definition)
+        return _out(record)
 
     async def get(self, tenant_id: str, workflow_id: str, version: int | None = None) -> WorkflowOut:
         record = await self.store.get(tenant_id, workflow_id, version)
@@ -78,10 +94,12 @@ class WorkflowService:
         if await self.store.get(tenant_id, workflow_id) is None:
             raise _missing(workflow_id)
         definition = definition_of(body)
+        await self._check_notifications(tenant_id, definition)
         try:
             version = await self.engine.save_workflow(tenant_id, workflow_id, body.version, definition)
         except LookupError as exc:  # deleted in between
             raise _missing(workflow_id) from exc
+        await self.notifier.saved(tenant_id, workflow_id, definition)
         return await self.get(tenant_id, workflow_id, version)
 
     async def delete(self, tenant_id: str, workflow_id: str) -> None:

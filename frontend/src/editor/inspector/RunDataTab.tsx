@@ -2,7 +2,7 @@
 import { useState } from 'react';
 
 import { DEFAULT_RETRY, type EditorNode } from '../../graph/model';
-import { displayStatus, timeSpan } from '../../runs/runReducer';
+import { attemptLabel, displayStatus, timeSpan } from '../../runs/runReducer';
 import { formatDuration, formatJson } from '../../shared/format';
 import { PinIcon } from '../../shared/ui/icons';
 import { JsonView } from '../../shared/ui/JsonView';
@@ -113,7 +113,7 @@ export function RunDataTab({
             <dd>{status && <StatusBadge status={status} testId="run-data-status" />}</dd>
             <dt>Attempts</dt>
             <dd data-testid="run-data-attempts">
-              {nodeRun.attempt}/{maxAttempts}
+              {attemptLabel(nodeRun, maxAttempts)}
             </dd>
             <dt>Duration</dt>
             <dd>{formatDuration(duration)}</dd>

@@ -4,7 +4,7 @@ import { memo, useEffect, useRef, useState } from 'react';
 
 import { sourceHandles, TARGET_HANDLE, hasTargetHandle } from '../../graph/handles';
 import { DEFAULT_RETRY, NODE_TYPE_INFO, type EditorNode } from '../../graph/model';
-import { displayStatus, type NodeRun } from '../../runs/runReducer';
+import { attemptLabel, displayStatus, type NodeRun } from '../../runs/runReducer';
 import { formatWait } from '../../shared/format';
 import { PinIcon } from '../../shared/ui/icons';
 import { useEditorShallow } from '../storeContext';
@@ -29,12 +29,16 @@ function useNow(active: boolean): number {
   return now;
 }
 
+function capitalised(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 function RetryLine({ run, maxAttempts }: { run: NodeRun; maxAttempts: number }) {
   const now = useNow(true);
   const wait = run.nextAttemptAt ? Math.max(0, Math.ceil(run.nextAttemptAt - now)) : null;
   return (
     <>
-      Attempt {run.attempt}/{maxAttempts} failed · retrying{wait !== null ? ` in ${wait}s` : '…'}
+      {capitalised(attemptLabel(run, maxAttempts))} failed · retrying{wait !== null ? ` in ${wait}s` : '…'}
     </>
   );
 }
@@ -132,7 +136,7 @@ function FlowNodeView({ id, data, type, selected }: NodeProps<EditorNode>) {
           ) : (
             STATUS_TEXT[status]
           )}
-          {status === 'RUNNING' && run && run.attempt > 1 && ` (attempt ${run.attempt}/${maxAttempts})`}
+          {status === 'RUNNING' && run && (run.attemptInRetry ?? run.attempt) > 1 && ` (${attemptLabel(run, maxAttempts)})`}
           {iterations > 0 && ` · ${iterations} iteration${iterations === 1 ? '' : 's'}`}
           {run?.pinned && ' · pinned'}
           {(status === 'FAILED' || status === 'RETRYING') && run?.error && <div className="fd-node__error">{run.error}</div>}

@@ -1,4 +1,4 @@
-/** Pinned outputs: toggle a node's pin, "test from here" (its ancestors' last outputs pinned), "Debug in editor". */
+/** Pinned outputs: toggle a node's pin, "test from here" (its ancestors' last outputs pinned), "Debug in editor" (its input too). */
 import { useCallback, useEffect } from 'react';
 import { useSearchParams } from 'react-router';
 
@@ -14,7 +14,7 @@ export type PinControls = { togglePin: () => void; testFromHere: (nodeId: string
 export function usePins(store: EditorStore, loaded: boolean, testRun: TestRunControls): PinControls {
   const [search, setSearch] = useSearchParams();
 
-  // "Debug in editor" (?debug=<run id>): a production run's outputs become pins.
+  // "Debug in editor" (its input too) (?debug=<run id>): a production run's outputs become pins.
   const debugRun = search.get('debug');
   useEffect(() => {
     if (!loaded || !debugRun) return;
@@ -23,11 +23,13 @@ export function usePins(store: EditorStore, loaded: boolean, testRun: TestRunCon
       .then((detail) => {
         const ids = new Set(store.getState().nodes.map((n) => n.id));
         const outputs = Object.fromEntries(
-          Object.entries(completedOutputs({ ...detail, runId: detail.instanceId, log: [] })).filter(([id]) => ids.has(id)),
+          Object.entries(completedOutputs({ ...detail, input: detail.input, output: detail.output, nodes: detail.nodes ?? {}, runId: detail.instanceId, log: [] })).filter(([id]) => ids.has(id)),
         );
         store.getState().setPins({ ...store.getState().pins, ...outputs });
+        // The run's input becomes the test input, so a test run replays it exactly.
+        store.getState().setTestInput(JSON.stringify(detail.input ?? {}, null, 2));
         store.getState().dispatchRun({ kind: 'detail', detail });
-        toast('success', `Loaded ${Object.keys(outputs).length} node outputs of run ${debugRun.slice(0, 8)} as pins.`);
+        toast('success', `Loaded the input and ${Object.keys(outputs).length} node outputs of run ${debugRun.slice(0, 8)} as pins.`);
         setSearch({}, { replace: true });
       })
       .catch((err: unknown) => toast('error', `Could not load run ${debugRun}: ${errorMessage(err)}`));

@@ -1,6 +1,6 @@
 /**
  * Workflow settings, a side panel in place of the node inspector: title, description, run timeout and SLA,
- * schedules and the webhook. Edits go through the editor store (undo/redo, unsaved indicator, Save).
+ * schedules, the webhook and the notifications. Edits go through the editor store (undo/redo, unsaved indicator, Save).
  * It reads only the workflow's own fields and the problems, never the graph, so it costs nothing while
  * nodes move or a run updates.
  */
@@ -10,6 +10,7 @@ import { Field, NumberInput } from '../inspector/fields';
 import { useEditor, useEditorShallow, useEditorStoreApi } from '../storeContext';
 import { formatDuration, numberOption, secondsError, settingsProblems, withOption } from './options';
 import { ScheduleEditor } from './ScheduleEditor';
+import { NotificationSection } from './NotificationSection';
 import { WebhookSection } from './WebhookSection';
 
 export default function SettingsPanel({ onClose }: { onClose: () => void }) {
@@ -76,6 +77,7 @@ export default function SettingsPanel({ onClose }: { onClose: () => void }) {
         </section>
         <ScheduleEditor options={options} problems={byPath} readOnly={readOnly} />
         {workflowId && <WebhookSection workflowId={workflowId} readOnly={readOnly} />}
+        {workflowId && <NotificationSection workflowId={workflowId} options={options} problems={byPath} readOnly={readOnly} />}
       </div>
     </aside>
   );

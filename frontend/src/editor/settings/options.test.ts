@@ -3,6 +3,9 @@ import { describe, expect, it } from 'vitest';
 import type { Problem } from '../../api/types';
 import type { WorkflowOptions } from '../../graph/convert';
 import {
+  notificationOf,
+  notificationUrlError,
+  withNotification,
   formatDuration,
   inputText,
   MAX_SCHEDULES,
@@ -102,5 +105,25 @@ describe('schedule validation', () => {
     expect(scheduleProblem(byPath, 1, 'cron')).toBe('invalid cron');
     expect(scheduleProblem(byPath, 0)).toBe('row problem');
     expect(scheduleProblem(byPath, 0, 'timezone')).toBeUndefined();
+  });
+});
+
+describe('notification targets', () => {
+  it('sets and clears one field, dropping an empty target and keeping other options', () => {
+    let options: WorkflowOptions | null = { timeoutSeconds: 60 };
+    options = withNotification(options, 'onFailure', 'url', ' https://example.com/hook ');
+    options = withNotification(options, 'onFailure', 'workflowId', 'wf-2');
+    expect(options).toEqual({ timeoutSeconds: 60, onFailure: { url: 'https://example.com/hook', workflowId: 'wf-2' } });
+    expect(notificationOf(options, 'onSlaBreach')).toEqual({});
+    options = withNotification(options, 'onFailure', 'url', '');
+    options = withNotification(options, 'onFailure', 'workflowId', '');
+    expect(options).toEqual({ timeoutSeconds: 60 });
+  });
+
+  it('tells a non-http URL apart', () => {
+    expect(notificationUrlError('https://example.com')).toBeUndefined();
+    expect(notificationUrlError('ftp://example.com')).toBeTruthy();
+    expect(notificationUrlError('not a url')).toBeTruthy();
+    expect(notificationUrlError(undefined)).toBeUndefined();
   });
 });

@@ -138,3 +138,40 @@ export function scheduleProblem(byPath: Record<string, string>, index: number, f
   const row = `options.schedules[${index}]`;
   return field ? byPath[`${row}.${field}`] : byPath[row];
 }
+
+/** `options.onFailure` / `options.onSlaBreach`: an error workflow to start and/or a URL to POST to. */
+export type NotificationKey = 'onFailure' | 'onSlaBreach';
+export type NotificationTarget = { workflowId?: string; url?: string };
+
+export function notificationOf(options: WorkflowOptions | null | undefined, key: NotificationKey): NotificationTarget {
+  const raw = options?.[key];
+  if (!isRecord(raw)) return {};
+  const target: NotificationTarget = {};
+  if (typeof raw.workflowId === 'string' && raw.workflowId !== '') target.workflowId = raw.workflowId;
+  if (typeof raw.url === 'string' && raw.url !== '') target.url = raw.url;
+  return target;
+}
+
+/** `options` with one field of a notification target changed; an empty target is removed. */
+export function withNotification(
+  options: WorkflowOptions | null | undefined,
+  key: NotificationKey,
+  field: keyof NotificationTarget,
+  value: string,
+): WorkflowOptions | null {
+  const next: NotificationTarget = { ...notificationOf(options, key) };
+  if (value.trim() === '') delete next[field];
+  else next[field] = value.trim();
+  return withOption(options, key, Object.keys(next).length === 0 ? undefined : next);
+}
+
+/** A notification URL as the browser can tell: http(s) with a host, or the message. */
+export function notificationUrlError(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? undefined : 'An http:// or https:// URL';
+  } catch {
+    return 'An http:// or https:// URL';
+  }
+}
