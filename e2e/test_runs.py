@@ -115,6 +115,8 @@ def test_execute_then_run_detail_history_and_versions(page: Page, server: Server
         "data-status", "COMPLETED"
     )
     expect(page.get_by_test_id("timeline-row")).to_have_count(4)
+    page.locator('.react-flow__node[data-id="score"]').click()  # its run data: which worker ran it
+    expect(page.get_by_test_id("run-data-worker")).to_contain_text(":")  # host:pid:id
     page.get_by_test_id("tab-events").click()
     expect(page.get_by_test_id("event-row").filter(has_text="NODE_COMPLETED")).to_have_count(4)
     page.get_by_test_id("tab-io").click()

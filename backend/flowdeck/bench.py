@@ -18,6 +18,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from flowdeck.bench_queue import BusyHandler, FlakyHandler, fair_share, lateness
 from flowdeck.domain.graph import Graph
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.engine.engine import Engine
@@ -246,9 +247,17 @@ async def run_bench(settings: Settings, *, quick: bool = False, json_path: str |
     scale = 10 if quick else 1
     target = {name: pair[0 if settings.is_sqlite else 1] for name, pair in _TARGETS.items()}
     async with open_runtime(
-        settings, migrate=settings.is_sqlite, extra_handlers=[NoopHandler()], with_scheduler=False
+        settings,
+        migrate=settings.is_sqlite,
+        extra_handlers=[NoopHandler(), BusyHandler(), FlakyHandler()],
+        with_scheduler=False,
     ) as runtime:
         bench = _Bench(runtime.engine, await runtime.engine.tenants.ensure("bench"))
+        worker = runtime.engine.worker
+        configured_cap = worker.tenant_concurrency
+        # Workloads 1-6 have one tenant: the per-tenant cap (a share between tenants) would only
+        # measure how many slots it leaves idle, so they run with every slot; row 7 uses the cap.
+        worker.tenant_concurrency = worker.concurrency
         try:
             results = [
                 await bench.sequential(chain(20), 200 // scale, "1 chain of 20", target["chain"]),
@@ -266,9 +275,12 @@ async def run_bench(settings: Settings, *, quick: bool = False, json_path: str |
             looped = await bench.sequential(loop(1000 // scale), 3, f"6 loop of {1000 // scale}")
             looped.nodes_per_run = 1000 // scale  # per iteration
             results.append(looped)
+            queue_rows = await lateness(runtime.engine, bench.tenant_id, bench.finished, quick=quick)
+            worker.tenant_concurrency = configured_cap
+            queue_rows += await fair_share(runtime.engine, bench.tenant_id, bench.finished, quick=quick)
         finally:
             await bench.close()
-    rows = [r.row() for r in results]
+    rows = [r.row() for r in results] + [q.row() for q in queue_rows]
     _print_table(rows, settings.database_url)
     if json_path:
         report = json.dumps({"database": settings.database_url.split("://")[0], "results": rows}, indent=2)

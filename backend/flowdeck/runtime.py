@@ -78,6 +78,7 @@ async def open_runtime(
         db,
         registry,
         concurrency=settings.worker_concurrency,
+        tenant_concurrency=settings.tenant_concurrency,
         lease_seconds=settings.lease_seconds,
         poll_interval=settings.poll_interval_seconds,
     )

@@ -70,10 +70,13 @@ class Settings:
     redis_url: str | None = None
     secret_key: str = ""
     worker_concurrency: int = 16
+    tenant_concurrency: int | None = None
+    """FLOWDECK_TENANT_CONCURRENCY: running nodes of one tenant per worker (unset: half the worker's, at least 1)."""
     sandbox_workers: int = 2
     host: str = "127.0.0.1"
     port: int = 8000
     lease_seconds: float = 30.0
+    """FLOWDECK_LEASE_SECONDS: how long a claimed job stays leased without a heartbeat (serve and worker)."""
     poll_interval_seconds: float = 0.5
     sqlite_dirs: tuple[str, ...] | None = None
     """``FLOWDECK_SQLITE_DIRS`` (os.pathsep-separated): where SQLite data sources may open files; unset: nowhere."""
@@ -98,6 +101,8 @@ class Settings:
             redis_url=env.get("FLOWDECK_REDIS_URL") or None,
             secret_key=env.get("FLOWDECK_SECRET_KEY") or "",
             worker_concurrency=_int(env, "FLOWDECK_WORKER_CONCURRENCY", 16),
+            tenant_concurrency=_int(env, "FLOWDECK_TENANT_CONCURRENCY", 0) or None,
+            lease_seconds=_float(env, "FLOWDECK_LEASE_SECONDS", 30.0, minimum=1.0),
             sandbox_workers=_int(env, "FLOWDECK_SANDBOX_WORKERS", 2),
             host=env.get("FLOWDECK_HOST") or "127.0.0.1",
             port=_int(env, "FLOWDECK_PORT", 8000),

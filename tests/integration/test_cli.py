@@ -118,6 +118,10 @@ def test_bench_quick_prints_the_table_and_writes_every_workload_as_json(tmp_path
         "4 fan-out 1000",
         "5 sandbox calls",
         "6 loop of 100",
+        "6 delay lateness, ms",
+        "6 retry lateness, ms",
+        "7 quiet tenant's run, alone",
+        "7 ... beside 60 busy runs of another tenant",
     }
     chain = rows["1 chain of 20"]
     assert chain["runs"] == 20 and chain["nodesPerRun"] == 20
@@ -125,5 +129,9 @@ def test_bench_quick_prints_the_table_and_writes_every_workload_as_json(tmp_path
     assert rows["3 100 concurrent chains of 5"]["runs"] == 100
     assert "x fan-out 10" in rows["4 fan-out 1000"]["target"]
     assert rows["5 sandbox calls"]["runMsP99"] >= rows["5 sandbox calls"]["runMsP50"] > 0
+    late = rows["6 delay lateness, ms"]
+    assert late["runs"] == 20 and late["runMsP99"] >= late["runMsP50"] >= 0 and late["target"] == "p99 <= 50 ms"
+    assert rows["6 retry lateness, ms"]["runs"] == 20  # every retry started again, and was measured
+    assert "x alone" in rows["7 ... beside 60 busy runs of another tenant"]["target"]
     assert "Flowdeck benchmark on sqlite" in result.stdout and "roundTripsPerNode" in result.stdout
     assert "[##############################] 100/100" in result.stderr  # the progress bar of each workload

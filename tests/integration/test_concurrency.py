@@ -87,6 +87,13 @@ async def test_a_killed_worker_process_is_replaced_after_its_lease(database_url:
         assert outcome.per_node("NODE_COMPLETED") == dict.fromkeys(["start", "s1", "s2", "end"], 1)
         s1_done = next(r.created_at for r in outcome.rows if r.event_type == "NODE_COMPLETED" and r.node_id == "s1")
         assert s1_done - killed_at >= 3  # it ran again from the start, after the lease expired
+        # The takeover is the next attempt, started by the rescuer: its own NODE_STARTED row says so.
+        started = [
+            (r.node_attempt, r.payload) for r in outcome.rows if r.event_type == "NODE_STARTED" and r.node_id == "s1"
+        ]
+        assert started[1] == (2, {"workerId": "rescuer", "takeovers": 1})
+        assert started[0][0] == 1 and started[0][1]["workerId"] != "rescuer"  # the killed worker's
+        assert (outcome.nodes["s1"].attempt, outcome.nodes["s1"].worker_id) == (2, "rescuer")
     finally:
         if worker.poll() is None:
             worker.kill()

@@ -18,6 +18,7 @@ from flowdeck.examples import DATA_DIR, EXAMPLES
 from flowdeck.handlers.data_query import DataQueryHandler
 from flowdeck.handlers.python_code import PythonCodeHandler
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
+from flowdeck.notifications.notifier import Notifier
 from flowdeck.queries.secrets import SecretBox
 from flowdeck.queries.service import DataService
 from flowdeck.queries.store import DataSourceStore
@@ -57,7 +58,8 @@ async def service(db: Database, tmp_path: Path) -> AsyncIterator[tuple[ExampleSe
     engine = Engine(db, registry, poll_interval=0.05)
     await engine.start()
     try:
-        yield ExampleService(WorkflowService(engine), data), engine
+        notifier = Notifier(engine, data.store.secret_box, data.engine.outbound)
+        yield ExampleService(WorkflowService(engine, notifier), data), engine
     finally:
         await engine.stop()
         await data.engine.close()

@@ -389,3 +389,49 @@ async def test_the_one_statement_paths_write_what_the_portable_decision_writes(
     portable = await _run(postgres_url, topology, one_statement=False)
     assert fast.steps == portable.steps, _first_difference(fast, portable)
     assert len(fast.steps) > 2
+
+
+async def _run_with_takeover(url: str, *, one_statement: bool) -> Trace:
+    """A chain whose middle node is taken over: the paused holder's late result (through the chain
+    step on PostgreSQL) must write what the portable decision writes, and start nothing."""
+    clock = FakeClock()
+    db = Database(url, one_statement=one_statement)
+    lease = 10.0
+    engine = Engine(db, make_test_registry(), lease_seconds=lease, clock=clock)
+    trace = Trace()
+    try:
+        tenant_id = await engine.tenants.ensure("equivalence")
+        workflow = await engine.create_workflow(tenant_id, linear(3))
+        instance_id = await engine.start_workflow_run(tenant_id, workflow.id, {})
+
+        async def record(step: str, follow: Job | None = None) -> None:
+            trace.steps.append({"step": step, "follow": _job_key(follow), **await _snapshot(db, instance_id)})
+
+        clock.advance(1)
+        [first] = await engine.state.claim_jobs(OWNER, 1, lease)
+        outcome, _ = await engine.executor.run(first)
+        paused = await engine.orchestrator.handle_result(first, outcome, claim_for=OWNER)  # s1, leased to OWNER
+        assert paused is not None
+        await record("start, s1 leased", paused)
+        clock.advance(lease + 1)
+        [taken] = await engine.state.claim_jobs("rescuer", 1, lease)
+        await record("taken over", taken)
+        stale, _ = await engine.executor.run(paused)
+        await record("stale result", await engine.orchestrator.handle_result(paused, stale, claim_for=OWNER))
+        follow: Job | None = taken
+        while follow is not None:
+            clock.advance(1)
+            outcome, _ = await engine.executor.run(follow)
+            follow = await engine.orchestrator.handle_result(follow, outcome, claim_for="rescuer")
+            await record("result", follow)
+    finally:
+        await db.dispose()
+    return trace
+
+
+async def test_a_stale_holders_result_after_a_takeover_is_the_same_on_both_paths(postgres_url: str) -> None:
+    fast = await _run_with_takeover(postgres_url, one_statement=True)
+    portable = await _run_with_takeover(postgres_url, one_statement=False)
+    assert fast.steps == portable.steps, _first_difference(fast, portable)
+    stale = next(s for s in fast.steps if s["step"] == "stale result")
+    assert stale["follow"] is None and not any(row[0] == "s2" for row in stale["log"])  # it started nothing

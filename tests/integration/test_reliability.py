@@ -223,7 +223,12 @@ async def test_a_node_whose_worker_died_is_run_again_after_its_lease(
     assert run.status == "COMPLETED"
     outcome = await read_outcome(rescuer, instance_id)
     assert outcome.per_node("NODE_COMPLETED") == dict.fromkeys(["start", "slow", "after", "end"], 1)
-    assert outcome.count("NODE_STARTED", "slow") == 1  # the same attempt, started again (the row is idempotent)
+    # The takeover started the next attempt, with its own NODE_STARTED row naming the new holder.
+    started = [r for r in outcome.rows if r.event_type == "NODE_STARTED" and r.node_id == "slow"]
+    assert [(r.node_attempt, r.payload) for r in started] == [
+        (1, {"workerId": engine.worker.id}),
+        (2, {"workerId": "rescuer", "takeovers": 1}),
+    ]
 
 
 async def _wait_for_event(engine: Engine, instance_id: str, event_type: str, node_id: str, timeout: float = 5) -> None:

@@ -293,6 +293,8 @@ class NodeStateOut(Camel, omit_defaults=True):
     logs: str | None = None
     next_attempt_at: float | None = None
     """RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due."""
+    worker_id: str | None = None
+    """The worker that started the latest attempt."""
     attempt_in_retry: int = 0
     """The attempt within the node's current retry (``attempt`` counts every attempt of the run)."""
     retry: int = 0
@@ -341,6 +343,10 @@ class TimelineRowOut(Camel):
     status: NodeStatus
     started_at: float | None
     completed_at: float | None
+    worker_id: str | None = None
+    """The worker that ran this attempt."""
+    taken_over: bool = False
+    """The attempt ended when another worker took the node over (its lease ran out)."""
 
 
 class TimelinePage(Camel):
@@ -483,7 +489,7 @@ class NotificationSecretOut(Camel):
     secret: str
 
 
-class NotificationTestIn(Camel, forbid_unknown_fields=True):
+class NotificationTestIn(Body):
     url: str | None = None
     """Where to send the sample (default: the saved options.onFailure.url, else options.onSlaBreach.url)."""
 

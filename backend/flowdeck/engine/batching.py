@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from flowdeck.engine.outcomes import NodeOutcome
+from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.records import Job
 
 __all__ = ("Batcher", "Delivery")
@@ -27,11 +28,12 @@ class Delivery:
     job: Job
     outcome: NodeOutcome
     claim_for: str | None
-    claim_any: bool
+    claim_any: TenantShare | None
+    """When set, the worker has more due work than slots: lease it any due job within this share."""
     done: asyncio.Future[Job | None]
 
     @staticmethod
-    def of(job: Job, outcome: NodeOutcome, claim_for: str | None, claim_any: bool) -> Delivery:
+    def of(job: Job, outcome: NodeOutcome, claim_for: str | None, claim_any: TenantShare | None) -> Delivery:
         return Delivery(job, outcome, claim_for, claim_any, asyncio.get_running_loop().create_future())
 
 

@@ -27,7 +27,7 @@ from flowdeck.engine.retry import backoff_seconds
 from flowdeck.engine.run_timing import RunTiming, deadline_for
 from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict
 from flowdeck.handlers.loop import loop_concurrency
-from flowdeck.storage.jobs import NewJob
+from flowdeck.storage.jobs import NewJob, TenantShare
 from flowdeck.storage.log_fold import unfinished_nodes
 from flowdeck.storage.notices import FAILURE, add_notice
 from flowdeck.storage.records import Job, LogEvent
@@ -138,13 +138,15 @@ class Decision:
         await self.fail(f"node '{node_id}' failed after {attempts}: {outcome.message}")
         return None
 
-    async def claim_due(self) -> Job | None:
-        """Lease the next due job of any run to the owner (it has a slot free and more due work)."""
+    async def claim_due(self, share: TenantShare) -> Job | None:
+        """Lease the next due job of any run to the owner (it has a slot free and more due work), taking
+        tenants in turn within ``share``; the job taken counts in ``share`` at once (a batch claims again)."""
         if self.owner is None:
             return None
-        jobs = await self.tx.claim_and_start(self.owner, 1, self.lease_seconds)
+        jobs = await self.tx.claim_and_start(self.owner, 1, self.lease_seconds, share)
         if not jobs:
             return None
+        share.take(jobs[0])
         self.effects.node(job_key(jobs[0]), NodeStatus.RUNNING, jobs[0].attempt)
         return jobs[0]
 
@@ -239,6 +241,7 @@ class Decision:
                     delay or 0.0,
                     lease_owner=owner if i == 0 else None,
                     lease_seconds=self.lease_seconds,
+                    tenant_id=plan.tenant_id,
                 )
                 for i, d in enumerate(queued)
             ]
@@ -273,6 +276,7 @@ class Decision:
                 delay or 0.0,
                 lease_owner=owner,
                 lease_seconds=self.lease_seconds,
+                tenant_id=self.plan.tenant_id,
             )
         )
         if job is None:

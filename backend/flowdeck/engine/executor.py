@@ -61,6 +61,13 @@ class NodeExecutor:
     async def _attempt(
         self, job: Job, plan: RunPlan, node: NodeSpec, context: dict[str, Any] | None
     ) -> tuple[NodeOutcome, dict[str, Any] | None]:
+        max_attempts = plan.graph.retry_policy(node.id).max_attempts
+        if job.takeovers > max_attempts:
+            message = (
+                f"node '{node.id}' was taken over {job.takeovers} times: the worker running it stopped (died, or"
+                f" froze past its lease) more than maxAttempts ({max_attempts}) times"
+            )
+            return Failed("WorkerLost", message, retryable=False), None
         handler = self.registry.get(node.type)
         if handler is None:
             return Failed("UnknownNodeType", f"no handler for node type '{node.type}'", retryable=False), None

@@ -33,6 +33,7 @@ from flowdeck.engine.publisher import Publisher
 from flowdeck.engine.retry_plan import plan_retry
 from flowdeck.engine.run_timing import RunTiming, deadline_for
 from flowdeck.engine.sla import arm_sla
+from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.log_fold import RETRY_REASON
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager, StateTransaction
@@ -156,15 +157,20 @@ class Orchestrator:
 
     # -- results -----------------------------------------------------------------------------------
     async def handle_result(
-        self, job: Job, outcome: NodeOutcome, *, claim_for: str | None = None, claim_any: bool = False
+        self,
+        job: Job,
+        outcome: NodeOutcome,
+        *,
+        claim_for: str | None = None,
+        claim_any: TenantShare | None = None,
     ) -> Job | None:
         """Record a node attempt's outcome and take the decision it leads to.
 
         With ``claim_for`` the first node this starts (if due now) is leased to that worker in the same
         transaction and returned, so a chain runs without a claim round trip between its nodes. When it
         starts none and ``claim_any`` is set (the worker has more due work than slots), the next due
-        job of any run is leased instead: going on with it saves the claim transaction the freed slot
-        would cost.
+        job of any run is leased instead, within the worker's share per tenant: going on with it saves
+        the claim transaction the freed slot would cost.
 
         Results of one run that arrive while a decision of that run is being taken wait for it and
         are then decided together (engine/batching.py).
@@ -218,8 +224,8 @@ class Orchestrator:
             follow = await decision.record_completion(job, outcome, status)
         else:
             follow = await decision.record_failure(job, outcome, status)
-        if follow is None and delivery.claim_any:
-            follow = await decision.claim_due()
+        if follow is None and delivery.claim_any is not None:
+            follow = await decision.claim_due(delivery.claim_any)
         return follow
 
     # -- run-level requests ------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 """The worker: claims due jobs, runs them with bounded concurrency, renews their leases, sweeps.
 
-- Wake-ups: the orchestrator tells an in-process worker the moment it queues a job (or when a
-  delayed one falls due), so an idle worker reacts in milliseconds; polling every
-  ``poll_interval`` only covers jobs queued by other processes and leases that expired.
+- Wake-ups: the orchestrator tells an in-process worker the moment it queues a job, and every
+  future due time it learns of (its own delays and retries, other processes' through the fan-out,
+  the next one in the table when it polls) gets a timer, so a due job starts within milliseconds
+  when a slot is free; polling every ``poll_interval`` covers the rest.
+- Fair share: claims take tenants in turn, and one tenant holds at most ``tenant_concurrency``
+  of this worker's slots (default: half of them, at least one).
 - A chain runs without claim round trips: finishing a node leases its successor to this worker in
   the same transaction, and the same task goes on with it.
 - Heartbeats renew every held lease in one statement. A job whose run was cancelled or deleted
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import os
 import socket
@@ -30,6 +34,7 @@ from flowdeck.engine.orchestrator import Orchestrator
 from flowdeck.engine.publisher import NodeUpdate
 from flowdeck.engine.run_timing import RunTiming, timeout_reason
 from flowdeck.engine.sla import mark_breaches
+from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.records import Job
 from flowdeck.storage.state import StateManager
 
@@ -38,6 +43,8 @@ __all__ = ("Worker",)
 log = logging.getLogger(__name__)
 
 STALE_RUN_SECONDS = 300.0
+_MAX_DUE_TIMES = 10_000
+_NEXT_DUE_READ_SECONDS = 5.0
 
 
 class Worker:
@@ -48,6 +55,7 @@ class Worker:
         executor: NodeExecutor,
         *,
         concurrency: int = 16,
+        tenant_concurrency: int | None = None,
         lease_seconds: float = 30.0,
         poll_interval: float = 0.5,
         sweep_interval: float = 1.0,
@@ -60,6 +68,8 @@ class Worker:
         self.orchestrator = orchestrator
         self.executor = executor
         self.concurrency = concurrency
+        self.tenant_concurrency = tenant_concurrency or max(1, concurrency // 2)
+        """At most this many running nodes of one tenant here (FLOWDECK_TENANT_CONCURRENCY)."""
         self.lease_seconds = lease_seconds
         self.poll_interval = poll_interval
         self.sweep_interval = sweep_interval
@@ -69,7 +79,14 @@ class Worker:
         self._wake = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due = float("inf")
+        self._due_times: list[float] = []
+        """A heap of the future due times this worker knows of (one timer runs for the earliest)."""
+        self._running: dict[int, str] = {}
+        """Job id -> tenant of every node running here (claims within a decision add to it too)."""
         self._saturated = False
+        self._capped = False
+        self._next_due_read = 0.0
+        """When a quiet poll next reads the table's next due time (time.monotonic)."""
         self._stopping = False
         self._hurry = asyncio.Event()
         self.sweep_hooks: list[Callable[[float], Awaitable[None]]] = []
@@ -131,18 +148,35 @@ class Worker:
     # -- wake-ups ------------------------------------------------------------------------------------
     def notify(self, due: float) -> None:
         """Jobs were queued, due at ``due`` (epoch seconds)."""
-        delay = due - self.clock()
-        if delay <= 0.001:
+        if due - self.clock() <= 0.001:
             self._wake.set()
-        elif due < self._timer_due:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer_due = due
-            self._timer = asyncio.get_running_loop().call_later(delay, self._timer_fired)
+            return
+        heapq.heappush(self._due_times, due)
+        if len(self._due_times) > _MAX_DUE_TIMES:  # keep the earliest; the poll finds the others
+            self._due_times = heapq.nsmallest(_MAX_DUE_TIMES // 2, self._due_times)
+            heapq.heapify(self._due_times)
+        self._arm()
+
+    def _arm(self) -> None:
+        """Run one timer, for the earliest due time still ahead (later ones are armed as it fires)."""
+        now = self.clock()
+        while self._due_times and self._due_times[0] <= now:
+            heapq.heappop(self._due_times)
+        due = self._due_times[0] if self._due_times else float("inf")
+        if due == self._timer_due:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_due = due
+        if due != float("inf"):
+            # A hair after the due time, so the claim that follows sees the job as due.
+            self._timer = asyncio.get_running_loop().call_later(due - now + 0.001, self._timer_fired)
 
     def _timer_fired(self) -> None:
         self._timer, self._timer_due = None, float("inf")
         self._wake.set()
+        self._arm()
 
     def stop_run(self, instance_id: str) -> None:
         """Cancel the local tasks of a run that was cancelled or deleted."""
@@ -151,13 +185,20 @@ class Worker:
                 task.cancel()
 
     # -- claiming and running ------------------------------------------------------------------------
+    def share(self) -> TenantShare:
+        """This worker's share per tenant, for a claim (live: a claim inside a decision adds to it)."""
+        return TenantShare(self.tenant_concurrency, self._running)
+
     async def _claim_loop(self) -> None:
         while not self._stopping:
             self._wake.clear()
             free = self.concurrency - len(self._current)
+            woken = False
             if free > 0:
+                share = self.share()
+                held = share.held()
                 try:
-                    jobs = await self.state.claim_jobs(self.id, free, self.lease_seconds)
+                    jobs = await self.state.claim_jobs(self.id, free, self.lease_seconds, share)
                 except Exception:
                     log.exception("claiming jobs failed; retrying after the poll interval")
                     jobs = []
@@ -172,14 +213,36 @@ class Worker:
                 for job in jobs:
                     self._spawn(job)
                 self._saturated = len(jobs) == free
+                for job in jobs:
+                    held[job.tenant_id] = held.get(job.tenant_id, 0) + 1
+                # A tenant reached its cap: its due jobs may wait for a slot, so every slot freed claims again.
+                self._capped = any(count >= self.tenant_concurrency for count in held.values())
                 if self._saturated:
                     continue
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.poll_interval)
+                woken = True
+            except TimeoutError:
+                pass
+            if not woken and not self._stopping and time.monotonic() >= self._next_due_read:
+                await self._arm_next_due()
+
+    async def _arm_next_due(self) -> None:
+        """Now and then, after a quiet poll: a timer for the next due time in the table (jobs queued
+        before this process started, or by a process whose wake-up it missed)."""
+        self._next_due_read = time.monotonic() + _NEXT_DUE_READ_SECONDS
+        try:
+            due = await self.state.next_due_time(self.clock())
+        except Exception:
+            log.exception("reading the next due time failed")
+            return
+        if due is not None and due < self._timer_due:
+            self.notify(due)
 
     def _spawn(self, job: Job) -> None:
         task = asyncio.create_task(self._run(job), name=f"flowdeck-node-{job.node_id}")
         self._current[task] = job
+        self._running[job.id] = job.tenant_id
 
     async def _run(self, job: Job) -> None:
         task = asyncio.current_task()
@@ -188,11 +251,18 @@ class Worker:
         known_context: dict[str, Any] | None = None
         try:
             while current is not None:
+                previous = self._current.get(task)
+                if previous is not None and previous.id != current.id:
+                    self._running.pop(previous.id, None)
                 self._current[task] = current
+                self._running[current.id] = current.tenant_id
                 outcome, context = await self.executor.run(current, known_context)
                 claim_for = None if self._stopping else self.id
                 successor = await self.orchestrator.handle_result(
-                    current, outcome, claim_for=claim_for, claim_any=self._saturated
+                    current,
+                    outcome,
+                    claim_for=claim_for,
+                    claim_any=self.share() if self._saturated else None,
                 )
                 if successor is not None:
                     known_context = await self.executor.context_for_successor(current, context, outcome, successor)
@@ -204,8 +274,10 @@ class Worker:
             # The job keeps its lease until it expires; then any worker runs it again.
             log.exception("node %s of run %s could not be finished", job.node_id, job.instance_id)
         finally:
-            self._current.pop(task, None)
-            if self._saturated:
+            last = self._current.pop(task, None)
+            if last is not None:
+                self._running.pop(last.id, None)
+            if self._saturated or self._capped:  # a slot opened that a due job may be waiting for
                 self._wake.set()
 
     # -- leases --------------------------------------------------------------------------------------
@@ -220,6 +292,8 @@ class Worker:
 
     async def heartbeat(self) -> None:
         held = {job.id: task for task, job in self._current.items()}
+        for job_id in set(self._running) - set(held):  # a claim whose decision rolled back after it
+            self._running.pop(job_id, None)
         if not held:
             return
         alive = await self.state.extend_leases(self.id, list(held), self.lease_seconds)

@@ -7,14 +7,48 @@ SQLite serialises writers anyway.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.records import Job
 from flowdeck.storage.tables import node_jobs
 
-__all__ = ("JobTable", "NewJob")
+__all__ = ("NO_SHARE", "JobTable", "NewJob", "TenantShare", "claim_params")
+
+
+@dataclass(frozen=True, slots=True)
+class TenantShare:
+    """A worker's fair share per tenant: at most ``cap`` running nodes of one tenant.
+
+    ``running`` (job id -> tenant) is the worker's own live record of what it runs; a claim inside a
+    decision adds the job it takes at once, so the next claim of the same batch counts it.
+    """
+
+    cap: int = 2**31 - 1
+    running: dict[int, str] = field(default_factory=dict)
+
+    def held(self) -> dict[str, int]:
+        return dict(Counter(self.running.values()))
+
+    def take(self, job: Job) -> None:
+        self.running[job.id] = job.tenant_id
+
+
+NO_SHARE = TenantShare()
+
+
+def claim_params(now: float, owner: str, limit: int, lease_seconds: float, share: TenantShare) -> dict[str, Any]:
+    return {
+        "p_now": now,
+        "p_limit": limit,
+        "p_owner": owner,
+        "p_until": now + lease_seconds,
+        "p_cap": share.cap,
+        "p_held": share.held(),
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +62,7 @@ class NewJob:
     lease_owner: str | None = None
     """Set when the dispatching worker runs the job itself right away (no claim round trip)."""
     lease_seconds: float = 0.0
+    tenant_id: str = ""
 
 
 class JobTable:
@@ -50,6 +85,8 @@ class JobTable:
                 "available_at": self.due_at(j),
                 "lease_owner": j.lease_owner,
                 "created_at": self.now,
+                "tenant_id": j.tenant_id,
+                "takeovers": 0,
             }
             for j in jobs
         ]
@@ -80,8 +117,9 @@ class JobTable:
         result = await self.conn.execute(self.db.sql.reschedule_job, params)
         return bool(result.rowcount == 1)
 
-    async def claim(self, owner: str, limit: int, lease_seconds: float) -> list[Job]:
-        params = {"p_now": self.now, "p_limit": limit, "p_owner": owner, "p_until": self.now + lease_seconds}
+    async def claim(self, owner: str, limit: int, lease_seconds: float, share: TenantShare = NO_SHARE) -> list[Job]:
+        """Lease up to ``limit`` due jobs, round-robin across tenants within ``share`` (statements._claim_jobs)."""
+        params = claim_params(self.now, owner, limit, lease_seconds, share)
         return [Job(*row) for row in await self.conn.execute(self.db.sql.claim_jobs, params)]
 
     async def extend(self, owner: str, job_ids: Sequence[int], lease_seconds: float) -> set[int]:
@@ -89,7 +127,21 @@ class JobTable:
         return {row[0] for row in await self.conn.execute(self.db.sql.extend_leases, params)}
 
     async def release(self, owner: str) -> None:
-        """Give back every lease of ``owner`` at once (a clean shutdown): the jobs are due now."""
+        """Give back every lease of ``owner`` at once (a clean shutdown): the jobs are due now.
+
+        Whoever claims one next starts its next attempt (with its own NODE_STARTED row): the attempt
+        handed back was started here. As with a takeover, ``retry_base`` moves with it (no retry is
+        spent) and ``takeovers`` counts it.
+        """
+        j = node_jobs.c
         await self.conn.execute(
-            node_jobs.update().where(node_jobs.c.lease_owner == owner).values(lease_owner=None, available_at=self.now)
+            node_jobs.update()
+            .where(j.lease_owner == owner)
+            .values(
+                lease_owner=None,
+                available_at=self.now,
+                attempt=j.attempt + 1,
+                retry_base=j.retry_base + 1,
+                takeovers=j.takeovers + 1,
+            )
         )

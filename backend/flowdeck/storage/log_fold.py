@@ -42,6 +42,9 @@ _STATUS_BY_EVENT = {
 }
 
 
+_RESULTS = frozenset({EventType.NODE_COMPLETED, EventType.NODE_FAILED})
+
+
 # -- the context -----------------------------------------------------------------------------------
 def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
     """Fold log rows (event_type, node_id, output_variable, payload) in log order into a context."""
@@ -89,11 +92,15 @@ class NodeView:
     logs: str | None = None
     next_attempt_at: float | None = None
     """RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due."""
+    worker_id: str | None = None
+    """The worker that started the latest attempt (a takeover names the new holder)."""
     iterations: dict[str, NodeView] = field(default_factory=dict)
     retry_base: int = 1
     """The attempt its latest dispatch started at (a partial retry dispatches at the next attempt)."""
     retry: int = 0
     """How many partial retries dispatched it again."""
+    takeovers: int = 0
+    """Attempts of the current dispatch taken from a worker that stopped (they spend no retry)."""
     before_cancel: NodeStatus | None = field(default=None, repr=False)
     """While CANCELLED by the run's end: the status it had (a partial retry resumes from there)."""
     late: LogRow | None = field(default=None, repr=False)
@@ -102,7 +109,7 @@ class NodeView:
     @property
     def attempt_in_retry(self) -> int:
         """ "attempt 1 of 3" within the current retry, never "4/3"."""
-        return max(0, self.attempt - self.retry_base + 1) if self.attempt else 0
+        return max(0, self.attempt - self.retry_base + 1 - self.takeovers) if self.attempt else 0
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -112,6 +119,7 @@ class NodeView:
             "completedAt": self.completed_at,
             "output": self.output,
             "error": self.error,
+            "workerId": self.worker_id,
             "attemptInRetry": self.attempt_in_retry,
             "retry": self.retry,
         }
@@ -126,13 +134,29 @@ class NodeView:
         return data
 
 
-def _apply_to_node(view: NodeView, row: LogRow) -> None:
-    event = EventType(row.event_type)
+def _ignored(view: NodeView, row: LogRow, event: EventType) -> bool:
+    """Rows recorded but not shown: anything of a cancelled node's attempt (a late result is kept aside
+    until a retry uses it), and a late result of an attempt a newer one replaced (a stale lease holder's)."""
     if view.before_cancel is not None and row.node_attempt <= view.attempt:
         if event is EventType.NODE_COMPLETED:
             view.late = row  # terminal means terminal: a late result changes nothing until a retry uses it
+        return True
+    return bool(row.node_attempt) and row.node_attempt < view.attempt and event in _RESULTS
+
+
+def _note_holder(view: NodeView, row: LogRow, event: EventType) -> None:
+    """A NODE_STARTED row names the worker holding the attempt, and how often the job was taken over."""
+    if event is EventType.NODE_STARTED:
+        view.worker_id = (row.payload or {}).get("workerId")
+        view.takeovers = int((row.payload or {}).get("takeovers") or 0)
+
+
+def _apply_to_node(view: NodeView, row: LogRow) -> None:
+    event = EventType(row.event_type)
+    if _ignored(view, row, event):
         return
     view.attempt = max(view.attempt, row.node_attempt)
+    _note_holder(view, row, event)
     if event is EventType.NODE_FAILED:
         retrying = bool((row.payload or {}).get("retry"))
         view.status = NodeStatus.RETRYING if retrying else NodeStatus.FAILED
@@ -147,7 +171,7 @@ def _apply_to_node(view: NodeView, row: LogRow) -> None:
     if view.status is NodeStatus.COMPLETED and status is not NodeStatus.COMPLETED:
         return  # nothing after a completion changes it (a late duplicate dispatch, say)
     if status is NodeStatus.DISPATCHED and row.node_attempt > view.retry_base:
-        view.retry_base, view.retry = row.node_attempt, view.retry + 1
+        view.retry_base, view.retry, view.takeovers = row.node_attempt, view.retry + 1, 0
     view.before_cancel, view.late = (view.status if status is NodeStatus.CANCELLED else None), None
     view.status = status
     if status is NodeStatus.CANCELLED:
@@ -230,6 +254,12 @@ class TimelineRow:
     status: NodeStatus
     started_at: float | None
     completed_at: float | None
+    worker_id: str | None = None
+    """The worker that ran this attempt."""
+    taken_over: bool = False
+    """The next attempt started while this one had no result: its worker stopped (died, froze past
+    its lease, or handed it back) and another took the node over. The bar ends there, FAILED, unless
+    that worker's late result arrives after all."""
 
 
 def timeline_rows(rows: Iterable[LogRow], run: InstanceRecord) -> list[TimelineRow]:
@@ -243,6 +273,10 @@ def timeline_rows(rows: Iterable[LogRow], run: InstanceRecord) -> list[TimelineR
         if bar is None:
             bar = bars[key] = TimelineRow(row.node_id, row.iteration, row.node_attempt, NodeStatus.PENDING, None, None)
         _apply_to_bar(bar, row)
+        if row.event_type == EventType.NODE_STARTED:  # an attempt still running when the next one starts
+            lost = bars.get((row.node_id, row.iteration, row.node_attempt - 1))
+            if lost is not None and lost.status is NodeStatus.RUNNING:
+                lost.status, lost.completed_at, lost.taken_over = NodeStatus.FAILED, row.created_at, True
     result = list(bars.values())
     if run.status is RunStatus.CANCELLED:
         for bar in result:
@@ -261,6 +295,7 @@ def _apply_to_bar(bar: TimelineRow, row: LogRow) -> None:
         if bar.status in (NodeStatus.PENDING, NodeStatus.DISPATCHED):
             bar.status = NodeStatus.RUNNING
         bar.started_at = bar.started_at or row.created_at
+        bar.worker_id = (row.payload or {}).get("workerId")
     elif event == EventType.NODE_CANCELLED:
         bar.status = NodeStatus.CANCELLED
         bar.completed_at = row.created_at

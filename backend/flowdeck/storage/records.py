@@ -72,3 +72,9 @@ class Job:
     attempt: int
     retry_base: int = 1
     available_at: float = 0.0
+    tenant_id: str = ""
+    """The run's tenant (claims are fair between tenants; a chain's next job keeps it)."""
+    lease_owner: str | None = None
+    """The worker holding the lease, once claimed."""
+    takeovers: int = 0
+    """How many times another worker took this job over after a lease expired."""

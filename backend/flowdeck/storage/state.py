@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from flowdeck.domain.scopes import nested_pattern, visible_scopes
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, RunStatus
 from flowdeck.storage.database import Connection, Database
-from flowdeck.storage.jobs import JobTable, NewJob
+from flowdeck.storage.jobs import NO_SHARE, JobTable, NewJob, TenantShare
 from flowdeck.storage.log_fold import fold_context, merged_end_outputs
 from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
 from flowdeck.storage.statements import LOG_COLUMNS
@@ -96,9 +96,11 @@ class StateTransaction:
         """When a delayed job falls due (its NODE_DISPATCHED row says so); ``None`` for others."""
         return self.jobs.due_at(job) if job.delay_seconds and not job.lease_owner else None
 
-    async def claim_and_start(self, owner: str, limit: int, lease_seconds: float) -> list[Job]:
-        """Lease up to ``limit`` due jobs to ``owner`` and log their NODE_STARTED rows."""
-        jobs = await self.jobs.claim(owner, limit, lease_seconds)
+    async def claim_and_start(
+        self, owner: str, limit: int, lease_seconds: float, share: TenantShare = NO_SHARE
+    ) -> list[Job]:
+        """Lease up to ``limit`` due jobs to ``owner`` (fairly across tenants) and log their NODE_STARTED rows."""
+        jobs = await self.jobs.claim(owner, limit, lease_seconds, share)
         if jobs:
             await self.log_event_bulk([started_event(job) for job in jobs])
         return jobs
@@ -507,10 +509,24 @@ class StateManager:
             return True
 
     # -- the job queue ---------------------------------------------------------------------------
-    async def claim_jobs(self, owner: str, limit: int, lease_seconds: float) -> list[Job]:
-        """Lease up to ``limit`` due jobs to ``owner`` and log their NODE_STARTED rows, in one transaction."""
+    async def claim_jobs(
+        self, owner: str, limit: int, lease_seconds: float, share: TenantShare = NO_SHARE
+    ) -> list[Job]:
+        """Lease up to ``limit`` due jobs to ``owner`` and log their NODE_STARTED rows, in one transaction.
+
+        Tenants take turns, and none gets past ``share.cap`` running nodes on this worker.
+        """
         async with self.transaction() as tx:
-            return await tx.claim_and_start(owner, limit, lease_seconds)
+            return await tx.claim_and_start(owner, limit, lease_seconds, share)
+
+    async def next_due_time(self, now: float) -> float | None:
+        """The earliest time after ``now`` at which a job no worker holds falls due (a delay, a retry)."""
+        stmt = sa.select(sa.func.min(node_jobs.c.available_at)).where(
+            node_jobs.c.available_at > now, node_jobs.c.lease_owner.is_(None)
+        )
+        async with self.db.read() as conn:
+            due = (await conn.execute(stmt)).scalar_one_or_none()
+        return None if due is None else float(due)
 
     async def extend_leases(self, owner: str, job_ids: Sequence[int], lease_seconds: float) -> set[int]:
         """Renew leases; returns the ids still held (a missing id was cancelled or taken over)."""
@@ -555,11 +571,21 @@ def dispatched_event(job: NewJob, due_at: float | None = None) -> LogEvent:
 
 
 def started_event(job: Job) -> LogEvent:
+    """The NODE_STARTED row of a job just leased: which worker runs it and, once it was taken over
+    after a lease ran out, how many times that happened."""
     return LogEvent(
         instance_id=job.instance_id,
         event_type=EventType.NODE_STARTED,
         node_id=job.node_id,
         iteration=job.iteration,
         node_status="RUNNING",
+        payload=started_payload(job.lease_owner, job.takeovers),
         node_attempt=job.attempt,
     )
+
+
+def started_payload(worker_id: str | None, takeovers: int) -> dict[str, Any]:
+    payload: dict[str, Any] = {"workerId": worker_id}
+    if takeovers:
+        payload["takeovers"] = takeovers
+    return payload

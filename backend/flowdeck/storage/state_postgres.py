@@ -13,7 +13,7 @@ from typing import Any
 
 from flowdeck.domain.scopes import nested_pattern, parent_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
-from flowdeck.storage.jobs import NewJob
+from flowdeck.storage.jobs import NO_SHARE, NewJob, TenantShare, claim_params
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import StateManager, StateTransaction, run_status_payload
 from flowdeck.storage.statements_postgres import postgres_statements
@@ -47,14 +47,17 @@ class PostgresStateTransaction(StateTransaction):
             "p_retry_base": job.retry_base,
             "p_available_at": self.jobs.due_at(job),
             "p_lease_owner": job.lease_owner,
+            "p_tenant_id": job.tenant_id,
             "p_now": self.now,
             "p_payload": None if due is None else {"dueAt": due},
         }
         row = (await self.conn.execute(postgres_statements().dispatch_one, params)).first()
         return None if row is None else Job(*row)
 
-    async def claim_and_start(self, owner: str, limit: int, lease_seconds: float) -> list[Job]:
-        params = {"p_now": self.now, "p_limit": limit, "p_owner": owner, "p_until": self.now + lease_seconds}
+    async def claim_and_start(
+        self, owner: str, limit: int, lease_seconds: float, share: TenantShare = NO_SHARE
+    ) -> list[Job]:
+        params = claim_params(self.now, owner, limit, lease_seconds, share)
         return [Job(*row) for row in await self.conn.execute(postgres_statements().claim_and_start, params)]
 
     async def set_run_status(
@@ -96,6 +99,7 @@ def _result_params(step: NodeResult, now: float) -> dict[str, Any]:
         "p_payload": step.payload,
         "p_attempt": job.attempt,
         "p_job": job.id,
+        "p_tenant_id": job.tenant_id,
     }
 
 

@@ -33,6 +33,9 @@ JOB_COLUMNS = (
     node_jobs.c.attempt,
     node_jobs.c.retry_base,
     node_jobs.c.available_at,
+    node_jobs.c.tenant_id,
+    node_jobs.c.lease_owner,
+    node_jobs.c.takeovers,
 )
 
 _p = sa.bindparam
@@ -121,25 +124,70 @@ def _outputs_if_idle() -> Any:
     return sa.union_all(marker, outputs).order_by("k", "log_id")
 
 
+def _held(is_sqlite: bool, tenant: Any) -> Any:
+    """How many running nodes of ``tenant`` the claiming worker holds (``p_held``: a JSON object)."""
+    held: Any
+    if is_sqlite:
+        held = sa.func.json_extract(_p("p_held"), sa.literal('$."') + tenant + sa.literal('"'))
+    else:
+        held = sa.cast(sa.cast(_p("p_held"), postgresql.JSONB).op("->>")(tenant), sa.Integer)
+    return sa.func.coalesce(held, 0)
+
+
+def _claim_jobs(is_sqlite: bool) -> Any:
+    """Lease up to ``p_limit`` due jobs to ``p_owner``, round-robin across tenants, none past ``p_cap``.
+
+    Each due job is ranked within its tenant (oldest first); a tenant's rank counts on from the
+    running nodes the worker already holds of it (``p_held``), and a job is taken only while that
+    stays within ``p_cap``. The lowest ranks go first: one job of every waiting tenant, then a second
+    of each, and so on. The window function ranks in a subquery (PostgreSQL forbids FOR UPDATE beside
+    it); PostgreSQL then locks the chosen rows with SKIP LOCKED in rank order, so competing workers
+    take the next ones instead of waiting. A job some worker held (its lease ran out) is taken over:
+    it starts the next attempt (``retry_base`` moves with it, so the retry budget is not spent) and
+    its ``takeovers`` count grows.
+    """
+    j = node_jobs.c
+    due = j.available_at <= _p("p_now")
+    rank = sa.func.row_number().over(partition_by=j.tenant_id, order_by=(j.available_at, j.id))
+    ranked = sa.select(j.id, j.tenant_id, j.available_at, rank.label("rank")).where(due).subquery("ranked")
+    score = ranked.c.rank + _held(is_sqlite, ranked.c.tenant_id)
+    order = (score, ranked.c.available_at, ranked.c.id)
+    if is_sqlite:  # one writer at a time: nothing to lock
+        chosen = sa.select(ranked.c.id).where(score <= _p("p_cap")).order_by(*order).limit(_p("p_limit"))
+    else:
+        chosen = (
+            sa.select(j.id)
+            .join(ranked, ranked.c.id == j.id)
+            .where(due, score <= _p("p_cap"))
+            .order_by(*order)
+            .limit(_p("p_limit"))
+            .with_for_update(of=node_jobs, skip_locked=True)
+        )
+    taken_over = j.lease_owner.is_not(None)
+
+    def on_takeover(column: Any) -> Any:
+        return sa.case((taken_over, column + 1), else_=column)
+
+    return (
+        node_jobs.update()
+        .where(j.id.in_(chosen.scalar_subquery()))
+        .values(
+            lease_owner=_p("p_owner"),
+            available_at=_p("p_until"),
+            attempt=on_takeover(j.attempt),
+            retry_base=on_takeover(j.retry_base),
+            takeovers=on_takeover(j.takeovers),
+        )
+        .returning(*JOB_COLUMNS)
+    )
+
+
 @functools.cache
 def statements_for(is_sqlite: bool) -> Statements:
     """The statements every dialect runs (PostgreSQL's single statements: storage/statements_postgres.py)."""
     insert = sqlite.insert if is_sqlite else postgresql.insert
-    due = (
-        sa.select(node_jobs.c.id)
-        .where(node_jobs.c.available_at <= _p("p_now"))
-        .order_by(node_jobs.c.available_at)
-        .limit(_p("p_limit"))
-    )
-    if not is_sqlite:
-        due = due.with_for_update(skip_locked=True)
     barrier_insert = insert(join_barriers)
-    claim_jobs = (
-        node_jobs.update()
-        .where(node_jobs.c.id.in_(due.scalar_subquery()))
-        .values(lease_owner=_p("p_owner"), available_at=_p("p_until"))
-        .returning(*JOB_COLUMNS)
-    )
+    claim_jobs = _claim_jobs(is_sqlite)
     core = Statements(
         insert_log=insert(instance_logs).on_conflict_do_nothing().returning(instance_logs.c.log_id),
         insert_log_returning_node=insert(instance_logs).on_conflict_do_nothing().returning(instance_logs.c.node_id),
@@ -243,7 +291,7 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         insert_job=c(core.insert_job, JOB_INSERT_COLUMNS),
         delete_job=c(core.delete_job),
         reschedule_job=c(core.reschedule_job),
-        claim_jobs=c(core.claim_jobs),
+        claim_jobs=c(core.claim_jobs, json_names=["p_held"]),
         bump_barrier=c(core.bump_barrier, _BARRIER_VALUES),
         finish_iteration=c(core.finish_iteration),
         insert_instance=c(core.insert_instance, _INSTANCE_VALUES, ["input"]),

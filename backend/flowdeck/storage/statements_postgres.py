@@ -124,10 +124,12 @@ def _dispatch_one() -> Any:
                 typed("p_available_at", _J.available_at),
                 typed("p_lease_owner", _J.lease_owner),
                 typed("p_now", _J.created_at),
+                typed("p_tenant_id", _J.tenant_id),
+                sa.literal(0),
             ),
         )
         .on_conflict_do_nothing()
-        .returning(*JOB_COLUMNS, _J.lease_owner)
+        .returning(*JOB_COLUMNS)
         .cte("job")
     )
     started = _started_rows(job, job.c.lease_owner.is_not(None))
@@ -135,18 +137,27 @@ def _dispatch_one() -> Any:
 
 
 def _started_rows(jobs: Any, *where: Any) -> Any:
-    """A CTE logging NODE_STARTED for each job row of ``jobs`` (a CTE returning job columns)."""
+    """NODE_STARTED rows for the jobs of a CTE (its job columns), naming the worker that holds each."""
     rows = sa.select(
         jobs.c.instance_id,
         jobs.c.node_id,
         jobs.c.iteration,
         sa.literal(EventType.NODE_STARTED.value),
         sa.literal(NodeStatus.RUNNING.value),
+        sa.literal_column(_started_payload(jobs.name)),
         jobs.c.attempt,
         typed("p_now", _L.created_at),
     ).where(*where)
-    columns = [*_NODE_EVENT_COLUMNS.split(", "), _L.node_attempt.name, _L.created_at.name]
+    columns = [*_NODE_EVENT_COLUMNS.split(", "), _L.payload.name, _L.node_attempt.name, _L.created_at.name]
     return postgresql.insert(instance_logs).from_select(columns, rows).on_conflict_do_nothing().cte("started")
+
+
+def _started_payload(jobs: str) -> str:
+    """NODE_STARTED's payload as ``storage.state.started_payload`` builds it, from a job CTE's row."""
+    return (
+        f"jsonb_build_object('workerId', {jobs}.lease_owner) || CASE WHEN {jobs}.takeovers > 0"
+        f" THEN jsonb_build_object('takeovers', {jobs}.takeovers) ELSE '{{}}'::jsonb END"
+    )
 
 
 def _claim_and_start(claim: Any) -> Any:
@@ -273,13 +284,14 @@ _LOGGED_RESULT = f""", logged AS (
 _LEASED_JOB_STARTED = f""", job AS (
     INSERT INTO node_jobs ({_NEW_JOB_COLUMNS})
     SELECT instance_id, node_id, iteration, 1, 1, CAST(:p_lease_until AS DOUBLE PRECISION),
-        CAST(:p_owner AS VARCHAR), CAST(:p_now AS DOUBLE PRECISION)
+        CAST(:p_owner AS VARCHAR), CAST(:p_now AS DOUBLE PRECISION), CAST(:p_tenant_id AS VARCHAR), 0
     FROM dispatched
     ON CONFLICT DO NOTHING
     RETURNING {_JOB_RETURNING}
 ), started AS (
-    INSERT INTO instance_logs ({_NODE_EVENT_COLUMNS}, {_names(_L.node_attempt, _L.created_at)})
-    SELECT instance_id, node_id, iteration, {_STARTED}, attempt, CAST(:p_now AS DOUBLE PRECISION)
+    INSERT INTO instance_logs ({_NODE_EVENT_COLUMNS}, {_names(_L.payload, _L.node_attempt, _L.created_at)})
+    SELECT instance_id, node_id, iteration, {_STARTED}, {_started_payload("job")}, attempt,
+        CAST(:p_now AS DOUBLE PRECISION)
     FROM job
     ON CONFLICT DO NOTHING
 )"""
@@ -388,7 +400,7 @@ WITH instance AS (
 )
 INSERT INTO node_jobs ({_NEW_JOB_COLUMNS})
 SELECT id, CAST(:p_start_id AS VARCHAR), '', 1, 1, CAST(:p_now AS DOUBLE PRECISION), NULL,
-    CAST(:p_now AS DOUBLE PRECISION)
+    CAST(:p_now AS DOUBLE PRECISION), CAST(:p_tenant_id AS VARCHAR), 0
 FROM instance
 RETURNING {_JOB_RETURNING}
 """
@@ -447,7 +459,7 @@ def postgres_statements() -> PostgresStatements:
         finish_run_logged=c(_finish_run_logged(), ("p_output", "p_payload")),
         record_result=c(_record_result(), ("p_payload",)),
         dispatch_one=c(_dispatch_one(), ("p_payload",)),
-        claim_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_jobs.core), ()),
+        claim_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_jobs.core), ("p_held",)),
         chain_step=c(_chain_step(), ("p_payload",), returns_rows=True),
         start_run=c(_start_run(), ("p_input", "p_input_payload", "p_status_payload"), returns_rows=True),
         end_step=c(_end_step(), ("p_payload", "p_end_output", "p_status_payload"), returns_rows=True),

@@ -138,9 +138,14 @@ node_jobs = sa.Table(
     sa.Column("available_at", Epoch, nullable=False),
     sa.Column("lease_owner", sa.String(64), nullable=True),
     sa.Column("created_at", Epoch, nullable=False),
+    # The run's tenant: claims take tenants round-robin (fair share) through the index below.
+    sa.Column("tenant_id", Id, nullable=False, server_default=""),
+    # How many times a worker's lease on this job expired and another worker took it over.
+    sa.Column("takeovers", sa.Integer, nullable=False, server_default="0"),
     sa.Index("uq_node_jobs_node", "instance_id", "node_id", "iteration", unique=True),
     sa.Index("ix_node_jobs_available", "available_at"),
     sa.Index("ix_node_jobs_lease_owner", "lease_owner"),
+    sa.Index("ix_node_jobs_tenant_available", "tenant_id", "available_at"),
 )
 
 # Join barriers: how many incoming edges of a multi-parent node are resolved and how many were taken.

@@ -33,11 +33,13 @@ export type SaveBody = DefinitionJson & Pick<Schemas['WorkflowSave'], 'version'>
 export type RunAccepted = Schemas['RunAccepted'];
 /** `availableAt`: a PENDING run's scheduled start; `slaBreachedAt`: when it passed options.slaSeconds unfinished. */
 export type RunSummary = Schemas['RunSummary'];
-/** `attempt` counts every attempt of the run; `attemptInRetry` the attempt within the current retry, `retry` which one. */
+/** `attempt` counts every attempt of the run, `attemptInRetry` the attempt within the current retry, `retry` which
+ * one; `workerId` the worker that started the latest attempt (after a takeover: the new holder). */
 export type NodeState = Schemas['NodeStateOut'];
 export type RunDetail = Schemas['RunDetail'];
 export type RetryVersion = NonNullable<Schemas['RetryRun']['version']>;
 export type RunEvent = Schemas['EventOut'];
+/** `workerId`: the worker that ran this attempt; `takenOver`: another worker took the node over (its lease ran out). */
 export type TimelineRow = Schemas['TimelineRowOut'];
 export type RunAction = Schemas['RunActionOut'];
 

@@ -843,6 +843,7 @@ export interface components {
             retry?: number;
             startedAt: number | null;
             status: components["schemas"]["NodeStatus"];
+            workerId?: string | null;
         };
         /**
          * NodeStatus
@@ -1028,6 +1029,9 @@ export interface components {
             nodeId: string;
             startedAt: number | null;
             status: components["schemas"]["NodeStatus"];
+            /** @default false */
+            takenOver?: boolean;
+            workerId?: string | null;
         };
         /** TokenCreate */
         TokenCreate: {
@@ -5630,7 +5634,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["NotificationTestIn"];
+                "application/json": components["schemas"]["NotificationTestIn"] | null;
             };
         };
         responses: {

@@ -26,12 +26,20 @@ export function Timeline({ rows, now }: { rows: readonly TimelineRow[]; now: num
             <span className="truncate">{bar.nodeId}</span>
             {bar.iteration && <span className="muted small"> #{bar.iteration}</span>}
             {bar.attempt > 1 && <span className="muted small"> try {bar.attempt}</span>}
+            {bar.takenOver && (
+              <span className="muted small" data-testid="timeline-taken-over">
+                {' '}
+                · taken over
+              </span>
+            )}
           </div>
           <div className="gantt__track">
             <div
               className={`gantt__bar gantt__bar--${bar.status.toLowerCase()}${bar.open ? ' is-open' : ''}`}
               style={{ left: `${bar.left}%`, width: `${bar.width}%` }}
-              title={`${bar.nodeId} · attempt ${bar.attempt} · ${bar.status} · ${formatDuration(bar.end - bar.start)}`}
+              title={`${bar.nodeId} · attempt ${bar.attempt} · ${bar.status} · ${formatDuration(bar.end - bar.start)}${
+                bar.workerId ? ` · worker ${bar.workerId}` : ''
+              }${bar.takenOver ? ' · its worker stopped and another took it over' : ''}`}
             >
               <span className="gantt__dur">{formatDuration(bar.end - bar.start)}</span>
             </div>

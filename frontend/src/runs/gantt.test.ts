@@ -27,6 +27,15 @@ describe('buildGantt', () => {
     expect(g.bars[1]).toMatchObject({ nodeId: 'b', open: true, end: 5, width: 80 });
   });
 
+  it('keeps who ran each attempt and whether another worker took it over', () => {
+    const lost = { ...row('a', 0, 3, 1, 'FAILED'), workerId: 'w1', takenOver: true };
+    const g = buildGantt([lost, { ...row('a', 3, 4, 2), workerId: 'w2' }], 5);
+    expect(g.bars.map((b) => [b.attempt, b.workerId, b.takenOver])).toEqual([
+      [1, 'w1', true],
+      [2, 'w2', false],
+    ]);
+  });
+
   it('gives an empty chart for no rows', () => {
     expect(buildGantt([], 3).bars).toEqual([]);
   });

@@ -12,6 +12,8 @@ export type GanttBar = {
   start: number;
   end: number;
   open: boolean;
+  workerId: string | null;
+  takenOver: boolean;
 };
 
 export type Gantt = { bars: GanttBar[]; start: number; end: number; ticks: { at: number; left: number }[] };
@@ -47,6 +49,8 @@ export function buildGantt(rows: readonly TimelineRow[], now: number): Gantt {
       start: s,
       end: e,
       open: r.completedAt === null,
+      workerId: r.workerId ?? null,
+      takenOver: r.takenOver ?? false,
     };
   });
   bars.sort((a, b) => a.start - b.start || a.nodeId.localeCompare(b.nodeId));

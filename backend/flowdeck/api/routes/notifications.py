@@ -54,11 +54,15 @@ class NotificationController(Controller):
 
     @post("/test", status_code=HTTP_200_OK, raises=errors(400, 404))
     async def test_notification(
-        self, workflow_id: ObjectId, data: JSONBody[NotificationTestIn], principal: Caller, services: AppServices
+        self,
+        workflow_id: ObjectId,
+        principal: Caller,
+        services: AppServices,
+        data: JSONBody[NotificationTestIn | None] = None,
     ) -> NotificationTestOut:
         """Send a sample payload (event ``test``), signed, to the URL and report the receiver's answer."""
         record = await _workflow(services, principal.tenant_id, workflow_id)
-        url = data.url
+        url = None if data is None else data.url
         if url is None:
             saved = urls_of(record.definition)
             if not saved:

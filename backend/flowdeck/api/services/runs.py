@@ -60,6 +60,7 @@ def _node_out(view: NodeView) -> NodeStateOut:
         pinned=view.pinned,
         logs=view.logs,
         next_attempt_at=view.next_attempt_at,
+        worker_id=view.worker_id,
         attempt_in_retry=view.attempt_in_retry,
         retry=view.retry,
         iterations={k: _node_out(v) for k, v in view.iterations.items()} if view.iterations else None,
@@ -179,6 +180,8 @@ class RunService:
                 status=r.status,
                 started_at=r.started_at,
                 completed_at=r.completed_at,
+                worker_id=r.worker_id,
+                taken_over=r.taken_over,
             )
             for r in rows
         ]

@@ -117,6 +117,14 @@ export function RunDataTab({
             </dd>
             <dt>Duration</dt>
             <dd>{formatDuration(duration)}</dd>
+            {nodeRun.workerId && (
+              <>
+                <dt>Worker</dt>
+                <dd className="truncate" title={nodeRun.workerId} data-testid="run-data-worker">
+                  {nodeRun.workerId}
+                </dd>
+              </>
+            )}
             {nodeRun.pinned && (
               <>
                 <dt>Source</dt>

@@ -1,0 +1,127 @@
+"""Leases and takeovers (issue 14 point 8), driven deterministically on a fake clock: a worker paused
+past its lease loses the node to another worker; its result is then recorded as late and starts
+nothing; the takeover is a new attempt with its own NODE_STARTED row naming the new holder; a node
+whose worker died more than maxAttempts times fails."""
+
+from __future__ import annotations
+
+import asyncio
+
+from flowdeck.engine.engine import Engine
+from flowdeck.storage.database import Database
+from flowdeck.storage.run_queries import RunQueries
+from tests.support.clock import FakeClock
+from tests.support.graphs import definition, edge, end, linear, node
+from tests.support.handlers import make_test_registry
+from tests.support.runs import read_outcome, start
+
+LEASE = 10.0
+
+
+async def _engine(db: Database, clock: FakeClock) -> Engine:
+    return Engine(db, make_test_registry(), lease_seconds=LEASE, clock=clock)  # no worker: the test drives it
+
+
+async def test_a_stale_holders_result_is_late_and_starts_nothing(db: Database) -> None:
+    clock = FakeClock()
+    engine = await _engine(db, clock)
+    tenant_id = await engine.tenants.ensure("acme")
+    instance_id = await start(engine, tenant_id, linear(2))
+    [first] = await engine.state.claim_jobs("w0", 1, LEASE)
+    outcome, _ = await engine.executor.run(first)
+    assert await engine.orchestrator.handle_result(first, outcome) is None  # s1 is queued
+    [paused] = await engine.state.claim_jobs("paused", 1, LEASE)
+    clock.advance(LEASE + 1)  # the paused worker misses its heartbeats: its lease runs out
+    [taken] = await engine.state.claim_jobs("rescuer", 1, LEASE)
+    assert (taken.node_id, taken.attempt, taken.lease_owner, taken.takeovers) == ("s1", 2, "rescuer", 1)
+
+    stale_outcome, _ = await engine.executor.run(paused)
+    assert await engine.orchestrator.handle_result(paused, stale_outcome, claim_for="paused") is None
+    rows = (await read_outcome(engine, instance_id)).rows
+    assert [(r.event_type, r.node_id, r.node_attempt) for r in rows if r.node_id][-1] == ("NODE_COMPLETED", "s1", 1)
+    assert not any(r.node_id == "s2" for r in rows)  # the late result started nothing
+
+    outcome, _ = await engine.executor.run(taken)
+    follow = await engine.orchestrator.handle_result(taken, outcome, claim_for="rescuer")
+    while follow is not None:  # the new holder's result is the one that moves the run on
+        outcome, _ = await engine.executor.run(follow)
+        follow = await engine.orchestrator.handle_result(follow, outcome, claim_for="rescuer")
+    result = await read_outcome(engine, instance_id)
+    assert result.run.status.value == "COMPLETED"
+    assert result.count("NODE_DISPATCHED", "s2") == 1
+    started = [(r.node_attempt, r.payload) for r in result.rows if r.event_type == "NODE_STARTED" and r.node_id == "s1"]
+    assert started == [(1, {"workerId": "paused"}), (2, {"workerId": "rescuer", "takeovers": 1})]
+    s1 = result.nodes["s1"]
+    assert (s1.status.value, s1.attempt, s1.worker_id) == ("COMPLETED", 2, "rescuer")
+    assert s1.attempt_in_retry == 1  # a takeover spends no attempt of the retry budget ("attempt 1 of 3")
+    assert s1.output == {"node": "s1", "attempt": 2}  # the accepted result, not the stale one
+    assert result.nodes["s2"].worker_id == "rescuer"  # the chain went on with the holder
+
+
+async def test_the_run_view_and_timeline_show_who_holds_each_attempt(db: Database) -> None:
+    clock = FakeClock()
+    engine = await _engine(db, clock)
+    tenant_id = await engine.tenants.ensure("acme")
+    instance_id = await start(engine, tenant_id, linear(1))
+    await engine.state.claim_jobs("first", 1, LEASE)
+    clock.advance(LEASE + 1)
+    [taken] = await engine.state.claim_jobs("second", 1, LEASE)
+    queries = RunQueries(engine.db, engine.state)
+    view = await queries.run_view(tenant_id, instance_id)
+    assert view is not None
+    assert view.nodes["start"].to_json()["workerId"] == "second"
+    timeline = await queries.timeline(tenant_id, instance_id)
+    assert timeline is not None
+    bars = [(b.node_id, b.attempt, b.status.value, b.worker_id, b.taken_over) for b in timeline]
+    assert bars == [("start", 1, "FAILED", "first", True), ("start", 2, "RUNNING", "second", False)]
+    assert taken.attempt == 2
+
+
+async def test_a_node_whose_worker_died_more_than_max_attempts_times_fails(db: Database) -> None:
+    clock = FakeClock()
+    engine = await _engine(db, clock)
+    tenant_id = await engine.tenants.ensure("acme")
+    graph = definition(
+        [node("start", "start"), node("fragile", retry={"maxAttempts": 2}), end()],
+        [edge("start", "fragile"), edge("fragile", "end")],
+    )
+    instance_id = await start(engine, tenant_id, graph)
+    [first] = await engine.state.claim_jobs("w0", 1, LEASE)
+    outcome, _ = await engine.executor.run(first)
+    assert await engine.orchestrator.handle_result(first, outcome) is None  # "fragile" is queued
+    holders = []
+    for worker in ("w1", "w2", "w3"):  # each dies holding it: two takeovers are allowed, not a third
+        clock.advance(LEASE + 1)
+        [job] = await engine.state.claim_jobs(worker, 1, LEASE)
+        holders.append((job.attempt, job.takeovers))
+    assert holders == [(1, 0), (2, 1), (3, 2)]
+    clock.advance(LEASE + 1)
+    [last] = await engine.state.claim_jobs("w4", 1, LEASE)
+    assert last.takeovers == 3
+    outcome, _ = await engine.executor.run(last)
+    await engine.orchestrator.handle_result(last, outcome, claim_for="w4")
+    result = await read_outcome(engine, instance_id)
+    assert result.run.status.value == "FAILED"
+    assert result.status_of("fragile") == "FAILED"
+    assert "taken over 3 times" in (result.run.error or "")
+    assert "more than maxAttempts (2)" in (result.run.error or "")
+
+
+async def test_every_delayed_job_starts_on_its_own_timer_not_at_the_next_poll(db: Database) -> None:
+    """The poll interval is a minute: only the timers can start the delayed nodes in time."""
+    engine = Engine(db, make_test_registry(), lease_seconds=30, poll_interval=60)
+    await engine.start()
+    try:
+        tenant_id = await engine.tenants.ensure("acme")
+        waits = [0.2, 0.4, 0.6]
+        ids = []
+        for seconds in waits:
+            graph = definition(
+                [node("start", "start"), node("wait", "delay", config={"seconds": seconds}), node("after"), end()],
+                [edge("start", "wait"), edge("wait", "after"), edge("after", "end")],
+            )
+            ids.append(await start(engine, tenant_id, graph))
+        runs = await asyncio.gather(*(engine.wait_for_run(i, 20) for i in ids))
+        assert [r.status.value for r in runs] == ["COMPLETED"] * 3
+    finally:
+        await engine.stop()
