@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck unit frontend frontend-test e2e chromium bench clean
+.PHONY: run test lint typecheck unit frontend frontend-lint frontend-test api-types check-api-types e2e chromium bench clean
 
 # The editor (frontend/) is built by Vite into static/, which `flowdeck serve` serves at /.
 # It is rebuilt only when a source is newer than static/index.html; node_modules is reinstalled
@@ -32,7 +32,29 @@ frontend: static/index.html
 run: $(STAMP) frontend
 	$(BIN)/flowdeck serve
 
-test: lint typecheck unit frontend-test e2e
+test: lint typecheck unit check-api-types frontend-lint frontend-test e2e
+
+# The editor's REST types (frontend/src/generated/api.ts) are written by openapi-typescript from the OpenAPI
+# document the app serves at /schema/openapi.json (written by `flowdeck generate --openapi`, no server needed);
+# the Socket.IO payloads and statuses by `flowdeck generate`. `api-types` rewrites them all; `check-api-types`
+# fails when a committed file differs from what the current backend gives.
+API_DOC := frontend/node_modules/.cache/flowdeck/openapi.json
+
+api-types: $(STAMP) $(NODE_STAMP)
+	@mkdir -p $(dir $(API_DOC))
+	$(BIN)/flowdeck generate --openapi $(API_DOC)
+	cd frontend && $(NPM) run -s api-types
+	$(BIN)/flowdeck generate
+
+check-api-types: $(STAMP) $(NODE_STAMP)
+	@mkdir -p $(dir $(API_DOC))
+	$(BIN)/flowdeck generate --openapi $(API_DOC)
+	cd frontend && $(NPM) run -s api-types:check
+	$(BIN)/flowdeck generate --check
+
+# ESLint (eslint.config.js: typescript-eslint and the React hooks rules).
+frontend-lint: $(NODE_STAMP)
+	cd frontend && $(NPM) run -s lint
 
 # Vitest: the editor's pure graph logic (handles, cycle check, undo stack, conversion, run reducer).
 frontend-test: $(NODE_STAMP)

@@ -209,6 +209,9 @@ def cmd_tokens_create(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     from flowdeck import codegen
 
+    if args.openapi:
+        Path(args.openapi).write_text(codegen.openapi_document(), encoding="utf-8")
+        return 0
     root = Path(args.root)
     if not (root / "frontend" / "src").is_dir():
         print(f"flowdeck generate: {root.resolve()} is not the project root (no frontend/src)", file=sys.stderr)
@@ -268,9 +271,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", help="also write the results as JSON to this path")
     bench.set_defaults(func=cmd_bench)
 
-    generate = sub.add_parser("generate", help="write the TypeScript the editor imports from the Python (statuses)")
+    generate = sub.add_parser(
+        "generate", help="write the TypeScript the editor imports from the Python (statuses, realtime)"
+    )
     generate.add_argument("--root", default=".", help="the project root (default: the current directory)")
     generate.add_argument("--check", action="store_true", help="only report files that differ (exit 1 if any)")
+    generate.add_argument(
+        "--openapi", metavar="FILE", help="only write the OpenAPI document (/schema/openapi.json) to FILE"
+    )
     generate.set_defaults(func=cmd_generate)
 
     _add_account_commands(sub)

@@ -1,8 +1,12 @@
-"""The payloads of SPEC §9, exactly as the editor reads them (``instanceID``, ``nodeID``, upper-case statuses)."""
+"""The payloads of SPEC §9, exactly as the editor reads them (``instanceID``, ``nodeID``, upper-case statuses).
+
+The ``TypedDict`` of each payload is the one definition of its shape: ``flowdeck generate`` writes the
+editor's TypeScript from it (``frontend/src/generated/realtime.ts``), and mypy holds the functions below to it.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Annotated, Any, Final, TypedDict
 
 from flowdeck.engine.publisher import NodeUpdate, RunUpdate
 from flowdeck.storage.run_queries import RunView
@@ -17,6 +21,11 @@ __all__ = (
     "WIDGET_DATA_EVENT",
     "WIDGET_FOLLOW_EVENT",
     "WIDGET_JOIN_EVENT",
+    "NodeMessage",
+    "SlaBreachMessage",
+    "SnapshotMessage",
+    "StatusMessage",
+    "TsType",
     "node_message",
     "snapshot_message",
     "status_message",
@@ -34,7 +43,63 @@ WIDGET_FOLLOW_EVENT: Final = "widget_follow"
 WIDGET_DATA_EVENT: Final = "widget_data"
 
 
-def node_message(update: NodeUpdate) -> dict[str, Any]:
+class TsType:
+    """Names the TypeScript type of an ``Annotated`` field whose Python type is looser (an enum's value, a dict)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+NodeStatusName = Annotated[str, TsType("NodeStatus")]
+RunStatusName = Annotated[str, TsType("RunStatus")]
+NodeStateJson = Annotated[dict[str, Any], TsType("NodeState")]
+"""``NodeView.to_json()``: the ``NodeStateOut`` of the REST API."""
+
+
+class NodeMessage(TypedDict):
+    """``workflow_node_update``: one node (or one loop iteration of it) moved."""
+
+    instanceID: str
+    nodeID: str
+    iteration: str
+    status: NodeStatusName
+    attempt: int
+    output: Any
+    error: str | None
+    at: float
+    pinned: bool
+    nextAttemptAt: float | None
+    """RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due."""
+
+
+class StatusMessage(TypedDict):
+    """``workflow_status_update``: the run moved."""
+
+    instanceID: str
+    status: RunStatusName
+    output: Any
+    error: str | None
+
+
+class SlaBreachMessage(TypedDict):
+    """``workflow_sla_breach``: the run passed ``options.slaSeconds`` unfinished; it goes on."""
+
+    instanceID: str
+    slaSeconds: float
+    at: float
+
+
+class SnapshotMessage(TypedDict):
+    """``workflow_run_snapshot``: the run as it stands when a connection joins its room."""
+
+    instanceID: str
+    status: RunStatusName
+    slaBreachedAt: float | None
+    """When the run passed ``options.slaSeconds`` unfinished (null: it has not)."""
+    nodes: dict[str, NodeStateJson]
+
+
+def node_message(update: NodeUpdate) -> NodeMessage:
     return {
         "instanceID": update.instance_id,
         "nodeID": update.node_id,
@@ -49,7 +114,7 @@ def node_message(update: NodeUpdate) -> dict[str, Any]:
     }
 
 
-def status_message(update: RunUpdate) -> dict[str, Any]:
+def status_message(update: RunUpdate) -> StatusMessage:
     return {
         "instanceID": update.instance_id,
         "status": update.status.value,
@@ -58,15 +123,16 @@ def status_message(update: RunUpdate) -> dict[str, Any]:
     }
 
 
-def update_message(update: NodeUpdate | RunUpdate) -> tuple[str, dict[str, Any]]:
+def update_message(update: NodeUpdate | RunUpdate) -> tuple[str, NodeMessage | StatusMessage | SlaBreachMessage]:
     if isinstance(update, NodeUpdate):
         return NODE_EVENT, node_message(update)
     if update.sla_seconds is not None:
-        return SLA_BREACH_EVENT, {"instanceID": update.instance_id, "slaSeconds": update.sla_seconds, "at": update.at}
+        breach: SlaBreachMessage = {"instanceID": update.instance_id, "slaSeconds": update.sla_seconds, "at": update.at}
+        return SLA_BREACH_EVENT, breach
     return STATUS_EVENT, status_message(update)
 
 
-def snapshot_message(view: RunView) -> dict[str, Any]:
+def snapshot_message(view: RunView) -> SnapshotMessage:
     return {
         "instanceID": view.run.id,
         "status": view.run.status.value,

@@ -15,6 +15,7 @@ snapshot does not already show, then it enters the room with no await in between
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import socketio  # type: ignore[import-untyped]
@@ -90,12 +91,12 @@ class RunRelay:
         if members:
             await self._send(*update_message(update), members)
 
-    async def _send(self, event: str, payload: dict[str, Any], eio_sids: list[str]) -> None:
+    async def _send(self, event: str, payload: Mapping[str, Any], eio_sids: list[str]) -> None:
         encoded = self._sio.packet_class(socketio_packet.EVENT, namespace=_NAMESPACE, data=[event, payload]).encode()
         for eio_sid in eio_sids:
             await self._sio.eio.send(eio_sid, encoded)  # a put on the connection's queue: no wait
 
-    async def send_to(self, sid: str, event: str, payload: dict[str, Any]) -> None:
+    async def send_to(self, sid: str, event: str, payload: Mapping[str, Any]) -> None:
         """Send one event to one connection, in order with everything the relay sends it."""
         eio_sid = self._sio.manager.eio_sid_from_sid(sid, _NAMESPACE)
         if eio_sid is not None:

@@ -1,10 +1,8 @@
 /** REST calls of the account page: API tokens (SPEC §5) and the password. */
 import { request } from '../api/client';
-import type { Page } from '../api/types';
+import type { ApiToken, CreatedToken, Page } from '../api/types';
 
-export type ApiToken = { id: string; name: string; prefix: string; createdAt: number; lastUsedAt: number | null; expiresAt: number | null };
-/** The answer to a create: `token` is the secret, shown this once. */
-export type CreatedToken = ApiToken & { token: string };
+export type { ApiToken, CreatedToken };
 
 export const tokens = {
   list: () => request<Page<ApiToken>>('GET', '/api/tokens'),

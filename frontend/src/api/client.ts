@@ -77,7 +77,7 @@ export async function request<T>(method: Method, path: string, body?: unknown, s
   }
   if (response.status === 204) return undefined as T;
   const text = await response.text();
-  let data: unknown = null;
+  let data: unknown;
   try {
     data = text ? JSON.parse(text) : null;
   } catch {

@@ -61,7 +61,7 @@ async function all<T>(fetchPage: (cursor: string | null) => Promise<Page<T>>): P
   do {
     const page: Page<T> = await fetchPage(cursor);
     items.push(...page.items);
-    cursor = page.nextCursor;
+    cursor = page.nextCursor ?? null;
   } while (cursor);
   return items;
 }

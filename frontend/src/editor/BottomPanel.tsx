@@ -39,7 +39,7 @@ function ProblemsTab() {
       {problems.map((p, i) => (
         <li key={i} className={`problem problem--${p.severity ?? 'error'}`} data-testid="problem" data-node-id={p.nodeId} data-edge-id={p.edgeId}>
           <span className="problem__icon" aria-label={p.severity ?? 'error'}>{p.severity === 'warning' ? '!' : '×'}</span>
-          <button type="button" className="link" onClick={() => focus(p.nodeId, p.edgeId)} disabled={!p.nodeId && !p.edgeId}>
+          <button type="button" className="link" onClick={() => focus(p.nodeId ?? undefined, p.edgeId ?? undefined)} disabled={!p.nodeId && !p.edgeId}>
             {p.message}
           </button>
           <code className="muted small">{p.code}</code>

@@ -17,7 +17,9 @@ function isTextTarget(target: EventTarget | null): boolean {
 
 export function useShortcuts(handlers: Partial<Record<ShortcutId, () => void>>): void {
   const ref = useRef(handlers);
-  ref.current = handlers;
+  useEffect(() => {
+    ref.current = handlers; // the latest handlers, without re-binding the listener on every render
+  });
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.defaultPrevented || document.querySelector('.modal')) return;

@@ -24,7 +24,7 @@ async function getJson(url: string, signal?: AbortSignal): Promise<WidgetAnswer>
     throw new EmbedError(0, 'The server cannot be reached.');
   }
   const text = await response.text();
-  let body: unknown = null;
+  let body: unknown;
   try {
     body = text ? JSON.parse(text) : null;
   } catch {

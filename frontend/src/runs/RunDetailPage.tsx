@@ -92,7 +92,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
     store.getState().dispatchRun({ kind: 'detail', detail: d });
     setTimeline(t.items);
     setEvents(ev.items);
-    setEventsCursor(ev.nextCursor);
+    setEventsCursor(ev.nextCursor ?? null);
     return { d, ev };
   }, [runId, store]);
 
@@ -165,7 +165,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
     try {
       const result = await runs.retry(runId, version);
       const on = version === 'latest' ? ' on the latest version' : '';
-      toast('info', `Retrying ${result.nodeIds.length} failed node(s)${on}.`);
+      toast('info', `Retrying ${(result.nodeIds ?? []).length} failed node(s)${on}.`);
       navigate(0);
     } catch (err) {
       toast('error', `Could not retry: ${errorMessage(err)}`);
@@ -176,7 +176,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
     if (!eventsCursor) return;
     const page = await runs.events(runId, eventsCursor);
     setEvents((old) => [...old, ...page.items]);
-    setEventsCursor(page.nextCursor);
+    setEventsCursor(page.nextCursor ?? null);
   };
 
   if (error) {

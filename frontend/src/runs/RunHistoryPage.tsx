@@ -1,5 +1,5 @@
 /** Run history: newest first, filtered by workflow, status, test/production, dates and run id; cursor pagination. */
-import { useEffect, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 
 import { runs, workflows, type RunFilters } from '../api/endpoints';
@@ -38,14 +38,17 @@ export function RunHistoryPage() {
 
   const range = dayRange(fromDay, toDay);
   const idValid = /^[A-Za-z0-9_-]*$/.test(idPrefix);
-  const filters = (): RunFilters => ({
-    workflowId: workflowId || undefined,
-    status,
-    isTest: kind === 'test' ? true : kind === 'production' ? false : null,
-    from: range.from,
-    to: range.to,
-    idPrefix: idPrefix || undefined,
-  });
+  const filters = useMemo(
+    (): RunFilters => ({
+      workflowId: workflowId || undefined,
+      status,
+      isTest: kind === 'test' ? true : kind === 'production' ? false : null,
+      from: range.from,
+      to: range.to,
+      idPrefix: idPrefix || undefined,
+    }),
+    [workflowId, status, kind, range.from, range.to, idPrefix],
+  );
 
   useEffect(() => {
     let live = true;
@@ -59,11 +62,11 @@ export function RunHistoryPage() {
     const timer = window.setTimeout(
       () => {
         runs
-          .list(filters())
+          .list(filters)
           .then((page) => {
             if (!live) return;
             setItems(page.items);
-            setCursor(page.nextCursor);
+            setCursor(page.nextCursor ?? null);
             setError(null);
           })
           .catch((err: unknown) => live && setError(errorMessage(err)));
@@ -74,7 +77,7 @@ export function RunHistoryPage() {
       live = false;
       window.clearTimeout(timer);
     };
-  }, [workflowId, status, kind, fromDay, toDay, idPrefix]);
+  }, [filters, range.error, idValid, idPrefix]);
 
   const setFilter = (key: string, value: string) => {
     const next = new URLSearchParams(params);
@@ -85,9 +88,9 @@ export function RunHistoryPage() {
 
   const loadMore = async () => {
     if (!cursor) return;
-    const page = await runs.list({ ...filters(), cursor });
+    const page = await runs.list({ ...filters, cursor });
     setItems((old) => [...(old ?? []), ...page.items]);
-    setCursor(page.nextCursor);
+    setCursor(page.nextCursor ?? null);
   };
 
   return (

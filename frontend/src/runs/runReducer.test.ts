@@ -4,7 +4,7 @@ import type { NodeUpdateMessage } from '../api/realtime-types';
 import { attemptLabel, completedOutputs, displayStatus, runReducer, timeSpan, type RunView } from './runReducer';
 
 function nodeMsg(nodeID: string, status: NodeUpdateMessage['status'], attempt = 1, extra: Partial<NodeUpdateMessage> = {}): NodeUpdateMessage {
-  return { kind: 'node', instanceID: 'r1', nodeID, iteration: '', status, attempt, output: null, error: null, at: 100, ...extra };
+  return { kind: 'node', instanceID: 'r1', nodeID, iteration: '', status, attempt, output: null, error: null, at: 100, pinned: false, nextAttemptAt: null, ...extra };
 }
 
 function started(): RunView {
@@ -20,7 +20,7 @@ describe('runReducer', () => {
     s = runReducer(s, { kind: 'sla', instanceID: 'r1', slaSeconds: 5, at: 105 }) as RunView;
     s = runReducer(s, { kind: 'sla', instanceID: 'r1', slaSeconds: 5, at: 107 }) as RunView;
     expect(s.slaBreachedAt).toBe(105);
-    s = runReducer(s, { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', nodes: {} }) as RunView;
+    s = runReducer(s, { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', slaBreachedAt: null, nodes: {} }) as RunView;
     expect(s).toMatchObject({ status: 'RUNNING', slaBreachedAt: 105 });
     expect(runReducer(s, { kind: 'sla', instanceID: 'other', slaSeconds: 5, at: 1 })).toBe(s);
   });
@@ -87,6 +87,7 @@ describe('runReducer', () => {
       kind: 'snapshot',
       instanceID: 'r1',
       status: 'RUNNING',
+      slaBreachedAt: null,
       nodes: {
         a: { status: 'RUNNING', attempt: 1, startedAt: 1, completedAt: null, output: null, error: null },
         b: { status: 'DISPATCHED', attempt: 1, startedAt: null, completedAt: null, output: null, error: null },
@@ -146,13 +147,13 @@ describe('runReducer with node ids that are Object.prototype names', () => {
         ' "toString": {"status": "RUNNING", "attempt": 1, "startedAt": 1, "completedAt": null, "output": null, "error": null,' +
         ' "iterations": {"constructor": {"status": "FAILED", "attempt": 1, "startedAt": 1, "completedAt": 2, "output": null, "error": "x"}}}}',
     ) as RunView['nodes'];
-    const snap = runReducer(started(), { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', nodes }) as RunView;
+    const snap = runReducer(started(), { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', slaBreachedAt: null, nodes }) as RunView;
     expect(snap.nodes.__proto__?.status).toBe('COMPLETED');
     expect(snap.nodes.constructor).toBeUndefined();
     expect(displayStatus(at(snap.nodes, 'toString'))).toBe('RUNNING');
     const detail = runReducer(null, {
       kind: 'detail',
-      detail: { instanceId: 'r1', workflowId: null, version: null, isTest: true, status: 'RUNNING', trigger: 'test', error: null, createdAt: 0, startedAt: 0, completedAt: null, input: null, output: null, nodes },
+      detail: { instanceId: 'r1', workflowId: null, version: null, isTest: true, status: 'RUNNING', trigger: 'test', error: null, createdAt: 0, startedAt: 0, completedAt: null, slaBreachedAt: null, input: null, output: null, nodes },
     }) as RunView;
     expect(detail.nodes.__proto__?.output).toBe(1);
     expect(at(at(detail.nodes, 'toString')?.iterations, 'constructor')?.status).toBe('FAILED');

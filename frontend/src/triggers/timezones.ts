@@ -5,7 +5,7 @@ let cached: readonly string[] | null = null;
 /** The browser's zones, with UTC first (Chromium lists it under "UTC" only via resolvedOptions). */
 export function supportedTimeZones(): readonly string[] {
   if (cached) return cached;
-  let zones: string[] = [];
+  let zones: string[];
   try {
     zones = Intl.supportedValuesOf('timeZone');
   } catch {

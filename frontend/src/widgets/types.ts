@@ -1,7 +1,11 @@
 /**
  * Widget shapes shared with the backend (docs/widgets.md): the widget, its per-type config, the data answer
- * and embed tokens. No imports from the editor: the embed page uses this module too.
+ * and embed tokens. No imports from the editor: the embed page uses this module too. The REST shapes are
+ * aliases of generated/api.ts (openapi-typescript, from the backend's OpenAPI document).
  */
+import type { components } from '../generated/api';
+
+type Schemas = components['schemas'];
 
 export const WIDGET_TYPES = ['table', 'chart', 'metric', 'text', 'json'] as const;
 export type WidgetType = (typeof WIDGET_TYPES)[number];
@@ -29,20 +33,10 @@ export type SyncConfig = { waitSeconds?: number; inputs?: SyncInput[] };
 
 export type WidgetConfig = (TableConfig | ChartConfig | MetricConfig | TextConfig | JsonConfig) & SyncConfig;
 
-export type Widget = {
-  id: string;
-  workflowId: string;
-  name: string;
-  type: WidgetType;
-  mode: WidgetMode;
-  config: Record<string, unknown>;
-  frameAncestors: string[] | null;
-  createdAt: number;
-  updatedAt: number;
-};
+export type Widget = Schemas['WidgetOut'];
 
 /** POST and PUT body: the whole widget (the backend's WidgetIn also wants `workflowId` on PUT). */
-export type WidgetBody = Pick<Widget, 'workflowId' | 'name' | 'type' | 'mode' | 'config' | 'frameAncestors'>;
+export type WidgetBody = Pick<Widget, 'workflowId' | 'name' | 'type' | 'mode' | 'config' | 'frameAncestors'> & Schemas['WidgetIn'];
 
 // ---- the data answer ----
 
@@ -69,15 +63,8 @@ export type MetricData = {
 export type TextData = { html: string };
 export type JsonData = { value: unknown; expandDepth: number };
 
-type AnswerBase = {
-  widgetId: string | null;
-  mode: 'replay' | 'sync' | 'run';
-  status: WidgetStatus;
-  runId: string | null;
-  runStatus: string | null;
-  runCompletedAt: number | null;
-  error: { field: string | null; message: string } | null;
-};
+/** The answer's fields besides its typed `data` (the API's `data` is any object: the type picks its shape). */
+type AnswerBase = Omit<Schemas['WidgetDataOut'], 'type' | 'data'>;
 
 export type WidgetAnswer =
   | (AnswerBase & { type: 'table'; data: TableData | null })
@@ -88,22 +75,10 @@ export type WidgetAnswer =
 
 // ---- embed tokens ----
 
-export type EmbedToken = {
-  id: string;
-  widgetId: string;
-  prefix: string;
-  expiresAt: number | null;
-  createdAt: number;
-  revokedAt?: number | null;
-  lastUsedAt?: number | null;
-};
-export type CreatedEmbedToken = EmbedToken & { token: string; url: string };
+export type EmbedToken = Schemas['EmbedTokenOut'];
+export type CreatedEmbedToken = Schemas['EmbedTokenCreated'];
 
 // ---- Socket.IO (embed connection) ----
 
 /** An embed connection hears its widget's processed data only (`widget_data`, a WidgetAnswer), never a run. */
-export const EMBED_SOCKET_EVENTS = {
-  widgetJoin: 'widget_join',
-  widgetFollow: 'widget_follow',
-  widgetData: 'widget_data',
-} as const;
+export { EMBED_SOCKET_EVENTS } from '../generated/realtime';

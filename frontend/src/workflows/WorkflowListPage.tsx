@@ -32,7 +32,7 @@ export function WorkflowListPage() {
     try {
       const page = await workflows.list();
       setItems(page.items);
-      setCursor(page.nextCursor);
+      setCursor(page.nextCursor ?? null);
       setError(null);
     } catch (err) {
       setError(errorMessage(err));
@@ -47,7 +47,7 @@ export function WorkflowListPage() {
     if (!cursor) return;
     const page = await workflows.list(cursor);
     setItems((old) => [...(old ?? []), ...page.items]);
-    setCursor(page.nextCursor);
+    setCursor(page.nextCursor ?? null);
   };
 
   const shown = useMemo(() => {

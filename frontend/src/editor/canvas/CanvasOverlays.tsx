@@ -44,7 +44,7 @@ const StickyNote = memo(function StickyNote({ note, readOnly }: { note: NoteJson
   const drag = useRef<Drag | null>(null);
   const size = note.size ?? { width: 220, height: 140 };
 
-  const start = (kind: Drag['kind']) => (e: PointerEvent<HTMLElement>) => {
+  const start = (kind: Drag['kind'], e: PointerEvent<HTMLElement>) => {
     if (readOnly || e.button !== 0 || (e.target as HTMLElement).closest('button')) return;
     e.preventDefault();
     e.stopPropagation();
@@ -79,7 +79,7 @@ const StickyNote = memo(function StickyNote({ note, readOnly }: { note: NoteJson
       data-note-id={note.id}
       style={{ transform: `translate(${note.position.x}px, ${note.position.y}px)`, width: size.width, height: size.height, ['--note' as string]: color }}
     >
-      <div className="sticky-note__head" data-testid="sticky-note-handle" onPointerDown={start('move')} onPointerMove={move} onPointerUp={end} onPointerCancel={end}>
+      <div className="sticky-note__head" data-testid="sticky-note-handle" onPointerDown={(e) => start('move', e)} onPointerMove={move} onPointerUp={end} onPointerCancel={end}>
         <span className="sticky-note__grip" aria-hidden>
           ⋮⋮ Note
         </span>
@@ -111,7 +111,7 @@ const StickyNote = memo(function StickyNote({ note, readOnly }: { note: NoteJson
         onChange={(e) => store.getState().updateNote(note.id, { text: e.target.value }, `note-text:${note.id}`)}
       />
       {!readOnly && (
-        <div className="sticky-note__resize" aria-hidden onPointerDown={start('resize')} onPointerMove={move} onPointerUp={end} onPointerCancel={end} />
+        <div className="sticky-note__resize" aria-hidden onPointerDown={(e) => start('resize', e)} onPointerMove={move} onPointerUp={end} onPointerCancel={end} />
       )}
     </div>
   );

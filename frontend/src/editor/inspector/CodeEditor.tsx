@@ -45,8 +45,11 @@ export function CodeEditor({ value, onChange, language, completions = [], readOn
   const onChangeRef = useRef(onChange);
   const pathsRef = useRef(completions);
   const readOnlyCompartment = useRef(new Compartment());
-  onChangeRef.current = onChange;
-  pathsRef.current = completions;
+  useEffect(() => {
+    // The latest callbacks for the view's listeners, which are made once.
+    onChangeRef.current = onChange;
+    pathsRef.current = completions;
+  });
 
   useEffect(() => {
     if (!host.current) return;
@@ -73,7 +76,7 @@ export function CodeEditor({ value, onChange, language, completions = [], readOn
       v.destroy();
       view.current = null;
     };
-    // The view lives as long as the component; value/readOnly changes are synced below.
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- the view lives as long as the component; value/readOnly changes are synced below
   }, [language]);
 
   useEffect(() => {

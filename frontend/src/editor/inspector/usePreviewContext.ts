@@ -40,7 +40,9 @@ export function usePreviewContext(
   const [items, setItems] = useState<unknown[] | null>(null);
   // Resolve the items once per loop, items template and run (not at every edit of the graph).
   const latest = useRef(loop);
-  latest.current = loop;
+  useEffect(() => {
+    latest.current = loop; // before the effect below reads it (effects run in order)
+  });
   const loopKey = loop ? `${loop.id}\u0000${loop.items}` : null;
 
   useEffect(() => {

@@ -1,5 +1,4 @@
-/** The schedules of a workflow (SPEC §8): rows of cron + time zone + input, with the next run times. */
-import { memo, useEffect, useMemo, useRef, useState } from 'react';
+import { memo, useCallback, useMemo, useState } from 'react';
 
 import type { WorkflowOptions } from '../../graph/convert';
 import { CRON_HINT, schedulePreview } from '../../triggers/cron';
@@ -26,14 +25,16 @@ const ZONE_LIST_ID = 'fd-timezones';
 function ScheduleInput({ index, value, readOnly, serverError, onChange }: { index: number; value: Schedule['input']; readOnly: boolean; serverError?: string | undefined; onChange: (value: Schedule['input']) => void }) {
   const [text, setText] = useState(() => inputText(value));
   const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
+  // Only an outside change of the value (undo, reload) replaces what is typed (adjusted while rendering).
+  const [seen, setSeen] = useState(value);
+  if (seen !== value) {
+    setSeen(value);
     const parsed = parseInputText(text);
     if (!parsed.ok || JSON.stringify(parsed.value ?? null) !== JSON.stringify(value ?? null)) {
       setText(inputText(value));
       setError(null);
     }
-    // Only an outside change of the value (undo, reload) should replace what is typed.
-  }, [value]);
+  }
   const edit = (next: string) => {
     setText(next);
     const parsed = parseInputText(next);
@@ -153,18 +154,16 @@ const ScheduleRow = memo(function ScheduleRow({ index, schedule, errors, serverE
 
 /** Stable React keys for rows that have no ids: follow adds and removals, rebuilt if the count jumps (undo). */
 function useRowKeys(count: number) {
-  const next = useRef(0);
-  const keys = useRef<number[]>([]);
-  if (keys.current.length !== count) {
-    keys.current = keys.current.slice(0, count);
-    while (keys.current.length < count) keys.current.push(next.current++);
+  const [rows, setRows] = useState(() => ({ keys: Array.from({ length: count }, (_, i) => i), next: count }));
+  if (rows.keys.length !== count) {
+    // Adjusted while rendering (React's pattern for state that follows a prop).
+    const keys = rows.keys.slice(0, count);
+    let next = rows.next;
+    while (keys.length < count) keys.push(next++);
+    setRows({ keys, next });
   }
-  return {
-    keys: keys.current,
-    remove(index: number) {
-      keys.current = keys.current.filter((_, i) => i !== index);
-    },
-  };
+  const remove = useCallback((index: number) => setRows((r) => ({ ...r, keys: r.keys.filter((_, i) => i !== index) })), []);
+  return { keys: rows.keys, remove };
 }
 
 export function ScheduleEditor({ options, problems, readOnly }: { options: WorkflowOptions | null; problems: Record<string, string>; readOnly: boolean }) {
@@ -173,6 +172,7 @@ export function ScheduleEditor({ options, problems, readOnly }: { options: Workf
   const zones = supportedTimeZones();
   const errors = useMemo(() => validateSchedules(schedules, zones), [schedules, zones]);
   const rowKeys = useRowKeys(schedules.length);
+  const removeRowKey = rowKeys.remove;
 
   const onChange = useMemo(
     () => (index: number, patch: Partial<Schedule>, field: string) => {
@@ -189,10 +189,10 @@ export function ScheduleEditor({ options, problems, readOnly }: { options: Workf
   const onRemove = useMemo(
     () => (index: number) => {
       const current = schedulesOf(store.getState().options);
-      rowKeys.remove(index);
+      removeRowKey(index);
       store.getState().updateWorkflow({ options: withSchedules(store.getState().options, current.filter((_, i) => i !== index)) });
     },
-    [store],
+    [store, removeRowKey],
   );
   const add = () => {
     const current = schedulesOf(store.getState().options);

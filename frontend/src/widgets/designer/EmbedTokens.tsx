@@ -16,12 +16,15 @@ export function EmbedTokens({ widgetId, widgetName }: { widgetId: string; widget
   const [days, setDays] = useState(365);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  // When the list was loaded: a token past its expiry then is shown expired.
+  const [now, setNow] = useState(() => Date.now() / 1000);
 
   const reload = useCallback(() => {
     widgetsApi
       .tokens(widgetId)
       .then((items) => {
         setTokens(items);
+        setNow(Date.now() / 1000);
         setError(null);
       })
       .catch((err: unknown) => setError(errorMessage(err)));
@@ -61,7 +64,6 @@ export function EmbedTokens({ widgetId, widgetName }: { widgetId: string; widget
   const origin = window.location.origin;
   const url = created ? new URL(created.url || `/embed/${created.token}`, origin).href : '';
   const snippet = created ? iframeSnippet(origin, created.url || `/embed/${created.token}`, widgetName) : '';
-  const now = Date.now() / 1000;
 
   return (
     <section className="wd-embed" data-testid="embed-tokens">

@@ -78,6 +78,7 @@ export function WidgetEditor({ workflowId, widget, runs, onSaved, onDelete }: Pr
     return () => {
       live = false;
     };
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- loads when the run changes; type and mode are read as they are then
   }, [runId]);
 
   const sent = useMemo(() => previewConfig(type, config), [type, config]);
