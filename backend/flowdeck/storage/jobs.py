@@ -51,6 +51,26 @@ def claim_params(now: float, owner: str, limit: int, lease_seconds: float, share
     }
 
 
+async def claim_plan(
+    conn: Connection, statements: Any, now: float, owner: str, limit: int, lease_seconds: float, share: TenantShare
+) -> tuple[Any, dict[str, Any]] | None:
+    """Which claim to run, and with what: none when nothing is due or the one waiting tenant is at its
+    cap; the plain claim of its oldest jobs when one tenant alone waits (the common case, and cheap:
+    ranking a 1,000-wide fan-out's due jobs on every claim made it twice as slow per node); the fair
+    round-robin claim when several do. ``statements``: the dialect's (``claim_one_tenant``/``claim_jobs``,
+    or PostgreSQL's variants that also log NODE_STARTED)."""
+    tenants = [row[0] for row in await conn.execute(statements.due_tenants, {"p_now": now})]
+    if not tenants:
+        return None
+    params = claim_params(now, owner, limit, lease_seconds, share)
+    if len(tenants) > 1:
+        return statements.claim_jobs, params
+    room = min(limit, share.cap - share.held().get(tenants[0], 0))
+    if room <= 0:
+        return None
+    return statements.claim_one_tenant, {**params, "p_limit": room, "p_tenant": tenants[0]}
+
+
 @dataclass(frozen=True, slots=True)
 class NewJob:
     instance_id: str
@@ -119,8 +139,11 @@ class JobTable:
 
     async def claim(self, owner: str, limit: int, lease_seconds: float, share: TenantShare = NO_SHARE) -> list[Job]:
         """Lease up to ``limit`` due jobs, round-robin across tenants within ``share`` (statements._claim_jobs)."""
-        params = claim_params(self.now, owner, limit, lease_seconds, share)
-        return [Job(*row) for row in await self.conn.execute(self.db.sql.claim_jobs, params)]
+        plan = await claim_plan(self.conn, self.db.sql, self.now, owner, limit, lease_seconds, share)
+        if plan is None:
+            return []
+        statement, params = plan
+        return [Job(*row) for row in await self.conn.execute(statement, params)]
 
     async def extend(self, owner: str, job_ids: Sequence[int], lease_seconds: float) -> set[int]:
         params = {"p_ids": list(job_ids), "p_owner": owner, "p_until": self.now + lease_seconds}

@@ -100,7 +100,7 @@ class StateTransaction:
         self, owner: str, limit: int, lease_seconds: float, share: TenantShare = NO_SHARE
     ) -> list[Job]:
         """Lease up to ``limit`` due jobs to ``owner`` (fairly across tenants) and log their NODE_STARTED rows."""
-        jobs = await self.jobs.claim(owner, limit, lease_seconds, share)
+        jobs = sorted(await self.jobs.claim(owner, limit, lease_seconds, share), key=lambda job: job.id)
         if jobs:
             await self.log_event_bulk([started_event(job) for job in jobs])
         return jobs

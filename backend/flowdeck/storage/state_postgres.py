@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 from flowdeck.domain.scopes import nested_pattern, parent_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
-from flowdeck.storage.jobs import NO_SHARE, NewJob, TenantShare, claim_params
+from flowdeck.storage.jobs import NO_SHARE, NewJob, TenantShare, claim_plan
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import StateManager, StateTransaction, run_status_payload
 from flowdeck.storage.statements_postgres import postgres_statements
@@ -57,8 +58,17 @@ class PostgresStateTransaction(StateTransaction):
     async def claim_and_start(
         self, owner: str, limit: int, lease_seconds: float, share: TenantShare = NO_SHARE
     ) -> list[Job]:
-        params = claim_params(self.now, owner, limit, lease_seconds, share)
-        return [Job(*row) for row in await self.conn.execute(postgres_statements().claim_and_start, params)]
+        one = postgres_statements()
+        statements = SimpleNamespace(
+            due_tenants=self.db.sql.due_tenants,
+            claim_jobs=one.claim_and_start,
+            claim_one_tenant=one.claim_one_and_start,
+        )
+        plan = await claim_plan(self.conn, statements, self.now, owner, limit, lease_seconds, share)
+        if plan is None:
+            return []
+        statement, params = plan
+        return [Job(*row) for row in await self.conn.execute(statement, params)]
 
     async def set_run_status(
         self,

@@ -52,6 +52,8 @@ class Statements:
     delete_job: Any
     reschedule_job: Any
     claim_jobs: Any
+    claim_one_tenant: Any
+    due_tenants: Any
     extend_leases: Any
     bump_barrier: Any
     scope_job: Any
@@ -134,35 +136,33 @@ def _held(is_sqlite: bool, tenant: Any) -> Any:
     return sa.func.coalesce(held, 0)
 
 
-def _claim_jobs(is_sqlite: bool) -> Any:
-    """Lease up to ``p_limit`` due jobs to ``p_owner``, round-robin across tenants, none past ``p_cap``.
+def _due_tenants() -> Any:
+    """Up to two tenants with due jobs: one alone takes the plain claim, several the fair one."""
+    due = node_jobs.c.available_at <= _p("p_now")
+    return sa.select(node_jobs.c.tenant_id).where(due).distinct().limit(2)
 
-    Each due job is ranked within its tenant (oldest first); a tenant's rank counts on from the
-    running nodes the worker already holds of it (``p_held``), and a job is taken only while that
-    stays within ``p_cap``. The lowest ranks go first: one job of every waiting tenant, then a second
-    of each, and so on. The window function ranks in a subquery (PostgreSQL forbids FOR UPDATE beside
-    it); PostgreSQL then locks the chosen rows with SKIP LOCKED in rank order, so competing workers
-    take the next ones instead of waiting. A job some worker held (its lease ran out) is taken over:
-    it starts the next attempt (``retry_base`` moves with it, so the retry budget is not spent) and
-    its ``takeovers`` count grows.
-    """
+
+def _claim_one_tenant(is_sqlite: bool) -> Any:
+    """``_claim_jobs`` when one tenant alone has due jobs: its oldest ``p_limit`` (the caller already
+    took its running nodes off the cap), with no ranking: a wide fan-out's claim stays a short index
+    range instead of ranking every due job."""
     j = node_jobs.c
-    due = j.available_at <= _p("p_now")
-    rank = sa.func.row_number().over(partition_by=j.tenant_id, order_by=(j.available_at, j.id))
-    ranked = sa.select(j.id, j.tenant_id, j.available_at, rank.label("rank")).where(due).subquery("ranked")
-    score = ranked.c.rank + _held(is_sqlite, ranked.c.tenant_id)
-    order = (score, ranked.c.available_at, ranked.c.id)
-    if is_sqlite:  # one writer at a time: nothing to lock
-        chosen = sa.select(ranked.c.id).where(score <= _p("p_cap")).order_by(*order).limit(_p("p_limit"))
-    else:
-        chosen = (
-            sa.select(j.id)
-            .join(ranked, ranked.c.id == j.id)
-            .where(due, score <= _p("p_cap"))
-            .order_by(*order)
-            .limit(_p("p_limit"))
-            .with_for_update(of=node_jobs, skip_locked=True)
-        )
+    chosen = (
+        sa.select(j.id)
+        .where(j.tenant_id == _p("p_tenant"), j.available_at <= _p("p_now"))
+        .order_by(j.available_at, j.id)
+        .limit(_p("p_limit"))
+    )
+    if not is_sqlite:
+        chosen = chosen.with_for_update(skip_locked=True)
+    return _lease(chosen)
+
+
+def _lease(chosen: Any) -> Any:
+    """Lease the ``chosen`` jobs; one some worker held (its lease ran out) is taken over: it starts the
+    next attempt (``retry_base`` moves with it, so the retry budget is not spent) and its
+    ``takeovers`` count grows."""
+    j = node_jobs.c
     taken_over = j.lease_owner.is_not(None)
 
     def on_takeover(column: Any) -> Any:
@@ -180,6 +180,39 @@ def _claim_jobs(is_sqlite: bool) -> Any:
         )
         .returning(*JOB_COLUMNS)
     )
+
+
+def _claim_jobs(is_sqlite: bool) -> Any:
+    """Lease up to ``p_limit`` due jobs to ``p_owner``, round-robin across tenants, none past ``p_cap``.
+
+    Each due job is ranked within its tenant (oldest first); a tenant's rank counts on from the
+    running nodes the worker already holds of it (``p_held``), and a job is taken only while that
+    stays within ``p_cap``. The lowest ranks go first: one job of every waiting tenant, then a second
+    of each, and so on. The window function ranks in a subquery (PostgreSQL forbids FOR UPDATE beside
+    it); PostgreSQL then locks the chosen rows with SKIP LOCKED in rank order, so competing workers
+    take the next ones instead of waiting. ``_lease`` takes over jobs whose lease ran out.
+    """
+    j = node_jobs.c
+    due = j.available_at <= _p("p_now")
+    rank = sa.func.row_number().over(partition_by=j.tenant_id, order_by=(j.available_at, j.id))
+    ranked = sa.select(j.id, j.tenant_id, j.available_at, rank.label("rank")).where(due).subquery("ranked")
+    score = ranked.c.rank + _held(is_sqlite, ranked.c.tenant_id)
+    order = (score, ranked.c.available_at, ranked.c.id)
+    # A tenant's job ranked past p_limit can never be among the p_limit taken (its own earlier jobs come
+    # first): leaving those out first keeps a wide fan-out's claim from scoring every due job.
+    within = sa.and_(ranked.c.rank <= _p("p_limit"), score <= _p("p_cap"))
+    if is_sqlite:  # one writer at a time: nothing to lock
+        chosen = sa.select(ranked.c.id).where(within).order_by(*order).limit(_p("p_limit"))
+    else:
+        chosen = (
+            sa.select(j.id)
+            .join(ranked, ranked.c.id == j.id)
+            .where(due, within)
+            .order_by(*order)
+            .limit(_p("p_limit"))
+            .with_for_update(of=node_jobs, skip_locked=True)
+        )
+    return _lease(chosen)
 
 
 @functools.cache
@@ -203,6 +236,8 @@ def statements_for(is_sqlite: bool) -> Statements:
         .where(node_jobs.c.id == _p("p_id"), node_jobs.c.attempt == _p("p_attempt"))
         .values(attempt=_p("p_next"), available_at=_p("p_due"), lease_owner=None),
         claim_jobs=claim_jobs,
+        claim_one_tenant=_claim_one_tenant(is_sqlite),
+        due_tenants=_due_tenants(),
         extend_leases=node_jobs.update()
         .where(node_jobs.c.id.in_(_p("p_ids", expanding=True)), node_jobs.c.lease_owner == _p("p_owner"))
         .values(available_at=_p("p_until"))
@@ -292,6 +327,8 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         delete_job=c(core.delete_job),
         reschedule_job=c(core.reschedule_job),
         claim_jobs=c(core.claim_jobs, json_names=["p_held"]),
+        claim_one_tenant=c(core.claim_one_tenant),
+        due_tenants=c(core.due_tenants),
         bump_barrier=c(core.bump_barrier, _BARRIER_VALUES),
         finish_iteration=c(core.finish_iteration),
         insert_instance=c(core.insert_instance, _INSTANCE_VALUES, ["input"]),

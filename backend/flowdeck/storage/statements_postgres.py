@@ -36,6 +36,8 @@ class PostgresStatements:
     """NODE_DISPATCHED, the job and, when leased, NODE_STARTED."""
     claim_and_start: Any
     """Lease due jobs and log their NODE_STARTED rows."""
+    claim_one_and_start: Any
+    """The same when one tenant alone has due jobs (``statements._claim_one_tenant``)."""
     chain_step: Any
     """A whole chain-step decision (see ``_chain_step``)."""
     start_run: Any
@@ -138,16 +140,20 @@ def _dispatch_one() -> Any:
 
 def _started_rows(jobs: Any, *where: Any) -> Any:
     """NODE_STARTED rows for the jobs of a CTE (its job columns), naming the worker that holds each."""
-    rows = sa.select(
-        jobs.c.instance_id,
-        jobs.c.node_id,
-        jobs.c.iteration,
-        sa.literal(EventType.NODE_STARTED.value),
-        sa.literal(NodeStatus.RUNNING.value),
-        sa.literal_column(_started_payload(jobs.name)),
-        jobs.c.attempt,
-        typed("p_now", _L.created_at),
-    ).where(*where)
+    rows = (
+        sa.select(
+            jobs.c.instance_id,
+            jobs.c.node_id,
+            jobs.c.iteration,
+            sa.literal(EventType.NODE_STARTED.value),
+            sa.literal(NodeStatus.RUNNING.value),
+            sa.literal_column(_started_payload(jobs.name)),
+            jobs.c.attempt,
+            typed("p_now", _L.created_at),
+        )
+        .where(*where)
+        .order_by(jobs.c.id)
+    )  # in job order, as the portable store logs them
     columns = [*_NODE_EVENT_COLUMNS.split(", "), _L.payload.name, _L.node_attempt.name, _L.created_at.name]
     return postgresql.insert(instance_logs).from_select(columns, rows).on_conflict_do_nothing().cte("started")
 
@@ -460,6 +466,7 @@ def postgres_statements() -> PostgresStatements:
         record_result=c(_record_result(), ("p_payload",)),
         dispatch_one=c(_dispatch_one(), ("p_payload",)),
         claim_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_jobs.core), ("p_held",)),
+        claim_one_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_one_tenant.core), ()),
         chain_step=c(_chain_step(), ("p_payload",), returns_rows=True),
         start_run=c(_start_run(), ("p_input", "p_input_payload", "p_status_payload"), returns_rows=True),
         end_step=c(_end_step(), ("p_payload", "p_end_output", "p_status_payload"), returns_rows=True),
