@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -135,3 +136,32 @@ def test_bench_quick_prints_the_table_and_writes_every_workload_as_json(tmp_path
     assert "x alone" in rows["7 ... beside 60 busy runs of another tenant"]["target"]
     assert "Flowdeck benchmark on sqlite" in result.stdout and "roundTripsPerNode" in result.stdout
     assert "[##############################] 100/100" in result.stderr  # the progress bar of each workload
+
+
+def test_serve_starts_quietly_with_one_migration_line(tmp_path: Path) -> None:
+    """What a first `flowdeck serve` prints: where it runs, one migration line, the login link; no library chatter."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "FLOWDECK_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}"}
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "flowdeck", "serve", "--port", str(port)],
+        cwd=tmp_path,
+        env={**env, "FLOWDECK_SANDBOX_WORKERS": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert serve.stdout is not None
+        lines = []
+        for line in serve.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("or as admin@flowdeck.local"):
+                break
+    finally:
+        serve.terminate()
+        serve.communicate(timeout=30)
+    assert f"database migrated to {HEAD}" in lines
+    assert any(line.startswith("Flowdeck is ready") for line in lines)
+    assert not [line for line in lines if "INFO" in line or "alembic" in line], lines

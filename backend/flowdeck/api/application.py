@@ -66,6 +66,9 @@ def create_api(config: ApiConfig, context: AppContext, lifespan: Lifespan, metri
         state=State({"context": context, "embed_page": config.static_dir / "embed.html", "metrics": metrics}),
         request_max_body_size=config.max_body_bytes,
         response_headers=[ResponseHeader(name="X-Content-Type-Options", value="nosniff")],
+        # Logging is the command's (flowdeck.observability.logs: quiet text or JSON lines); Litestar's own
+        # set-up would put the root logger back at INFO in its own format (alembic's lines on every start).
+        logging_config=None,
     )
 
 
