@@ -92,3 +92,16 @@ async def test_the_address_limit_holds_across_emails_and_correct_logins_do_not_u
         await limiter.attempt(f"user{n}@example.com", "10.0.0.7")
     with pytest.raises(RateLimitedError):
         await limiter.attempt("someone.new@example.com", "10.0.0.7")
+
+
+async def test_retry_after_never_exceeds_the_window_when_a_parallel_attempt_read_the_clock_earlier(
+    db: Database,
+) -> None:
+    clock = Clock()
+    limiter = LoginRateLimiter(db, LIMITS, clock)
+    for _ in range(LIMITS.per_email):
+        await limiter.attempt("ada@example.test", "10.0.0.1")  # the first one opened the window at 1,000,000
+    clock.now -= 0.4  # an attempt whose request read the clock before the window's opener did
+    with pytest.raises(RateLimitedError) as limited:
+        await limiter.attempt("ada@example.test", "10.0.0.1")
+    assert limited.value.retry_after == LIMITS.window_seconds  # 60, not 61

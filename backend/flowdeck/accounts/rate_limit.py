@@ -54,7 +54,9 @@ class LoginRateLimiter:
         counts = await self.counters.hit(dict.fromkeys(limits, window), now)
         over = [counts[key].resets_at for key, limit in limits.items() if counts[key].count > limit]
         if over:
-            raise RateLimitedError(max(over) - now)
+            # A parallel attempt that read the clock a moment before the window's opener would count past
+            # the window's end: never more than the window.
+            raise RateLimitedError(min(max(over) - now, window))
 
     async def failed(self) -> None:
         """A wrong password (its attempt stays counted): a moment to drop counters whose window ended."""
