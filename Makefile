@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck unit frontend frontend-lint frontend-test api-types check-api-types e2e chromium bench clean
+.PHONY: run test lint typecheck unit openapi-viewer frontend frontend-lint frontend-test api-types check-api-types e2e chromium bench clean
 
 # The editor (frontend/) is built by Vite into static/, which `flowdeck serve` serves at /.
 # It is rebuilt only when a source is newer than static/index.html; node_modules is reinstalled
@@ -29,7 +29,18 @@ static/index.html: $(NODE_STAMP) $(FRONTEND_SOURCES)
 
 frontend: static/index.html
 
-run: $(STAMP) frontend
+# /schema's viewer (Swagger UI) is the npm package swagger-ui-dist (pinned in frontend/package.json), copied into
+# the Python package at build time rather than committed: `flowdeck serve` serves it at /schema/assets, offline.
+VIEWER := backend/flowdeck/api/openapi_viewer
+VIEWER_FILES := swagger-ui-bundle.js swagger-ui-standalone-preset.js swagger-ui.css favicon-32x32.png LICENSE NOTICE \
+	swagger-ui-bundle.js.LICENSE.txt swagger-ui-standalone-preset.js.LICENSE.txt
+
+$(VIEWER)/swagger-ui-bundle.js: $(NODE_STAMP)
+	cd frontend/node_modules/swagger-ui-dist && cp $(VIEWER_FILES) ../../../$(VIEWER)/
+
+openapi-viewer: $(VIEWER)/swagger-ui-bundle.js
+
+run: $(STAMP) frontend openapi-viewer
 	$(BIN)/flowdeck serve
 
 test: lint typecheck unit check-api-types frontend-lint frontend-test e2e
@@ -62,7 +73,7 @@ frontend-test: $(NODE_STAMP)
 
 # Playwright (Python) against a real `flowdeck serve`, driving Debian's /usr/bin/chromium
 # (installed by `chromium` when missing and this user may; otherwise it says the command to run).
-e2e: $(STAMP) frontend chromium
+e2e: $(STAMP) frontend openapi-viewer chromium
 	$(BIN)/pytest e2e
 
 chromium:
@@ -75,7 +86,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) openapi-viewer
 	$(BIN)/pytest
 
 bench: $(STAMP)
@@ -83,3 +94,4 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache frontend/node_modules static e2e/screenshots
+	cd $(VIEWER) && rm -f $(VIEWER_FILES)

@@ -1,7 +1,7 @@
 """``/schema``: the OpenAPI document's browsable page, with every asset served from the package (works offline).
 
-The viewer is Swagger UI (``swagger-ui-dist``, Apache-2.0), vendored in ``openapi_viewer/`` (see its README
-for the version and how to refresh it). Litestar's render plugin takes local URLs for its script and style;
+The viewer is Swagger UI (the npm package ``swagger-ui-dist``, Apache-2.0, pinned in frontend/package.json),
+copied into ``openapi_viewer/`` at build time by ``make openapi-viewer`` (see its README). Litestar's render plugin takes local URLs for its script and style;
 the plugin adds the route that serves them under the schema path.
 """
 
