@@ -1,8 +1,9 @@
 """``/schema``: the OpenAPI document's browsable page, with every asset served from the package (works offline).
 
 The viewer is Swagger UI (the npm package ``swagger-ui-dist``, Apache-2.0, pinned in frontend/package.json),
-copied into ``openapi_viewer/`` at build time by ``make openapi-viewer`` (see its README). Litestar's render plugin takes local URLs for its script and style;
-the plugin adds the route that serves them under the schema path.
+copied into ``openapi_viewer/`` at build time by ``make openapi-viewer`` (see its README). Litestar's render
+plugin takes local URLs for its script and style; the plugin adds the route that serves them under the schema
+path.
 """
 
 from __future__ import annotations
