@@ -108,6 +108,20 @@ def loop(items: int) -> dict[str, Any]:
     return {"title": f"bench loop {items}", "nodes": nodes, "edges": edges}
 
 
+def caller(child_id: str) -> dict[str, Any]:
+    """start -> a ``workflow`` node calling ``child_id`` -> end."""
+    nodes = [
+        {"id": "start", "type": "start", "config": {}},
+        {"id": "call", "type": "workflow", "config": {"workflowId": child_id, "input": {}}},
+        {"id": "end", "type": "end", "config": {}},
+    ]
+    edges = [
+        {"id": "e1", "source": "start", "target": "call"},
+        {"id": "e2", "source": "call", "target": "end", "sourceHandle": "success"},
+    ]
+    return {"title": "bench caller", "nodes": nodes, "edges": edges}
+
+
 def fan(width: int) -> dict[str, Any]:
     """start -> ``width`` parallel no-ops -> join (all) -> end."""
     branches = [{"id": f"b{i}", **NOOP} for i in range(width)]
@@ -275,6 +289,7 @@ async def run_bench(settings: Settings, *, quick: bool = False, json_path: str |
             looped = await bench.sequential(loop(1000 // scale), 3, f"6 loop of {1000 // scale}")
             looped.nodes_per_run = 1000 // scale  # per iteration
             results.append(looped)
+            results += await _sub_workflow_call(bench, 200 // scale)
             queue_rows = await lateness(runtime.engine, bench.tenant_id, bench.finished, quick=quick)
             worker.tenant_concurrency = configured_cap
             queue_rows += await fair_share(runtime.engine, bench.tenant_id, bench.finished, quick=quick)
@@ -287,6 +302,17 @@ async def run_bench(settings: Settings, *, quick: bool = False, json_path: str |
         await asyncio.to_thread(Path(json_path).write_text, report)
         print(f"wrote {json_path}")
     return 0
+
+
+async def _sub_workflow_call(bench: _Bench, runs: int) -> list[Result]:
+    """A child of 5 nodes run alone, then called by a ``workflow`` node: the call's cost is the difference."""
+    child = await bench.engine.create_workflow(bench.tenant_id, chain(5))
+    alone = await bench.sequential(chain(5), runs, "8 child of 5 alone")
+    called = await bench.sequential(caller(child.id), runs, "8 parent calling it")
+    called.per_node = alone.per_node = False
+    overhead = statistics.median(called.run_ms) - statistics.median(alone.run_ms)
+    called.target = f"{overhead:.2f} ms per call above the child's own"
+    return [alone, called]
 
 
 def _ratio(wide: Result, narrow: Result) -> float:

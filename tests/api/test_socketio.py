@@ -95,7 +95,8 @@ async def test_a_joined_client_sees_the_snapshot_then_every_update_in_order(
     for name, data in watcher.events[1:]:
         if name != "workflow_node_update":
             continue
-        # SPEC §9 keys, plus two the editor uses: pinned (a pinned test-run node) and nextAttemptAt (retry wait)
+        # SPEC §9 keys, plus three the editor uses: pinned (a pinned test-run node), nextAttemptAt (retry
+        # wait) and childInstanceId (the run a workflow node called)
         assert set(data) == {
             "instanceID",
             "nodeID",
@@ -107,6 +108,7 @@ async def test_a_joined_client_sees_the_snapshot_then_every_update_in_order(
             "at",
             "pinned",
             "nextAttemptAt",
+            "childInstanceId",
         }
         assert data["instanceID"] == run_id and data["status"].isupper()
         step = node_progress(data["attempt"], data["status"])

@@ -13,11 +13,14 @@ from tests.support.graphs import definition, edge, end, node
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
+TIER = "{{ ctx.input.get('tier', 'basic') }}"
+
+
 def child(title: str = "Enrich customer") -> dict[str, Any]:
     return definition(
         [
             node("start", "start"),
-            node("work", config={"output": {"name": "{{ ctx.input.name }}", "tier": "{{ ctx.input.get('tier', 'basic') }}"}}),
+            node("work", config={"output": {"name": "{{ ctx.input.name }}", "tier": TIER}}),
             end(params={"customer": "{{ ctx.work }}"}),
         ],
         [edge("start", "work"), edge("work", "end", "success")],
@@ -85,7 +88,9 @@ async def test_another_tenants_workflow_cannot_be_called(server: Server, alice: 
     refused = await mallory.client.post("/api/workflows", json=caller(alices))
     assert refused.status_code == 400
     problems = refused.json()["extra"]
-    assert [(p["code"], p["nodeId"], p["path"]) for p in problems] == [("workflow_not_found", "call", "config.workflowId")]
+    assert [(p["code"], p["nodeId"], p["path"]) for p in problems] == [
+        ("workflow_not_found", "call", "config.workflowId")
+    ]
     test_run = await mallory.client.post("/api/test-runs", json=caller(alices))
     assert test_run.status_code == 400 and test_run.json()["extra"][0]["code"] == "workflow_not_found"
 
@@ -93,7 +98,8 @@ async def test_another_tenants_workflow_cannot_be_called(server: Server, alice: 
     own = await create(mallory, child())
     caller_id = await create(mallory, caller(own))
     assert (await mallory.client.delete(f"/api/workflows/{own}")).status_code == 204
-    run_id = (await mallory.client.post(f"/api/workflows/{caller_id}/runs", json={"input": {"who": "Eve"}})).json()["instanceId"]
+    started = await mallory.client.post(f"/api/workflows/{caller_id}/runs", json={"input": {"who": "Eve"}})
+    run_id = started.json()["instanceId"]
     await server.engine.wait_for_run(run_id, 15)
     run = (await mallory.client.get(f"/api/runs/{run_id}")).json()
     assert run["status"] == "FAILED"

@@ -18,6 +18,7 @@ from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.children import MAX_DEPTH
 from flowdeck.storage.database import Database
+from flowdeck.storage.tables import node_jobs
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
 from tests.support.runs import Outcome, read_outcome
@@ -348,3 +349,38 @@ async def test_a_worker_killed_while_a_child_runs_changes_nothing(database_url: 
             worker.wait(5)
         if worker.stdout is not None:
             worker.stdout.close()
+
+
+async def test_a_takeover_of_the_resuming_caller_adopts_its_child(db: Database) -> None:
+    """The caller's job, woken by its child's end, is claimed by a worker that dies before it records
+    anything: the attempt that takes it over finds the child of the attempt it replaced and calls nothing."""
+    stepper = Engine(db, make_test_registry())  # no worker: this test moves the runs itself, job by job
+    await stepper.start(with_worker=False)
+    tenant_id = await stepper.tenants.ensure("acme")
+    child_id = await save(stepper, tenant_id, child_definition())
+    parent_id = await save(stepper, tenant_id, caller_definition(child_id))
+    instance_id = await stepper.start_workflow_run(tenant_id, parent_id, {"x": 3})
+    while True:  # run every due job, as a worker would, until the child has ended and woken its caller
+        jobs = await stepper.state.claim_jobs("stepper", 10, 30)
+        due_call = [j for j in jobs if j.instance_id == instance_id and j.node_id == "call" and j.attempt == 1]
+        if due_call and (await read_outcome(stepper, instance_id)).nodes["call"].child_instance_id:
+            break  # claimed by "stepper", which now dies holding it (a 30-second lease: shortened below)
+        assert jobs, "nothing left to run before the caller woke"
+        for job in jobs:
+            outcome, _ = await stepper.executor.run(job)
+            await stepper.orchestrator.handle_result(job, outcome)
+    async with db.transaction() as conn:  # the dead worker's lease runs out now
+        await conn.execute(node_jobs.update().where(node_jobs.c.id == due_call[0].id).values(available_at=0))
+
+    rescuer = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, worker_id="rescuer")
+    await rescuer.start()
+    try:
+        parent = await rescuer.wait_for_run(instance_id, 15)
+    finally:
+        await rescuer.stop()
+    assert parent.status is RunStatus.COMPLETED, parent.error
+    assert parent.output == {"result": {"doubled": 6}}
+    outcome = await read_outcome(rescuer, instance_id)
+    assert (outcome.nodes["call"].attempt, outcome.nodes["call"].worker_id) == (2, "rescuer")
+    assert outcome.count("SYSTEM_SET", "call") == 1
+    assert len(await rescuer.children.descendants(instance_id)) == 1

@@ -68,9 +68,10 @@ class Announcer:
                     for ended in self.end_listeners:
                         ended(update.instance_id, update.status)
         if effects.wake_at:
-            due = min(effects.wake_at)
-            for listener in self.job_listeners:
-                listener(due)
+            # The earliest wakes a worker now; a later one (a parked call's timeout) arms its timer.
+            for due in sorted(set(effects.wake_at)) if len(effects.wake_at) > 1 else effects.wake_at:
+                for listener in self.job_listeners:
+                    listener(due)
         for instance_id in effects.stopped_runs:
             for stop in self.stop_listeners:
                 stop(instance_id)

@@ -39,7 +39,7 @@ class WorkflowController(Controller):
         cursor: Cursor = None,
         limit: Limit = DEFAULT_LIMIT,
         q: Annotated[
-            str | None, Parameter(max_length=200, description="only titles containing this (any case)")
+            str | None, QueryParameter(max_length=200, description="only titles containing this (any case)")
         ] = None,
     ) -> WorkflowPage:
         """The tenant's workflows, most recently saved first."""
