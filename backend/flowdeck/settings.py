@@ -92,6 +92,9 @@ class Settings:
     """FLOWDECK_LOG_FORMAT: ``text`` for people, ``json`` (one object per line) for log collectors."""
     trusted_proxies: tuple[str, ...] = ()
     """Peers whose ``X-Forwarded-For``/``-Proto`` are believed (``FLOWDECK_TRUSTED_PROXIES``); none by default."""
+    sqlite_synchronous: str = "FULL"
+    """FLOWDECK_SQLITE_SYNCHRONOUS: ``FULL`` (every commit survives a power loss) or ``NORMAL`` (faster; a
+    power loss may lose the last commits, never corrupt the database)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -113,6 +116,7 @@ class Settings:
             metrics_port=_int(env, "FLOWDECK_METRICS_PORT", 0, minimum=0),
             log_format=_choice(env, "FLOWDECK_LOG_FORMAT", "text", ("text", "json")),
             trusted_proxies=_proxies(env, "FLOWDECK_TRUSTED_PROXIES"),
+            sqlite_synchronous=_choice(env, "FLOWDECK_SQLITE_SYNCHRONOUS", "full", ("full", "normal")).upper(),
         )
 
     def with_generated_secret(self) -> Settings:

@@ -4,12 +4,18 @@ PostgreSQL runs on asyncpg through SQLAlchemy's async engine, with a real pool.
 
 SQLite (the embedded default) runs its statements with the standard ``sqlite3`` module directly
 on the event-loop thread, one connection, transactions serialised by an asyncio lock. A statement
-on a WAL database with ``synchronous=NORMAL`` takes microseconds, while aiosqlite's hand-off to
-its thread and back costs about 0.5 ms per statement on these machines (measured: 480 µs vs
-1.3 µs for ``SELECT 1``), which alone would cost the engine ~5 ms per node. Write transactions
-take the file's write lock up front (``BEGIN IMMEDIATE``), so a read-then-write decision never
-fails half-way on another process's write. The configured URL stays ``sqlite+aiosqlite://``;
-Alembic migrations use aiosqlite as usual.
+on a WAL database takes microseconds, while aiosqlite's hand-off to its thread and back costs about
+0.5 ms per statement on these machines (measured: 480 µs vs 1.3 µs for ``SELECT 1``), which alone
+would cost the engine ~5 ms per node. Write transactions take the file's write lock up front
+(``BEGIN IMMEDIATE``), so a read-then-write decision never fails half-way on another process's
+write. The configured URL stays ``sqlite+aiosqlite://``; Alembic migrations use aiosqlite as usual.
+
+Group commit (SQLite): with ``synchronous=FULL`` (the default: a commit survives a power loss, as
+PostgreSQL's does) every commit waits for an fsync of the WAL, about 0.2 ms here. That wait runs in a
+thread, so the event loop goes on meanwhile, and the write transactions that queue up behind it
+share the next commit: each runs in a savepoint of one open transaction (its failure rolls back only
+its own writes), and the last of them commits for all. A ``transaction()`` block still returns only
+once its writes are durable; a read first commits what is open, so nothing reads uncommitted writes.
 """
 
 from __future__ import annotations
@@ -116,26 +122,49 @@ class _AsyncpgConnection:
         return await self._conn.run_sync(fn)
 
 
+_GROUP_LIMIT = 64
+"""At most this many write transactions share one SQLite commit (a bound on how long the first waits)."""
+
+
+class _Group:
+    """An open SQLite write transaction that the queued write transactions share (group commit)."""
+
+    def __init__(self, conn: sa.Connection) -> None:
+        self.conn = conn
+        self.transaction = conn.begin()
+        self.members = 0
+        self.committed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+
 class Database:
-    def __init__(self, url: str, *, pool_size: int = 20, one_statement: bool = True) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int = 20, one_statement: bool = True, sqlite_synchronous: str = "FULL"
+    ) -> None:
         """``one_statement`` (PostgreSQL): take the common decisions and write pairs as single statements
         (data-modifying CTEs). ``False`` writes the same rows with the portable statements SQLite uses;
-        tests/integration/test_one_statement_equivalence.py runs every topology both ways and compares."""
+        tests/integration/test_one_statement_equivalence.py runs every topology both ways and compares.
+        ``sqlite_synchronous``: ``FULL`` (power-loss safe) or ``NORMAL`` (FLOWDECK_SQLITE_SYNCHRONOUS)."""
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         self.counter = StatementCounter()
         self.one_statement = one_statement and not self.is_sqlite
         self.sql = statements_for(self.is_sqlite)
         if self.is_sqlite:
+            if sqlite_synchronous not in ("FULL", "NORMAL"):
+                raise ValueError(f"sqlite_synchronous must be FULL or NORMAL, not {sqlite_synchronous!r}")
             self._sqlite_lock = asyncio.Lock()
+            self._group: _Group | None = None
+            self._writers_waiting = 0
+            self._commit_in_thread = sqlite_synchronous == "FULL"  # an fsync: off the event loop
             sync_url = make_url(url).set(drivername="sqlite+pysqlite")
             self.sync_engine = sa.create_engine(
                 sync_url,
                 poolclass=sa.pool.SingletonThreadPool,
                 json_serializer=_json_dumps,
                 json_deserializer=_json_loads,
+                connect_args={"check_same_thread": False},  # the commit runs in a thread, the lock held
             )
-            sa.event.listen(self.sync_engine, "connect", _sqlite_connect)
+            sa.event.listen(self.sync_engine, "connect", _sqlite_connect(sqlite_synchronous))
             sa.event.listen(self.sync_engine, "begin", _sqlite_begin)
         else:
             # A fixed pool: past it, callers wait for a connection instead of opening one. Overflow
@@ -162,14 +191,69 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Connection]:
-        """A transaction that commits when the block ends and rolls back if it raises."""
-        if self.is_sqlite:
-            async with self._sqlite_lock:
-                with self.sync_engine.begin() as conn:
-                    yield _InlineConnection(conn, self.counter)
-        else:
+        """A transaction that commits when the block ends (it returns once the writes are durable) and
+        rolls back if it raises."""
+        if not self.is_sqlite:
             async with self._postgres(transaction="write") as conn:
                 yield conn
+            return
+        self._writers_waiting += 1
+        try:
+            await self._sqlite_lock.acquire()
+        finally:
+            self._writers_waiting -= 1
+        try:
+            group = self._group
+            if group is None:
+                group = self._group = _Group(self.sync_engine.connect())
+            savepoint = group.conn.begin_nested()
+            done = False
+            try:
+                yield _InlineConnection(group.conn, self.counter)
+                done = True
+            finally:
+                if done:
+                    savepoint.commit()
+                    group.members += 1
+                else:
+                    savepoint.rollback()
+                if not self._writers_waiting or group.members >= _GROUP_LIMIT:
+                    await self._commit_group()  # the last of the queue commits for all (else the next goes on)
+        finally:
+            self._sqlite_lock.release()
+        await asyncio.shield(group.committed)
+
+    async def _commit_group(self) -> None:
+        """Commit the open SQLite transaction (the lock held, and kept until the commit is done, even
+        when the caller is cancelled) and tell its members how it went."""
+        group, self._group = self._group, None
+        if group is None:
+            return
+        cancelled = False
+        error: BaseException | None = None
+        if self._commit_in_thread:
+            committing = asyncio.ensure_future(asyncio.to_thread(group.transaction.commit))
+            while not committing.done():
+                try:
+                    await asyncio.shield(committing)
+                except asyncio.CancelledError:
+                    cancelled = not committing.done() or committing.cancelled() or cancelled
+                except BaseException:  # noqa: BLE001, S110 -- the commit's own error: read from the future below
+                    pass
+            error = None if committing.cancelled() else committing.exception()
+        else:
+            try:
+                group.transaction.commit()
+            except Exception as exc:  # noqa: BLE001 -- every member raises it from its own await
+                error = exc
+        group.conn.close()
+        if error is not None:
+            group.committed.set_exception(error)
+            group.committed.exception()  # retrieved here: each member raises it from its own await
+        else:
+            group.committed.set_result(None)
+        if cancelled:
+            raise asyncio.CancelledError
 
     @asynccontextmanager
     async def read(self, *, snapshot: bool = True) -> AsyncIterator[Connection]:
@@ -180,6 +264,8 @@ class Database:
         """
         if self.is_sqlite:
             async with self._sqlite_lock:
+                if self._group is not None:  # never read what is not committed yet
+                    await self._commit_group()
                 with self.sync_engine.connect().execution_options(flowdeck_read=True) as conn:
                     yield _InlineConnection(conn, self.counter)
         else:
@@ -254,18 +340,21 @@ class Database:
         self.counter.commits += 1
 
 
-def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
-    dbapi_connection.isolation_level = None  # no implicit BEGIN: _sqlite_begin says which kind
-    cursor = dbapi_connection.cursor()
-    for pragma in (
-        "PRAGMA journal_mode=WAL",
-        "PRAGMA synchronous=NORMAL",
-        "PRAGMA foreign_keys=ON",
-        "PRAGMA busy_timeout=5000",
-        "PRAGMA cache_size=-65536",
-    ):
-        cursor.execute(pragma)
-    cursor.close()
+def _sqlite_connect(synchronous: str) -> Callable[[Any, Any], None]:
+    def connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # no implicit BEGIN: _sqlite_begin says which kind
+        cursor = dbapi_connection.cursor()
+        for pragma in (
+            "PRAGMA journal_mode=WAL",
+            f"PRAGMA synchronous={synchronous}",
+            "PRAGMA foreign_keys=ON",
+            "PRAGMA busy_timeout=5000",
+            "PRAGMA cache_size=-65536",
+        ):
+            cursor.execute(pragma)
+        cursor.close()
+
+    return connect
 
 
 def _sqlite_begin(conn: sa.Connection) -> None:
