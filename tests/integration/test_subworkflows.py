@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.engine import Engine
@@ -244,12 +245,16 @@ async def test_waiting_callers_hold_no_worker_slot(db: Database) -> None:
         started = time.monotonic()
         ids = await asyncio.gather(*(engine.start_workflow_run(tenant_id, parent_id, {"x": i}) for i in range(80)))
 
-        async def all_calls_wait() -> bool:
-            nodes = [(await read_outcome(engine, i)).nodes.get("call") for i in ids]
-            return all(n is not None and n.child_instance_id and n.status is NodeStatus.RUNNING for n in nodes)
+        async def everything_waits() -> bool:
+            """No node runs, and every call and every child waits in the queue: parked, unleased."""
+            if engine.worker.active_jobs:
+                return False
+            waiting = sa.select(node_jobs.c.node_id, sa.func.count()).where(node_jobs.c.lease_owner.is_(None))
+            async with db.read() as conn:
+                counts = dict((await conn.execute(waiting.group_by(node_jobs.c.node_id))).all())
+            return counts == {"call": 80, "end": 80}  # the children's ends wait behind their delays
 
-        await wait_for(all_calls_wait, "all 80 calls to wait on their children")
-        assert engine.worker.active_jobs == []  # 80 calls and 80 children wait, and no slot is taken
+        await wait_for(everything_waits, "all 80 calls and their children to wait, with no slot taken")
         runs = await asyncio.gather(*(engine.wait_for_run(i, 30) for i in ids))
         elapsed = time.monotonic() - started
         assert [r.status for r in runs] == [RunStatus.COMPLETED] * 80
