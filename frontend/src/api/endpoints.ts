@@ -43,6 +43,9 @@ export const auth = {
 
 export const workflows = {
   list: (cursor?: string | null) => request<Page<WorkflowSummary>>('GET', `/api/workflows${query({ cursor, limit: 100 })}`),
+  /** Workflows whose title contains `q` (case-insensitive); an empty `q` lists them all. */
+  search: (q: string, signal?: AbortSignal) =>
+    request<Page<WorkflowSummary>>('GET', `/api/workflows${query({ q: q || undefined, limit: 50 })}`, undefined, signal),
   get: (id: string) => request<Workflow>('GET', `/api/workflows/${encodeURIComponent(id)}`),
   create: (definition: DefinitionJson) => request<Workflow>('POST', '/api/workflows', definition),
   save: (id: string, body: SaveBody) => request<Workflow>('PUT', `/api/workflows/${encodeURIComponent(id)}`, body),

@@ -7,7 +7,8 @@ import type { NodeUpdatePayload, SlaBreachPayload, SnapshotPayload, StatusUpdate
 export { SOCKET_EVENTS } from '../generated/realtime';
 
 export type SnapshotMessage = { kind: 'snapshot' } & SnapshotPayload;
-export type NodeUpdateMessage = { kind: 'node' } & NodeUpdatePayload;
+/** `childInstanceId` (SHIM(issue16) until the generated payload has it): the child run a `workflow` node started. */
+export type NodeUpdateMessage = { kind: 'node' } & NodeUpdatePayload & { childInstanceId?: string | null };
 export type StatusUpdateMessage = { kind: 'status' } & StatusUpdatePayload;
 /** `workflow_sla_breach`: the run passed options.slaSeconds unfinished; it goes on. */
 export type SlaBreachMessage = { kind: 'sla' } & SlaBreachPayload;
