@@ -75,7 +75,7 @@ export const NODE_TYPE_INFO: Readonly<Record<NodeType, NodeTypeInfo>> = {
   start: { type: 'start', title: 'Start', icon: '▶', color: '#16a34a', description: 'Where every run begins' },
   python: { type: 'python', title: 'Python', icon: 'λ', color: '#2563eb', description: 'Run sandboxed Python code' },
   dataQuery: { type: 'dataQuery', title: 'Data query', icon: '⛁', color: '#0891b2', description: 'Run a saved query' },
-  workflow: { type: 'workflow', title: 'Run workflow', icon: '⧉', color: '#db2777', description: 'Call another saved workflow' },
+  workflow: { type: 'workflow', title: 'Run workflow', icon: '↪', color: '#db2777', description: 'Call another saved workflow' },
   condition: { type: 'condition', title: 'Condition', icon: '◇', color: '#d97706', description: 'Branch on expressions' },
   loop: { type: 'loop', title: 'Loop', icon: '↻', color: '#9333ea', description: 'Run a body once per item' },
   delay: { type: 'delay', title: 'Delay', icon: '◷', color: '#64748b', description: 'Wait, without holding a worker' },

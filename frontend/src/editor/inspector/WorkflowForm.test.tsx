@@ -149,6 +149,8 @@ describe('WorkflowForm', () => {
     expect(configs.at(-1)?.input.legacy).toBe('8');
     fireEvent.click(screen.getByRole('button', { name: 'Remove legacy' }));
     expect(configs.at(-1)).toEqual({ workflowId: 'wf-customer', input: { customerId: '{{ ctx.input.id }}', email: '{{ ctx.lookup.email }}' } });
+    fireEvent.click(screen.getByTestId('workflow-arg-add'));
+    expect(configs.at(-1)?.input).toEqual({ customerId: '{{ ctx.input.id }}', email: '{{ ctx.lookup.email }}', param1: '' });
   });
 
   it('runs the latest version by default, or a fixed one whose inputs it then shows', async () => {

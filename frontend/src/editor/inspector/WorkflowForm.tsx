@@ -277,6 +277,11 @@ export function WorkflowForm({
   const extras = Object.fromEntries(Object.entries(input).filter(([name]) => !inputs.includes(name)));
   const named = Object.fromEntries(Object.entries(input).filter(([name]) => inputs.includes(name)));
   const setArg = (name: string, value: string) => setConfig({ ...config, input: { ...input, [name]: value } }, `input:${node.id}:${name}`);
+  const addKey = () => {
+    let n = 1;
+    while (Object.hasOwn(input, `param${n}`)) n++;
+    setConfig({ ...config, input: { ...input, [`param${n}`]: '' } });
+  };
   const showPicker = !readOnly && (picking || !workflowId || target.state === 'missing');
   const idError = problemAt('config.workflowId');
 
@@ -347,9 +352,9 @@ export function WorkflowForm({
               />
             </label>
           ))}
-          {(Object.keys(extras).length > 0 || !readOnly) && (
+          {Object.keys(extras).length > 0 && (
             <>
-              <span className="muted small">{inputs.length > 0 ? 'Other keys of its input' : 'Keys of its input'}</span>
+              <span className="muted small">{inputs.length > 0 || target.state !== 'ok' ? 'Other keys of its input' : 'Keys of its input'}</span>
               <KeyValueEditor
                 entries={extras}
                 onChange={(next) => setConfig({ ...config, input: { ...named, ...next } }, `input:${node.id}`)}
@@ -359,6 +364,11 @@ export function WorkflowForm({
                 readOnly={readOnly}
               />
             </>
+          )}
+          {Object.keys(extras).length === 0 && !readOnly && (
+            <button type="button" className="btn btn--small btn--ghost" onClick={addKey} data-testid="workflow-arg-add">
+              + Add another key
+            </button>
           )}
           {problemAt('config.input') ? (
             <span className="field__error">{problemAt('config.input')}</span>
