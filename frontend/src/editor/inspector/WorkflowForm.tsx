@@ -3,7 +3,7 @@
  * version it runs (the latest when the node starts, or a fixed one), then one template field per input
  * the chosen workflow reads (`config.input`), keeping other keys already in the config editable.
  */
-import { useEffect, useState, type KeyboardEvent } from 'react';
+import { useEffect, useId, useState, type KeyboardEvent } from 'react';
 import { Link } from 'react-router';
 
 import { ApiError } from '../../api/client';
@@ -80,6 +80,7 @@ function WorkflowPicker({
 }) {
   const [text, setText] = useState('');
   const [active, setActive] = useState(0);
+  const listId = useId();
   const search = useWorkflowSearch(text);
   const needle = text.trim().toLowerCase();
   // The API filters by title; filtering again keeps the list right while an older answer is shown.
@@ -116,6 +117,8 @@ function WorkflowPicker({
         aria-label="Search workflows"
         role="combobox"
         aria-expanded="true"
+        aria-controls={listId}
+        aria-activedescendant={shown[current] ? `${listId}-${current}` : undefined}
         aria-busy={search.loading}
         autoFocus={onCancel !== null}
         data-testid="workflow-search"
@@ -126,10 +129,11 @@ function WorkflowPicker({
         onKeyDown={onKeyDown}
       />
       {shown.length > 0 && (
-        <ul className="query-picker__list" role="listbox" aria-label="Workflows" data-testid="workflow-options">
+        <ul className="query-picker__list" id={listId} role="listbox" aria-label="Workflows" data-testid="workflow-options">
           {shown.map((w, i) => (
             <li
               key={w.id}
+              id={`${listId}-${i}`}
               role="option"
               aria-selected={i === current}
               data-testid="workflow-option"
