@@ -177,6 +177,8 @@ class WorkflowOut(Camel):
     created_at: float
     updated_at: float
     notes: list[JsonObject] = []
+    inputs: list[str] = []
+    """The run-input fields its nodes read (``ctx.input.X``): a caller's arguments."""
 
 
 class WorkflowSummaryOut(Camel):
@@ -275,6 +277,10 @@ class RunSummary(Camel):
     """When the run passed options.slaSeconds unfinished (null: it has not)."""
     available_at: float | None = None
     """PENDING runs: when the scheduled start falls due."""
+    parent_instance_id: str | None = None
+    """The run whose ``workflow`` node started this one (trigger ``workflow``), if any."""
+    parent_node_id: str | None = None
+    """That run's calling node."""
 
 
 class RunPage(Camel):
@@ -299,6 +305,8 @@ class NodeStateOut(Camel, omit_defaults=True):
     """The attempt within the node's current retry (``attempt`` counts every attempt of the run)."""
     retry: int = 0
     """How many partial retries ran this node again (0: the original run)."""
+    child_instance_id: str | None = None
+    """A ``workflow`` node: the run its latest call started."""
     iterations: dict[str, NodeStateOut] | None = None
 
 

@@ -7,6 +7,7 @@ without importing the node handlers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ("ConfigIssue", "NodeError")
 
@@ -14,11 +15,20 @@ __all__ = ("ConfigIssue", "NodeError")
 class NodeError(Exception):
     """A node attempt failed. ``retryable=False`` (compile errors, sandbox violations, bad config) skips retries."""
 
-    def __init__(self, message: str, *, retryable: bool = True, error_type: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = True,
+        error_type: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
         self.error_type = error_type or type(self).__name__
+        self.details = details
+        """More fields of the node's ``{"error": ...}`` output (a failed child run's ``instanceId``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,9 +29,10 @@ from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_ve
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.jobs import NewJob, TenantShare
 from flowdeck.storage.log_fold import unfinished_nodes
+from flowdeck.storage.log_rows import started_event
 from flowdeck.storage.notices import FAILURE, add_notice
 from flowdeck.storage.records import Job, LogEvent
-from flowdeck.storage.state import StateTransaction, started_event
+from flowdeck.storage.state import StateTransaction
 
 __all__ = ("Decision", "Dispatch", "end_run", "fail_run", "run_status_event")
 
@@ -88,8 +89,10 @@ class Decision:
         used = job.attempt - job.retry_base + 1
         will_retry = outcome.retryable and used < policy.max_attempts and status is RunStatus.RUNNING
         delay = backoff_seconds(policy, used) if will_retry else 0.0
-        error = {"type": outcome.error_type, "message": outcome.message}
+        error = {"type": outcome.error_type, "message": outcome.message, **(outcome.details or {})}
         payload: dict[str, Any] = {"error": error, "retry": will_retry}
+        if not outcome.retryable:
+            payload["retryable"] = False  # a caller of this run (sub-workflows) need not retry it either
         if will_retry:
             payload["nextAttemptAt"] = tx.now + delay
         event = LogEvent(
@@ -438,7 +441,8 @@ class Decision:
         output = await self.tx.outputs_if_idle(instance_id)
         if output is None:
             return
-        await self.tx.set_run_status(instance_id, RunStatus.COMPLETED, output=output)
+        if await self.tx.set_run_status(instance_id, RunStatus.COMPLETED, output=output):
+            self.effects.wake_at.append(self.tx.now)  # the node that called this run resumes now
         self.effects.run(instance_id, RunStatus.COMPLETED, output=output)
 
     async def fail(self, message: str) -> None:
@@ -480,7 +484,8 @@ async def end_run(
     )
     for node_id, iteration, attempt in unfinished:
         effects.node((instance_id, node_id, iteration), NodeStatus.CANCELLED, attempt)
-    await tx.set_run_status(instance_id, status, error=error, reason=reason)
+    if await tx.set_run_status(instance_id, status, error=error, reason=reason):
+        effects.wake_at.append(tx.now)  # the node that called this run resumes now
     if status is RunStatus.FAILED:
         await add_notice(tx.conn, instance_id, FAILURE, tx.now)  # options.onFailure (flowdeck/notifications)
     effects.run(instance_id, status, error=error)

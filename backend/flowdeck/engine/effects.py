@@ -57,9 +57,16 @@ class Announcer:
         """Called with the due time of newly queued jobs (in-process wake-ups)."""
         self.stop_listeners: list[Callable[[str], None]] = []
         """Called with the id of a cancelled or deleted run (stop its in-flight nodes)."""
+        self.end_listeners: list[Callable[[str, RunStatus], None]] = []
+        """Called with the id and status of a run that failed or was cancelled (cancel its children)."""
 
     def __call__(self, effects: Effects) -> None:
         self.publisher.publish(effects.updates)
+        if self.end_listeners:
+            for update in effects.updates:
+                if isinstance(update, RunUpdate) and update.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+                    for ended in self.end_listeners:
+                        ended(update.instance_id, update.status)
         if effects.wake_at:
             due = min(effects.wake_at)
             for listener in self.job_listeners:

@@ -14,6 +14,7 @@ from typing import Any
 
 from flowdeck.domain.problems import Problem, has_errors
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
+from flowdeck.engine.calls import ChildCascade
 from flowdeck.engine.executor import NodeExecutor
 from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.orchestrator import Orchestrator, RunStateError
@@ -22,6 +23,8 @@ from flowdeck.engine.publisher import LocalPublisher, RunUpdate, Subscription, U
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.engine.worker import Worker
 from flowdeck.handlers.registry import HandlerRegistry
+from flowdeck.handlers.workflow_call import WorkflowCallHandler
+from flowdeck.storage.children import ChildRuns
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import InstanceRecord
 from flowdeck.storage.state import StateManager
@@ -80,6 +83,11 @@ class Engine:
             worker_id=worker_id,
             clock=clock,
         )
+        self.children = ChildRuns(db)
+        self.cascade = ChildCascade(self.children, self.orchestrator.cancel_run)
+        self.orchestrator.end_listeners.append(self.cascade.run_ended)
+        self.worker.sweep_hooks.append(self.cascade.sweep)
+        registry.add(WorkflowCallHandler(self.workflows, self.children, self.orchestrator.cancel_run))
         self.publisher.attach(_ForgetFailedPlans(self.publisher, self.plans))
         self._worker_running = False
         self.definition_listeners: list[Callable[[], None]] = []
@@ -100,6 +108,7 @@ class Engine:
         if self._worker_running:
             await self.worker.stop(grace=grace)
             self._worker_running = False
+        await self.cascade.close()
 
     # -- definitions ---------------------------------------------------------------------------------
     def validate(self, raw: Any, *, raw_size: int | None = None) -> list[Problem]:
@@ -109,6 +118,26 @@ class Engine:
         problems = self.validate(raw, raw_size=raw_size)
         if has_errors(problems):
             raise DefinitionInvalidError(problems)
+
+    async def call_problems(self, tenant_id: str, definition: Any, own_id: str | None = None) -> list[Problem]:
+        """``workflow`` nodes must call a workflow of the tenant (an error otherwise); calling the workflow
+        being edited (``own_id``) is allowed, with a warning: only the nesting limit stops it at run time."""
+        problems: list[Problem] = []
+        nodes = definition.get("nodes") if isinstance(definition, dict) else None
+        for node in nodes if isinstance(nodes, list) else []:
+            if not isinstance(node, dict) or node.get("type") != "workflow" or not isinstance(node.get("config"), dict):
+                continue
+            node_id, called = node.get("id"), node["config"].get("workflowId")
+            if not isinstance(called, str) or not isinstance(node_id, str):
+                continue  # its shape is wrong: validation reports that
+            path = "config.workflowId"
+            if called == own_id:
+                message = f"node '{node_id}' calls this workflow itself: it recurses until the nesting limit (10)"
+                problems.append(Problem("calls_itself", message, "warning", node_id=node_id, path=path))
+            elif await self.workflows.latest_version(tenant_id, called) is None:
+                message = f"node '{node_id}': {path} is {called}, which is not a saved workflow here"
+                problems.append(Problem("workflow_not_found", message, node_id=node_id, path=path))
+        return problems
 
     async def create_workflow(self, tenant_id: str, definition: dict[str, Any]) -> WorkflowRecord:
         self._require_valid(definition)
@@ -222,10 +251,15 @@ class Engine:
         return await self.orchestrator.retry_run(instance_id, (latest, graph))
 
     async def delete_test_run(self, instance_id: str) -> bool:
-        """Stop a test run's in-flight work and delete every row of it."""
-        with contextlib.suppress(RunNotFoundError):
-            await self.orchestrator.cancel_run(instance_id, reason="test run deleted")
-        return await self.state.delete_test_instance(instance_id)
+        """Stop a test run's in-flight work and delete every row of it, and of the test runs it called."""
+        children = await self.children.descendants(instance_id)
+        for run_id in (instance_id, *children):
+            with contextlib.suppress(RunNotFoundError):
+                await self.orchestrator.cancel_run(run_id, reason="test run deleted")
+        deleted = await self.state.delete_test_instance(instance_id)
+        for child_id in children:
+            await self.state.delete_test_instance(child_id)
+        return deleted
 
     async def wait_for_run(self, instance_id: str, timeout: float) -> InstanceRecord:
         """Wait until the run is finished (or ``timeout`` passes); returns its latest record."""

@@ -14,7 +14,7 @@ from flowdeck.domain.errors import NodeError
 from flowdeck.domain.graph import Graph
 from flowdeck.engine.log_scope import current_node
 from flowdeck.engine.observer import EngineObserver, NullObserver
-from flowdeck.engine.outcomes import Completed, Failed, NodeOutcome
+from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome
 from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.handlers.base import NodeHandler, NodeHelpers
 from flowdeck.handlers.registry import HandlerRegistry
@@ -54,7 +54,7 @@ class NodeExecutor:
         current_node.set((job.instance_id, job.node_id, job.iteration))
         started = time.perf_counter()
         outcome, context = await self._attempt(job, plan, node, context)
-        kind = "completed" if isinstance(outcome, Completed) else "failed"
+        kind = "failed" if isinstance(outcome, Failed) else "completed"
         self.observer.node_ran(node.type, time.perf_counter() - started, kind)
         return outcome, context
 
@@ -81,6 +81,7 @@ class NodeExecutor:
             attempt=job.attempt,
             timeout_seconds=timeout,
             is_test=plan.is_test,
+            depth=plan.depth,
         )
         try:
             if context is None:
@@ -89,7 +90,7 @@ class NodeExecutor:
             async with asyncio.timeout(timeout):
                 result = await handler.execute(config, context, helpers)
         except NodeError as exc:
-            return Failed(exc.error_type, exc.message, exc.retryable), context
+            return Failed(exc.error_type, exc.message, exc.retryable, exc.details), context
         except TemplateError as exc:
             return Failed("TemplateError", exc.message, retryable=False), context
         except TimeoutError:
@@ -101,6 +102,8 @@ class NodeExecutor:
         if result.next_handle is not None and result.next_handle not in handles:
             message = f"node '{node.id}' chose handle '{result.next_handle}', which a {node.type} node does not have"
             return Failed("InvalidHandle", message, retryable=False), context
+        if result.call is not None:
+            return Called(result.call), context
         return Completed(result.output, result.next_handle, result.queue_delay, result.logs, result.iterations), context
 
     async def context_for_successor(

@@ -81,6 +81,7 @@ def encode_update(update: Update, *, by_reference: bool = False) -> dict[str, An
             "a": update.attempt,
             "p": update.pinned,
             "na": update.next_attempt_at,
+            "c": update.child_instance_id,
         }
     if update.sla_seconds is not None:
         common["sla"] = update.sla_seconds
@@ -102,6 +103,7 @@ def decode_update(item: dict[str, Any]) -> tuple[Update, bool]:
             error=error,
             pinned=item["p"],
             next_attempt_at=item["na"],
+            child_instance_id=item.get("c"),
         )
     else:
         update = RunUpdate(

@@ -130,8 +130,8 @@ class OneStatementSteps:
         nothing was written."""
         versions = self.cas.versions
         known = versions.get(job.instance_id)
-        if known is None or job.iteration:
-            return False
+        if known is None or job.iteration or plan.parent is not None:
+            return False  # a child run's end also wakes its caller: the general decision does that
         node = plan.graph.node(job.node_id)
         if node.type != "end" or outcome.iterations is not None or plan.graph.edges_from(job.node_id):
             return False

@@ -21,22 +21,25 @@ from typing import Any
 
 from flowdeck.domain.graph import Graph
 from flowdeck.domain.scopes import child_scope
-from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, NodeStatus, RunStatus
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from flowdeck.engine.batching import Batcher, Delivery
+from flowdeck.engine.calls import record_call
 from flowdeck.engine.cas import Cas, DuplicateDeliveryError
-from flowdeck.engine.decision import Decision, Dispatch, end_run, fail_run, run_status_event
+from flowdeck.engine.decision import Decision, Dispatch, end_run, fail_run
 from flowdeck.engine.effects import Announcer, Effects
 from flowdeck.engine.one_statement import OneStatementSteps
-from flowdeck.engine.outcomes import Completed, Failed, NodeOutcome, RunStateError
+from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome, RunStateError
 from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.engine.publisher import Publisher
 from flowdeck.engine.retry_plan import plan_retry
+from flowdeck.engine.run_start import open_run
 from flowdeck.engine.run_timing import RunTiming, deadline_for
 from flowdeck.engine.sla import arm_sla
+from flowdeck.storage.children import ParentRef
 from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.log_fold import RETRY_REASON
-from flowdeck.storage.records import Job, LogEvent
-from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager, StateTransaction
+from flowdeck.storage.records import Job
+from flowdeck.storage.state import StateManager, StateTransaction
 from flowdeck.storage.steps import RunStart
 
 __all__ = ("Completed", "Failed", "NodeOutcome", "Orchestrator", "RunStateError")
@@ -60,6 +63,8 @@ class Orchestrator:
         """Called with the due time of newly queued jobs (in-process wake-ups)."""
         self.stop_listeners = self._announce.stop_listeners
         """Called with the id of a cancelled or deleted run (stop its in-flight nodes)."""
+        self.end_listeners = self._announce.end_listeners
+        """Called with the id and status of a run that failed or was cancelled (engine/calls.py)."""
         self._cas = Cas(state, self._announce)
         self._steps = OneStatementSteps(self._cas, lease_seconds)
         self._batches = Batcher(self._decide_alone, self._decide_together)
@@ -115,37 +120,14 @@ class Orchestrator:
         else:
             async with self.state.transaction() as tx:
                 effects = Effects(tx.now)
-                delay = max(0.0, timing.available_at - tx.now) if timing.available_at is not None else 0.0
-                pending = delay > 0
-                await tx.create_instance(
-                    instance_id=instance_id,
-                    tenant_id=tenant_id,
-                    workflow_id=workflow_id,
-                    workflow_version=workflow_version,
-                    is_test=is_test,
-                    trigger=trigger,
+                pending = await open_run(
+                    self._decision(tx, plan, effects),
                     run_input=run_input,
-                    timeout_seconds=timeout,
-                    available_at=timing.available_at if pending else None,
-                    deadline_at=timing.deadline_at,
+                    workflow_version=workflow_version,
+                    test_definition=test_definition,
+                    trigger=trigger,
+                    timing=timing,
                 )
-                events = [LogEvent(instance_id, EventType.INPUT_SET, payload={"input": run_input})]
-                if is_test:
-                    events.append(
-                        LogEvent(
-                            instance_id,
-                            EventType.SYSTEM_SET,
-                            output_variable=DEFINITION_KEY,
-                            payload={DEFINITION_KEY: test_definition, PINNED_KEY: plan.pinned},
-                        )
-                    )
-                status = RunStatus.PENDING if pending else RunStatus.RUNNING
-                events.append(run_status_event(instance_id, status, timing.payload()))
-                await tx.log_event_bulk(events)
-                effects.run(instance_id, status)
-                decision = self._decision(tx, plan, effects)
-                await decision.dispatch("", [Dispatch(graph.start_id)], delay or None)
-                await decision.finish_if_done()
         sla = graph.definition.options.sla_seconds
         if sla:
             await arm_sla(self.state, instance_id, sla)
@@ -176,6 +158,9 @@ class Orchestrator:
         are then decided together (engine/batching.py).
         """
         delivery = Delivery.of(job, outcome, claim_for, claim_any)
+        if isinstance(outcome, Called):
+            await self._call_child(job, outcome)
+            return None
         if isinstance(outcome, Completed) and outcome.iterations is not None:
             return await self._decide_alone(delivery)  # a loop's expansion is never batched
         return await self._batches.deliver(delivery)
@@ -193,6 +178,27 @@ class Orchestrator:
                 if taken:
                     return follow
             return await self._cas.decide_now(job.instance_id, decide)
+
+    async def _call_child(self, job: Job, called: Called) -> None:
+        """A ``workflow`` node's call: the child run opened and the node parked, in one decision (engine/calls.py)."""
+        plan = await self.plans.get(job.instance_id)
+        call = called.call
+        graph = await self.plans.version_graph(call.workflow_id, call.version)
+        parent = ParentRef(job.instance_id, job.node_id, job.iteration, job.attempt)
+        child = RunPlan(
+            str(uuid.uuid4()), plan.tenant_id, call.workflow_id, plan.is_test, graph, {}, parent, plan.depth + 1
+        )
+
+        async def decide(tx: StateTransaction, status: RunStatus, effects: Effects) -> bool:
+            return await record_call(self._decision(tx, plan, effects), job, called, status, child)
+
+        self.plans.remember(child)  # before the commit announces its start job: this process may run it
+        if not await self._cas.decide(job.instance_id, decide):
+            self.plans.forget(child.instance_id)
+            return
+        self._cas.versions.remember(child.instance_id, 1)
+        if graph.definition.options.sla_seconds:
+            await arm_sla(self.state, child.instance_id, graph.definition.options.sla_seconds)
 
     async def _decide_together(self, batch: list[Delivery]) -> list[Job | None]:
         instance_id = batch[0].job.instance_id
@@ -223,6 +229,7 @@ class Orchestrator:
         if isinstance(outcome, Completed):
             follow = await decision.record_completion(job, outcome, status)
         else:
+            assert isinstance(outcome, Failed), "a call is decided by _call_child, never batched"
             follow = await decision.record_failure(job, outcome, status)
         if follow is None and delivery.claim_any is not None:
             follow = await decision.claim_due(delivery.claim_any)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ("Completed", "Failed", "NodeOutcome", "RunStateError")
+from flowdeck.handlers.base import ChildCall
+
+__all__ = ("Called", "Completed", "Failed", "NodeOutcome", "RunStateError")
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,9 +24,18 @@ class Failed:
     error_type: str
     message: str
     retryable: bool = True
+    details: dict[str, Any] | None = None
+    """More fields of the error output (a failed child run's ``instanceId``)."""
 
 
-NodeOutcome = Completed | Failed
+@dataclass(frozen=True, slots=True)
+class Called:
+    """A ``workflow`` node asked for a child run: the engine starts it and parks the node until it ends."""
+
+    call: ChildCall
+
+
+NodeOutcome = Completed | Failed | Called
 
 
 class RunStateError(Exception):

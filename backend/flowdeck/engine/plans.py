@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from flowdeck.domain.graph import Graph
+from flowdeck.storage.children import ParentRef
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager
 from flowdeck.storage.workflows import WorkflowStore
 
@@ -31,6 +32,9 @@ class RunPlan:
     is_test: bool
     graph: Graph
     pinned: Mapping[str, Any] = field(default_factory=dict)
+    parent: ParentRef | None = None
+    """The ``workflow`` node attempt that started this run (sub-workflows)."""
+    depth: int = 0
 
 
 K = TypeVar("K")
@@ -105,6 +109,23 @@ class PlanCache:
         else:
             assert instance.workflow_id is not None and instance.workflow_version is not None
             graph = await self.version_graph(instance.workflow_id, instance.workflow_version)
-        plan = RunPlan(instance_id, instance.tenant_id, instance.workflow_id, instance.is_test, graph, pinned)
+        parent = None
+        if instance.parent_instance_id is not None:
+            parent = ParentRef(
+                instance.parent_instance_id,
+                instance.parent_node_id or "",
+                instance.parent_iteration or "",
+                instance.parent_attempt or 0,
+            )
+        plan = RunPlan(
+            instance_id,
+            instance.tenant_id,
+            instance.workflow_id,
+            instance.is_test,
+            graph,
+            pinned,
+            parent,
+            instance.depth,
+        )
         self._plans.put(instance_id, plan)
         return plan

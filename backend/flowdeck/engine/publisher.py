@@ -46,6 +46,8 @@ class NodeUpdate:
     error: str | None = None
     pinned: bool = False
     next_attempt_at: float | None = None
+    child_instance_id: str | None = None
+    """A ``workflow`` node's RUNNING update when it called a child run: that run."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from flowdeck.domain.errors import ConfigIssue
 
-__all__ = ("HandlerResult", "NodeHandler", "NodeHelpers")
+__all__ = ("ChildCall", "HandlerResult", "NodeHandler", "NodeHelpers")
+
+
+@dataclass(frozen=True, slots=True)
+class ChildCall:
+    """A ``workflow`` node's request: start this saved workflow version with ``input`` and wait for it."""
+
+    workflow_id: str
+    version: int
+    input: Any
+    definition: Any
+    """The version's definition (a test run's child runs it as a test run, from its own log row)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +38,8 @@ class HandlerResult:
     logs: str | None = None
     iterations: list[Any] | None = None
     """Set by ``loop``: the engine runs the node's body once per item, then completes it on ``done``."""
+    call: ChildCall | None = None
+    """Set by ``workflow``: the engine starts the child run and parks the node until it ends."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +52,8 @@ class NodeHelpers:
     attempt: int
     timeout_seconds: float
     is_test: bool
+    depth: int = 0
+    """How deeply the run is nested in sub-workflow calls (0: nothing called it)."""
 
 
 class NodeHandler(ABC):

@@ -18,6 +18,10 @@ class HandlerRegistry:
     def __init__(self, handlers: Iterable[NodeHandler]) -> None:
         self._handlers: dict[str, NodeHandler] = {h.type_name: h for h in handlers}
 
+    def add(self, handler: NodeHandler) -> None:
+        """Add (or replace) the handler of ``handler.type_name``."""
+        self._handlers[handler.type_name] = handler
+
     def get(self, node_type: str) -> NodeHandler | None:
         return self._handlers.get(node_type)
 

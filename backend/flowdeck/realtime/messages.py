@@ -70,6 +70,8 @@ class NodeMessage(TypedDict):
     pinned: bool
     nextAttemptAt: float | None
     """RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due."""
+    childInstanceId: str | None
+    """A ``workflow`` node's RUNNING update when it called a child run: that run's id."""
 
 
 class StatusMessage(TypedDict):
@@ -111,6 +113,7 @@ def node_message(update: NodeUpdate) -> NodeMessage:
         "at": update.at,
         "pinned": update.pinned,
         "nextAttemptAt": update.next_attempt_at,
+        "childInstanceId": update.child_instance_id,
     }
 
 

@@ -122,6 +122,16 @@ class JobTable:
         result = await self.conn.execute(self.db.sql.delete_job, {"p_id": job_id, "p_attempt": attempt})
         return bool(result.rowcount == 1)
 
+    async def park(self, job_id: int, attempt: int, until: float) -> bool:
+        """Unlease a job whose node waits for something else (a child run), due at ``until`` unless woken
+        earlier (``storage/children.wake_parent``). ``False`` when it is gone or at another attempt."""
+        result = await self.conn.execute(
+            node_jobs.update()
+            .where(node_jobs.c.id == job_id, node_jobs.c.attempt == attempt)
+            .values(lease_owner=None, available_at=until)
+        )
+        return bool(result.rowcount == 1)
+
     async def delete_for_instance(self, instance_id: str) -> int:
         result = await self.conn.execute(node_jobs.delete().where(node_jobs.c.instance_id == instance_id))
         return int(result.rowcount)

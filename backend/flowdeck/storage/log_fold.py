@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowdeck.domain.statuses import TERMINAL_NODE_STATUSES, EventType, NodeStatus, RunStatus
+from flowdeck.storage.children import CALL_KEY
 from flowdeck.storage.records import InstanceRecord, LogRow
 
 __all__ = (
@@ -58,7 +59,7 @@ def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
                 context["output"] = merge_end_output(context.get("output") or {}, output)
         elif event_type == EventType.INPUT_SET:
             context["input"] = payload.get("input") if payload else None
-        elif payload:
+        elif payload and output_variable != CALL_KEY:  # a call's record is bookkeeping, not data
             context.update(payload)
     return context
 
@@ -101,6 +102,8 @@ class NodeView:
     """How many partial retries dispatched it again."""
     takeovers: int = 0
     """Attempts of the current dispatch taken from a worker that stopped (they spend no retry)."""
+    child_instance_id: str | None = None
+    """A ``workflow`` node: the run its latest call started."""
     before_cancel: NodeStatus | None = field(default=None, repr=False)
     """While CANCELLED by the run's end: the status it had (a partial retry resumes from there)."""
     late: LogRow | None = field(default=None, repr=False)
@@ -129,6 +132,8 @@ class NodeView:
             data["logs"] = self.logs
         if self.next_attempt_at is not None:
             data["nextAttemptAt"] = self.next_attempt_at
+        if self.child_instance_id is not None:
+            data["childInstanceId"] = self.child_instance_id
         if self.iterations:
             data["iterations"] = {key: view.to_json() for key, view in self.iterations.items()}
         return data
@@ -156,6 +161,9 @@ def _apply_to_node(view: NodeView, row: LogRow) -> None:
     if _ignored(view, row, event):
         return
     view.attempt = max(view.attempt, row.node_attempt)
+    if event is EventType.SYSTEM_SET and row.output_variable == CALL_KEY:
+        view.child_instance_id = ((row.payload or {}).get(CALL_KEY) or {}).get("instanceId")
+        return
     _note_holder(view, row, event)
     if event is EventType.NODE_FAILED:
         retrying = bool((row.payload or {}).get("retry"))

@@ -29,6 +29,13 @@ class InstanceRecord:
     updated_at: float
     deadline_at: float | None
     sla_breached_at: float | None = None
+    parent_instance_id: str | None = None
+    """The run whose ``workflow`` node started this one (sub-workflows), if any."""
+    parent_node_id: str | None = None
+    parent_iteration: str | None = None
+    parent_attempt: int | None = None
+    depth: int = 0
+    """0 for a run nothing called; its parent's + 1 otherwise."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,11 @@ _COLUMNS = (
     instances.c.updated_at,
     instances.c.deadline_at,
     instances.c.sla_breached_at,
+    instances.c.parent_instance_id,
+    instances.c.parent_node_id,
+    instances.c.parent_iteration,
+    instances.c.parent_attempt,
+    instances.c.depth,
 )
 _LIST_COLUMNS = tuple(c for c in _COLUMNS if c.name not in ("input", "output"))
 

@@ -18,9 +18,16 @@ import sqlalchemy as sa
 
 from flowdeck.domain.scopes import nested_pattern, visible_scopes
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, RunStatus
+from flowdeck.storage.children import ParentRef, wake_parent
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.jobs import NO_SHARE, JobTable, NewJob, TenantShare
 from flowdeck.storage.log_fold import fold_context, merged_end_outputs
+from flowdeck.storage.log_rows import (
+    dispatched_event,
+    first_status_payload,
+    run_status_payload,
+    started_event,
+)
 from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
 from flowdeck.storage.statements import LOG_COLUMNS
 from flowdeck.storage.steps import ChainStep, ChainStepInput, EndStep, EndStepInput, IterationStepInput, RunStart
@@ -119,8 +126,12 @@ class StateTransaction:
         timeout_seconds: float,
         available_at: float | None = None,
         deadline_at: float | None = None,
+        parent: ParentRef | None = None,
+        depth: int = 0,
     ) -> None:
-        """A RUNNING run, or a PENDING one until ``available_at`` (then ``started_at`` says when it starts)."""
+        """A RUNNING run, or a PENDING one until ``available_at`` (then ``started_at`` says when it starts).
+
+        ``parent``: the ``workflow`` node attempt calling it (a sub-workflow), ``depth`` its nesting."""
         begin = self.now if available_at is None else available_at
         values = {
             "id": instance_id,
@@ -136,6 +147,11 @@ class StateTransaction:
             "started_at": begin,
             "updated_at": self.now,
             "deadline_at": min(begin + timeout_seconds, deadline_at if deadline_at is not None else math.inf),
+            "parent_instance_id": parent.instance_id if parent else None,
+            "parent_node_id": parent.node_id if parent else None,
+            "parent_iteration": parent.iteration if parent else None,
+            "parent_attempt": parent.attempt if parent else None,
+            "depth": depth,
         }
         await self.conn.execute(self.db.sql.insert_instance, values)
 
@@ -191,13 +207,15 @@ class StateTransaction:
         reason: str | None = None,
         deadline_at: float | None = None,
         extra: Mapping[str, Any] | None = None,
-    ) -> None:
+    ) -> bool:
         """Change the run status and log its RUN_STATUS row (``extra``: more of its payload). Call only
-        after winning the CAS."""
+        after winning the CAS. ``True`` when the run ended and that woke the node that called it."""
         params = {"p_id": instance_id, "p_status": status.value, "p_now": self.now, "p_error": error}
         payload = {**run_status_payload(status, reason), **(extra or {})}
+        woke = False
         if status in TERMINAL_RUN_STATUSES:
-            await self.conn.execute(self.db.sql.finish_run, {**params, "p_output": output})
+            parent = (await self.conn.execute(self.db.sql.finish_run, {**params, "p_output": output})).first()
+            woke = parent is not None and await wake_parent(self.conn, tuple(parent), self.now)
         else:
             await self.conn.execute(self.db.sql.reopen_run, {**params, "p_deadline": deadline_at})
         await self.log_event(
@@ -209,6 +227,7 @@ class StateTransaction:
                 error_message=error,
             )
         )
+        return woke
 
     async def outputs_if_idle(self, instance_id: str) -> dict[str, Any] | None:
         """The run output (the end nodes' outputs merged) once the run has no job left, ``None`` while it has."""
@@ -416,6 +435,11 @@ class StateManager:
             updated_at=m["updated_at"],
             deadline_at=m["deadline_at"],
             sla_breached_at=m["sla_breached_at"],
+            parent_instance_id=m["parent_instance_id"],
+            parent_node_id=m["parent_node_id"],
+            parent_iteration=m["parent_iteration"],
+            parent_attempt=m["parent_attempt"],
+            depth=m["depth"],
         )
 
     async def assemble_context(self, instance_id: str, node_ids: Iterable[str], iteration: str = "") -> dict[str, Any]:
@@ -538,54 +562,3 @@ class StateManager:
     async def release_leases(self, owner: str) -> None:
         async with self.transaction() as tx:
             await tx.jobs.release(owner)
-
-
-def run_status_payload(status: RunStatus, reason: str | None) -> dict[str, Any]:
-    """The RUN_STATUS row's payload."""
-    payload: dict[str, Any] = {"status": status.value}
-    if reason:
-        payload["reason"] = reason
-    return payload
-
-
-def first_status_payload(instance_id: str) -> Any:
-    return (
-        sa.select(instance_logs.c.payload)
-        .where(instance_logs.c.instance_id == instance_id, instance_logs.c.event_type == EventType.RUN_STATUS.value)
-        .order_by(instance_logs.c.log_id)
-        .limit(1)
-    )
-
-
-def dispatched_event(job: NewJob, due_at: float | None = None) -> LogEvent:
-    """The dispatch guard row; a delayed node's says when it falls due."""
-    return LogEvent(
-        instance_id=job.instance_id,
-        event_type=EventType.NODE_DISPATCHED,
-        node_id=job.node_id,
-        iteration=job.iteration,
-        node_status="DISPATCHED",
-        payload=None if due_at is None else {"dueAt": due_at},
-        node_attempt=job.attempt,
-    )
-
-
-def started_event(job: Job) -> LogEvent:
-    """The NODE_STARTED row of a job just leased: which worker runs it and, once it was taken over
-    after a lease ran out, how many times that happened."""
-    return LogEvent(
-        instance_id=job.instance_id,
-        event_type=EventType.NODE_STARTED,
-        node_id=job.node_id,
-        iteration=job.iteration,
-        node_status="RUNNING",
-        payload=started_payload(job.lease_owner, job.takeovers),
-        node_attempt=job.attempt,
-    )
-
-
-def started_payload(worker_id: str | None, takeovers: int) -> dict[str, Any]:
-    payload: dict[str, Any] = {"workerId": worker_id}
-    if takeovers:
-        payload["takeovers"] = takeovers
-    return payload

@@ -15,8 +15,9 @@ from typing import Any
 from flowdeck.domain.scopes import nested_pattern, parent_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.storage.jobs import NO_SHARE, NewJob, TenantShare, claim_plan
+from flowdeck.storage.log_rows import run_status_payload
 from flowdeck.storage.records import Job, LogEvent
-from flowdeck.storage.state import StateManager, StateTransaction, run_status_payload
+from flowdeck.storage.state import StateManager, StateTransaction
 from flowdeck.storage.statements_postgres import postgres_statements
 from flowdeck.storage.steps import (
     ChainStep,
@@ -80,12 +81,11 @@ class PostgresStateTransaction(StateTransaction):
         reason: str | None = None,
         deadline_at: float | None = None,
         extra: Mapping[str, Any] | None = None,
-    ) -> None:
+    ) -> bool:
         if status not in TERMINAL_RUN_STATUSES or extra:
-            await super().set_run_status(
+            return await super().set_run_status(
                 instance_id, status, output=output, reason=reason, error=error, deadline_at=deadline_at, extra=extra
             )
-            return
         params = {
             "p_id": instance_id,
             "p_status": status.value,
@@ -94,7 +94,7 @@ class PostgresStateTransaction(StateTransaction):
             "p_output": output,
             "p_payload": run_status_payload(status, reason),
         }
-        await self.conn.execute(postgres_statements().finish_run_logged, params)
+        return bool((await self.conn.execute(postgres_statements().finish_run_logged, params)).scalar_one())
 
 
 def _result_params(step: NodeResult, now: float) -> dict[str, Any]:

@@ -273,7 +273,8 @@ def statements_for(is_sqlite: bool) -> Statements:
             completed_at=_p("p_now"),
             error=_p("p_error"),
             output=_p("p_output"),
-        ),
+        )
+        .returning(instances.c.parent_instance_id, instances.c.parent_node_id, instances.c.parent_iteration),
         reopen_run=instances.update()
         .where(instances.c.id == _p("p_id"))
         .values(
@@ -292,6 +293,7 @@ def statements_for(is_sqlite: bool) -> Statements:
 _INSTANCE_VALUES = (
     *("id", "tenant_id", "workflow_id", "workflow_version", "is_test", "status", "version", "trigger", "input"),
     *("created_at", "started_at", "updated_at", "deadline_at"),
+    *("parent_instance_id", "parent_node_id", "parent_iteration", "parent_attempt", "depth"),
 )
 _BARRIER_VALUES = ("instance_id", "node_id", "iteration", "resolved_edges", "taken_edges")
 

@@ -174,6 +174,8 @@ def _claim_and_start(claim: Any) -> Any:
 
 
 def _finish_run_logged() -> Any:
+    """End a run with its RUN_STATUS row, and wake the ``workflow`` node waiting for it (a child run's
+    caller, parked until the child ends: storage/children.py). One row: how many jobs it woke (0 or 1)."""
     finished = (
         instances.update()
         .where(instances.c.id == _p("p_id"))
@@ -184,11 +186,16 @@ def _finish_run_logged() -> Any:
             error=_p("p_error"),
             output=_p("p_output"),
         )
-        .returning(instances.c.id)
+        .returning(
+            instances.c.id,
+            instances.c.parent_instance_id,
+            instances.c.parent_node_id,
+            instances.c.parent_iteration,
+        )
         .cte("finished")
     )
     columns = [name for name in LOG_VALUES if name not in (_L.node_id.name, _L.output_variable.name)]
-    return postgresql.insert(instance_logs).from_select(
+    logged = postgresql.insert(instance_logs).from_select(
         columns,
         sa.select(
             finished.c.id,
@@ -201,6 +208,20 @@ def _finish_run_logged() -> Any:
             typed("p_now", _L.created_at),
         ),
     )
+    woken = (
+        node_jobs.update()
+        .where(
+            node_jobs.c.instance_id == finished.c.parent_instance_id,
+            node_jobs.c.node_id == finished.c.parent_node_id,
+            node_jobs.c.iteration == finished.c.parent_iteration,
+            node_jobs.c.lease_owner.is_(None),
+            node_jobs.c.available_at > typed("p_now", node_jobs.c.available_at),
+        )
+        .values(available_at=typed("p_now", node_jobs.c.available_at))
+        .returning(node_jobs.c.id)
+        .cte("woken")
+    )
+    return sa.select(sa.func.count()).select_from(woken).add_cte(logged.cte("logged"))
 
 
 def _end_step() -> Any:

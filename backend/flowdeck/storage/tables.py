@@ -87,10 +87,18 @@ instances = sa.Table(
     sa.Column("deadline_at", Epoch, nullable=True),
     sa.Column("sla_at", Epoch, nullable=True),  # when options.slaSeconds passes (engine/sla.py)
     sa.Column("sla_breached_at", Epoch, nullable=True),
+    # Sub-workflows: the ``workflow`` node attempt that started this run (NULL when nothing called it),
+    # and how deeply it is nested (0: nothing called it).
+    sa.Column("parent_instance_id", Id, nullable=True),
+    sa.Column("parent_node_id", sa.String(64), nullable=True),
+    sa.Column("parent_iteration", sa.String(200), nullable=True),
+    sa.Column("parent_attempt", sa.Integer, nullable=True),
+    sa.Column("depth", sa.Integer, nullable=False, server_default="0"),
     sa.Index(None, "tenant_id", "created_at"),
     sa.Index(None, "workflow_id", "status", "created_at"),
     sa.Index(None, "status", "deadline_at"),
     sa.Index(None, "status", "sla_at"),
+    sa.Index(None, "parent_instance_id", "parent_node_id"),
 )
 
 # The append-only event log (SPEC §4): the single source of truth of every run.

@@ -191,9 +191,10 @@ class WorkflowStore:
         return True
 
     async def list_summaries(
-        self, tenant_id: str, after: WorkflowKey | None, limit: int
+        self, tenant_id: str, after: WorkflowKey | None, limit: int, query: str | None = None
     ) -> tuple[list[WorkflowSummary], WorkflowKey | None]:
-        """A page of the tenant's workflows, most recently updated first, and the key of the next page."""
+        """A page of the tenant's workflows, most recently updated first, and the key of the next page;
+        ``query``: only those whose title contains it (any case)."""
         stmt = sa.select(
             workflows.c.id,
             workflows.c.title,
@@ -202,6 +203,8 @@ class WorkflowStore:
             workflows.c.created_at,
             workflows.c.updated_at,
         ).where(workflows.c.tenant_id == tenant_id, workflows.c.deleted_at.is_(None))
+        if query:
+            stmt = stmt.where(workflows.c.title.icontains(query, autoescape=True))
         if after is not None:
             updated, last_id = after
             stmt = stmt.where(

@@ -829,6 +829,7 @@ export interface components {
             attempt: number;
             /** @default 0 */
             attemptInRetry?: number;
+            childInstanceId?: string | null;
             completedAt: number | null;
             error: string | null;
             iterations?: {
@@ -934,6 +935,8 @@ export interface components {
                 [key: string]: components["schemas"]["NodeStateOut"];
             };
             output?: unknown;
+            parentInstanceId?: string | null;
+            parentNodeId?: string | null;
             /** @default 0 */
             retry?: number;
             slaBreachedAt: number | null;
@@ -961,6 +964,8 @@ export interface components {
             error: string | null;
             instanceId: string;
             isTest: boolean;
+            parentInstanceId?: string | null;
+            parentNodeId?: string | null;
             slaBreachedAt: number | null;
             startedAt: number | null;
             status: components["schemas"]["RunStatus"];
@@ -1199,6 +1204,7 @@ export interface components {
                 [key: string]: unknown;
             }[];
             id: string;
+            inputs?: string[];
             nodes: {
                 [key: string]: unknown;
             }[];
@@ -4934,6 +4940,8 @@ export interface operations {
                 cursor?: string | null;
                 /** @description page size */
                 limit?: number;
+                /** @description only titles containing this (any case) */
+                q?: string | null;
             };
             header?: never;
             path?: never;
@@ -5085,7 +5093,10 @@ export interface operations {
     };
     ApiWorkflowsValidateValidateWorkflow: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description the saved workflow this is an edit of (a node calling it gets a warning) */
+                workflowId?: string | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;

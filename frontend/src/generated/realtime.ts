@@ -40,6 +40,7 @@ export type NodeUpdatePayload = {
   at: number;
   pinned: boolean;
   nextAttemptAt: number | null;
+  childInstanceId: string | null;
 };
 
 /** `workflow_status_update`: the run moved. */

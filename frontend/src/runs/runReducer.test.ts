@@ -4,7 +4,7 @@ import type { NodeUpdateMessage } from '../api/realtime-types';
 import { attemptLabel, completedOutputs, displayStatus, runReducer, timeSpan, type RunView } from './runReducer';
 
 function nodeMsg(nodeID: string, status: NodeUpdateMessage['status'], attempt = 1, extra: Partial<NodeUpdateMessage> = {}): NodeUpdateMessage {
-  return { kind: 'node', instanceID: 'r1', nodeID, iteration: '', status, attempt, output: null, error: null, at: 100, pinned: false, nextAttemptAt: null, ...extra };
+  return { kind: 'node', instanceID: 'r1', nodeID, iteration: '', status, attempt, output: null, error: null, at: 100, pinned: false, nextAttemptAt: null, childInstanceId: null, ...extra };
 }
 
 function started(): RunView {

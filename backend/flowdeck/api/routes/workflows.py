@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Controller, Request, delete, get, post, put
-from litestar.params import JSONBody
+from litestar.params import JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
 
 from flowdeck.api.dependencies import AppServices, Caller, Cursor, Limit, ObjectId, VersionNumber
@@ -33,10 +33,17 @@ class WorkflowController(Controller):
 
     @get(raises=errors(400))
     async def list_workflows(
-        self, principal: Caller, services: AppServices, cursor: Cursor = None, limit: Limit = DEFAULT_LIMIT
+        self,
+        principal: Caller,
+        services: AppServices,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+        q: Annotated[
+            str | None, Parameter(max_length=200, description="only titles containing this (any case)")
+        ] = None,
     ) -> WorkflowPage:
         """The tenant's workflows, most recently saved first."""
-        return await services.workflows.list(principal.tenant_id, cursor, limit)
+        return await services.workflows.list(principal.tenant_id, cursor, limit, q)
 
     @post(status_code=HTTP_201_CREATED, raises=errors(400, 413))
     async def create_workflow(
@@ -47,10 +54,22 @@ class WorkflowController(Controller):
 
     @post("/validate", status_code=HTTP_200_OK, raises=errors(400, 413))
     async def validate_workflow(
-        self, request: Request[Any, Any, Any], data: JSONBody[dict[str, Any]], services: AppServices
+        self,
+        request: Request[Any, Any, Any],
+        data: JSONBody[dict[str, Any]],
+        principal: Caller,
+        services: AppServices,
+        workflow_id: Annotated[
+            str | None,
+            QueryParameter(
+                name="workflowId",
+                pattern=r"^[A-Za-z0-9_-]{1,64}$",
+                description="the saved workflow this is an edit of (a node calling it gets a warning)",
+            ),
+        ] = None,
     ) -> ValidationOut:
         """Every problem of a definition (errors and warnings) without saving it."""
-        return services.workflows.validate(data, len(await request.body()))
+        return await services.workflows.validate(principal.tenant_id, data, len(await request.body()), workflow_id)
 
     @get("/{workflow_id:str}", raises=errors(400, 404))
     async def get_workflow(self, workflow_id: ObjectId, principal: Caller, services: AppServices) -> WorkflowOut:

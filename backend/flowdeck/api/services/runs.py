@@ -21,8 +21,9 @@ from flowdeck.api.schemas import (
     TimelineRowOut,
 )
 from flowdeck.api.services.workflows import definition_of
+from flowdeck.domain.problems import has_errors
 from flowdeck.domain.statuses import RunStatus
-from flowdeck.engine.engine import Engine
+from flowdeck.engine.engine import DefinitionInvalidError, Engine
 from flowdeck.engine.orchestrator import RunStateError
 from flowdeck.engine.projection import NodeView
 from flowdeck.engine.run_timing import RunTiming, TimingError
@@ -46,6 +47,8 @@ def _summary_fields(run: InstanceRecord) -> dict[str, Any]:
         "completed_at": run.completed_at,
         "available_at": run.started_at if run.status is RunStatus.PENDING else None,
         "sla_breached_at": run.sla_breached_at,
+        "parent_instance_id": run.parent_instance_id,
+        "parent_node_id": run.parent_node_id,
     }
 
 
@@ -63,6 +66,7 @@ def _node_out(view: NodeView) -> NodeStateOut:
         worker_id=view.worker_id,
         attempt_in_retry=view.attempt_in_retry,
         retry=view.retry,
+        child_instance_id=view.child_instance_id,
         iterations={k: _node_out(v) for k, v in view.iterations.items()} if view.iterations else None,
     )
 
@@ -103,6 +107,9 @@ class RunService:
             and await self.engine.workflows.latest_version(tenant_id, body.workflow_id) is None
         ):
             raise NotFoundException(detail=f"workflowId: workflow {body.workflow_id} not found")
+        problems = await self.engine.call_problems(tenant_id, definition, body.workflow_id)
+        if has_errors(problems):
+            raise DefinitionInvalidError(problems)
         return await self.engine.start_test_run(
             tenant_id, definition, body.input, pinned=body.pinned, workflow_id=body.workflow_id
         )

@@ -25,6 +25,7 @@ from flowdeck.engine.engine import DefinitionInvalidError, Engine
 from flowdeck.notifications.notifier import Notifier
 from flowdeck.notifications.targets import shape_problems
 from flowdeck.storage.workflows import WorkflowRecord
+from flowdeck.validation.inputs import workflow_inputs
 
 __all__ = ("WorkflowService", "definition_of")
 
@@ -51,6 +52,7 @@ def _out(record: WorkflowRecord) -> WorkflowOut:
         nodes=d.get("nodes") or [],
         edges=d.get("edges") or [],
         notes=d.get("notes") or [],
+        inputs=workflow_inputs(d),
         created_at=record.created_at,
         updated_at=record.updated_at,
     )
@@ -68,18 +70,19 @@ class WorkflowService:
         self.store = engine.workflows
         self.notifier = notifier
 
-    async def _check_notifications(self, tenant_id: str, definition: dict[str, Any]) -> None:
-        """options.onFailure / onSlaBreach: the error workflow is the tenant's, the URL may be reached."""
+    async def _check_references(self, tenant_id: str, definition: dict[str, Any], own_id: str | None = None) -> None:
+        """What the definition points at must be the tenant's: the workflows its ``workflow`` nodes call, the
+        error workflows of options.onFailure / onSlaBreach; and a notification URL must be reachable."""
+        problems = await self.engine.call_problems(tenant_id, definition, own_id)
         options = definition.get("options")
-        if not isinstance(options, dict) or shape_problems(options):
-            return  # no targets, or their form is wrong: the definition's validation reports that
-        problems = await self.notifier.target_problems(tenant_id, definition)
-        if problems:
+        if isinstance(options, dict) and not shape_problems(options):  # else validation reports the form
+            problems += await self.notifier.target_problems(tenant_id, definition)
+        if has_errors(problems):
             raise DefinitionInvalidError(problems)
 
     async def create(self, tenant_id: str, body: WorkflowCreate) -> WorkflowOut:
         definition = definition_of(body)
-        await self._check_notifications(tenant_id, definition)
+        await self._check_references(tenant_id, definition)
         record = await self.engine.create_workflow(tenant_id, definition)
         await self.notifier.saved(tenant_id, record.id, definition)
         return _out(record)
@@ -94,7 +97,7 @@ class WorkflowService:
         if await self.store.get(tenant_id, workflow_id) is None:
             raise _missing(workflow_id)
         definition = definition_of(body)
-        await self._check_notifications(tenant_id, definition)
+        await self._check_references(tenant_id, definition, workflow_id)
         try:
             version = await self.engine.save_workflow(tenant_id, workflow_id, body.version, definition)
         except LookupError as exc:  # deleted in between
@@ -107,8 +110,8 @@ class WorkflowService:
             raise _missing(workflow_id)
         self.engine.publisher.revoke([workflow_key(workflow_id)])  # its widgets' embed links are gone
 
-    async def list(self, tenant_id: str, cursor: str | None, limit: int) -> WorkflowPage:
-        items, after = await self.store.list_summaries(tenant_id, decode_cursor(cursor, TimeKey), limit)
+    async def list(self, tenant_id: str, cursor: str | None, limit: int, query: str | None = None) -> WorkflowPage:
+        items, after = await self.store.list_summaries(tenant_id, decode_cursor(cursor, TimeKey), limit, query)
         return WorkflowPage(
             items=[
                 WorkflowSummaryOut(
@@ -134,6 +137,12 @@ class WorkflowService:
             next_cursor=encode_cursor(before),
         )
 
-    def validate(self, raw: Any, raw_size: int | None) -> ValidationOut:
+    async def validate(
+        self, tenant_id: str, raw: Any, raw_size: int | None, workflow_id: str | None = None
+    ) -> ValidationOut:
+        """Every problem of a definition; ``workflow_id``: the saved workflow it is an edit of (a node that
+        calls that workflow gets a warning)."""
         problems = json_problems(raw, "") or self.engine.validate(raw, raw_size=raw_size)
+        if not problems or not has_errors(problems):
+            problems = [*problems, *await self.engine.call_problems(tenant_id, raw, workflow_id)]
         return ValidationOut(valid=not has_errors(problems), problems=problems)

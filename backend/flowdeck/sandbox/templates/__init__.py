@@ -26,7 +26,13 @@ The package, by job: ``budget`` (limits, the per-call budget, errors), ``filters
 references; runs nothing) and ``rendering`` (compiling and running). Import from here.
 """
 
-from flowdeck.sandbox.templates.analysis import expression_issues, nested_strings, referenced_variables, template_issues
+from flowdeck.sandbox.templates.analysis import (
+    expression_issues,
+    nested_strings,
+    referenced_input_fields,
+    referenced_variables,
+    template_issues,
+)
 from flowdeck.sandbox.templates.budget import (
     MAX_OUTPUT_CHARS,
     MAX_SOURCE_CHARS,
@@ -45,6 +51,7 @@ __all__ = (
     "evaluate",
     "expression_issues",
     "nested_strings",
+    "referenced_input_fields",
     "referenced_variables",
     "render",
     "template_issues",

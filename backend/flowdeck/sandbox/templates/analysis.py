@@ -25,6 +25,7 @@ __all__ = (
     "nested_strings",
     "parse_expression",
     "parse_template",
+    "referenced_input_fields",
     "referenced_variables",
     "source_problem",
     "template_issues",
@@ -42,6 +43,8 @@ class Parsed:
     ast: nodes.Template | None = None
     problems: tuple[str, ...] = ()
     refs: frozenset[str] = frozenset()
+    input_refs: frozenset[str] = frozenset()
+    """The run-input fields it reads: ``X`` for ``ctx.input.X``, ``ctx.input['X']``, ``ctx.input.get('X')``."""
 
 
 def _walk(node: nodes.Node) -> list[nodes.Node]:
@@ -96,6 +99,28 @@ def _ctx_refs(tree: list[nodes.Node]) -> frozenset[str]:
     return frozenset(refs)
 
 
+def _input_refs(tree: list[nodes.Node]) -> frozenset[str]:
+    refs: set[str] = set()
+    methods: set[int] = set()
+    for call in tree:
+        if not isinstance(call, nodes.Call):
+            continue
+        target = call.node
+        if isinstance(target, nodes.Getattr) and target.attr in DICT_METHODS and _ctx_key(target.node) == "input":
+            methods.add(id(target))
+            first = call.args[0] if call.args else None
+            if target.attr == "get" and isinstance(first, nodes.Const) and isinstance(first.value, str):
+                refs.add(first.value)
+    for item in tree:
+        if not isinstance(item, nodes.Getattr | nodes.Getitem) or id(item) in methods or _ctx_key(item.node) != "input":
+            continue
+        if isinstance(item, nodes.Getattr):
+            refs.add(item.attr)
+        elif isinstance(item.arg, nodes.Const) and isinstance(item.arg.value, str):
+            refs.add(item.arg.value)
+    return frozenset(refs)
+
+
 def _single_expression(ast: nodes.Template) -> nodes.Expr | None:
     """The expression of a template that is exactly one ``{{ expr }}`` (whitespace around allowed)."""
     if len(ast.body) != 1 or not isinstance(ast.body[0], nodes.Output):
@@ -116,7 +141,7 @@ def parse_template(source: str) -> Parsed:
         problems = _node_problems(tree)
         if any(not isinstance(stmt, nodes.Output) for stmt in ast.body):
             problems.insert(0, _STATEMENTS_REFUSED)
-        return Parsed(_single_expression(ast), ast, tuple(problems), _ctx_refs(tree))
+        return Parsed(_single_expression(ast), ast, tuple(problems), _ctx_refs(tree), _input_refs(tree))
     except Exception as exc:  # noqa: BLE001 (untrusted source: any failure is a syntax problem)
         return Parsed(problems=(describe(exc),))
 
@@ -129,7 +154,7 @@ def parse_expression(source: str) -> Parsed:
         if not parser.stream.eos:
             parser.fail(f"unexpected {parser.stream.current.value!r} after the expression")
         tree = _walk(expr)
-        return Parsed(expr, None, tuple(_node_problems(tree)), _ctx_refs(tree))
+        return Parsed(expr, None, tuple(_node_problems(tree)), _ctx_refs(tree), _input_refs(tree))
     except Exception as exc:  # noqa: BLE001 (untrusted source: any failure is a syntax problem)
         return Parsed(problems=(describe(exc),))
 
@@ -184,6 +209,16 @@ def template_issues(value: Any, path: str) -> list[ConfigIssue]:
         problems = (problem,) if problem is not None else parse_template(text).problems
         issues.extend(ConfigIssue(where, message) for message in problems)
     return issues
+
+
+def referenced_input_fields(value: Any, *, expression: bool = False) -> set[str]:
+    """The run-input fields the templates in ``value`` (or bare expressions) read (``ctx.input.X`` gives ``X``)."""
+    refs: set[str] = set()
+    for _, text in nested_strings(value, ""):
+        if source_problem(text, "a source") is not None or not (expression or "{{" in text):
+            continue
+        refs.update((parse_expression(text) if expression else parse_template(text)).input_refs)
+    return refs
 
 
 def referenced_variables(value: Any, *, expression: bool = False) -> set[str]:

@@ -1,0 +1,62 @@
+"""A run's first rows, written inside a decision's transaction: a run started from outside (the
+orchestrator's ``start_run``) and a child run a ``workflow`` node calls (engine/calls.py) are opened alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowdeck.domain.statuses import EventType, RunStatus
+from flowdeck.engine.decision import Decision, Dispatch, run_status_event
+from flowdeck.engine.run_timing import RunTiming
+from flowdeck.storage.records import LogEvent
+from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY
+
+__all__ = ("open_run",)
+
+
+async def open_run(
+    decision: Decision,
+    *,
+    run_input: Any,
+    workflow_version: int | None,
+    test_definition: Any,
+    trigger: str,
+    timing: RunTiming,
+) -> bool:
+    """Create the run of ``decision.plan`` (its instance, INPUT_SET, a test run's definition, RUN_STATUS)
+    and queue its start node; ``True`` when it is PENDING until ``timing.available_at``."""
+    tx, plan, effects = decision.tx, decision.plan, decision.effects
+    graph, instance_id = plan.graph, plan.instance_id
+    delay = max(0.0, timing.available_at - tx.now) if timing.available_at is not None else 0.0
+    pending = delay > 0
+    await tx.create_instance(
+        instance_id=instance_id,
+        tenant_id=plan.tenant_id,
+        workflow_id=plan.workflow_id,
+        workflow_version=workflow_version,
+        is_test=plan.is_test,
+        trigger=trigger,
+        run_input=run_input,
+        timeout_seconds=graph.definition.options.timeout_seconds,
+        available_at=timing.available_at if pending else None,
+        deadline_at=timing.deadline_at,
+        parent=plan.parent,
+        depth=plan.depth,
+    )
+    events = [LogEvent(instance_id, EventType.INPUT_SET, payload={"input": run_input})]
+    if plan.is_test:
+        events.append(
+            LogEvent(
+                instance_id,
+                EventType.SYSTEM_SET,
+                output_variable=DEFINITION_KEY,
+                payload={DEFINITION_KEY: test_definition, PINNED_KEY: dict(plan.pinned)},
+            )
+        )
+    status = RunStatus.PENDING if pending else RunStatus.RUNNING
+    events.append(run_status_event(instance_id, status, timing.payload()))
+    await tx.log_event_bulk(events)
+    effects.run(instance_id, status)
+    await decision.dispatch("", [Dispatch(graph.start_id)], delay or None)
+    await decision.finish_if_done()
+    return pending
