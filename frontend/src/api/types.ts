@@ -23,16 +23,9 @@ export type Problem = Schemas['Problem'];
 export type Severity = Problem['severity'];
 export type ValidationResult = Schemas['ValidationOut'];
 
-// SHIM(issue16): sub-workflow fields of the backend contract, until `make api-types` regenerates them; then drop these.
-/** The names a workflow reads from `ctx.input` (its arguments when another workflow calls it), sorted. */
-type WorkflowInputsShim = { inputs?: string[] };
-/** A run started by a `workflow` node: the calling run and node. */
-type ParentRunShim = { parentInstanceId?: string | null; parentNodeId?: string | null };
-/** The node that called a child run (also on its loop iterations). */
-type ChildRunShim = { childInstanceId?: string | null };
-
 type Definition = { options: WorkflowOptions | null; nodes: NodeJson[]; edges: EdgeJson[]; notes?: NoteJson[] };
-export type Workflow = Omit<Schemas['WorkflowOut'], keyof Definition> & Definition & WorkflowInputsShim;
+/** `inputs`: the names it reads from `ctx.input` (its arguments when a `workflow` node calls it), sorted. */
+export type Workflow = Omit<Schemas['WorkflowOut'], keyof Definition> & Definition;
 export type WorkflowSummary = Schemas['WorkflowSummaryOut'];
 export type VersionSummary = Schemas['VersionOut'];
 
@@ -40,11 +33,12 @@ export type SaveBody = DefinitionJson & Pick<Schemas['WorkflowSave'], 'version'>
 
 export type RunAccepted = Schemas['RunAccepted'];
 /** `availableAt`: a PENDING run's scheduled start; `slaBreachedAt`: when it passed options.slaSeconds unfinished. */
-export type RunSummary = Schemas['RunSummary'] & ParentRunShim;
+export type RunSummary = Schemas['RunSummary'];
 /** `attempt` counts every attempt of the run, `attemptInRetry` the attempt within the current retry, `retry` which
  * one; `workerId` the worker that started the latest attempt (after a takeover: the new holder). */
-export type NodeState = Omit<Schemas['NodeStateOut'], 'iterations'> & ChildRunShim & { iterations?: Record<string, NodeState> | null };
-export type RunDetail = Omit<Schemas['RunDetail'], 'nodes'> & ParentRunShim & { nodes?: Record<string, NodeState> };
+export type NodeState = Schemas['NodeStateOut'];
+/** `parentInstanceId`/`parentNodeId`: the run and `workflow` node that started this one (its trigger is `workflow`). */
+export type RunDetail = Schemas['RunDetail'];
 export type RetryVersion = NonNullable<Schemas['RetryRun']['version']>;
 export type RunEvent = Schemas['EventOut'];
 /** `workerId`: the worker that ran this attempt; `takenOver`: another worker took the node over (its lease ran out). */
