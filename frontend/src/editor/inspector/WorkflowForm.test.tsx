@@ -156,7 +156,7 @@ describe('WorkflowForm', () => {
   it('runs the latest version by default, or a fixed one whose inputs it then shows', async () => {
     const configs: WorkflowConfig[] = [];
     render(<Harness initial={{ workflowId: 'wf-customer', input: {} }} onConfig={(c) => configs.push(c)} />);
-    const select = (await screen.findByTestId('workflow-version')) as HTMLSelectElement;
+    const select = (await screen.findByTestId('called-version')) as HTMLSelectElement;
     await waitFor(() => expect(select.options).toHaveLength(4));
     expect(select.value).toBe('');
     expect(select.options[0]?.textContent).toBe('Latest (when the node starts)');
@@ -199,7 +199,7 @@ describe('WorkflowForm', () => {
     expect((await screen.findByTestId('workflow-chosen')).textContent).toContain('Enrich customer');
     expect(screen.queryByTestId('workflow-change')).toBeNull();
     expect(screen.queryByTestId('workflow-search')).toBeNull();
-    expect((screen.getByTestId('workflow-version') as HTMLSelectElement).disabled).toBe(true);
+    expect((screen.getByTestId('called-version') as HTMLSelectElement).disabled).toBe(true);
   });
 });
 

@@ -236,7 +236,7 @@ function VersionSelect({
       value={config.version ?? ''}
       disabled={readOnly}
       aria-label="Version"
-      data-testid="workflow-version"
+      data-testid="called-version"
       onChange={(e) => setConfig(e.target.value === '' ? withoutVersion(config) : { ...config, version: Number(e.target.value) })}
     >
       <option value="">Latest (when the node starts)</option>
