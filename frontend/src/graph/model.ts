@@ -82,7 +82,7 @@ export const NODE_TYPE_INFO: Readonly<Record<NodeType, NodeTypeInfo>> = {
   end: { type: 'end', title: 'End', icon: '■', color: '#dc2626', description: 'Collect the run output' },
 };
 
-export const PALETTE_ORDER: readonly NodeType[] = ['start', 'python', 'dataQuery', 'workflow', 'condition', 'loop', 'delay', 'end'];
+export const PALETTE_ORDER: readonly NodeType[] = ['start', 'python', 'dataQuery', 'condition', 'loop', 'workflow', 'delay', 'end'];
 
 export function isNodeType(value: unknown): value is NodeType {
   return typeof value === 'string' && (NODE_TYPES as readonly string[]).includes(value);
