@@ -43,14 +43,18 @@ export const auth = {
 
 export const workflows = {
   list: (cursor?: string | null) => request<Page<WorkflowSummary>>('GET', `/api/workflows${query({ cursor, limit: 100 })}`),
+  /** Workflows whose title contains `q` (case-insensitive); an empty `q` lists them all. */
+  search: (q: string, signal?: AbortSignal) =>
+    request<Page<WorkflowSummary>>('GET', `/api/workflows${query({ q: q || undefined, limit: 50 })}`, undefined, signal),
   get: (id: string) => request<Workflow>('GET', `/api/workflows/${encodeURIComponent(id)}`),
   create: (definition: DefinitionJson) => request<Workflow>('POST', '/api/workflows', definition),
   save: (id: string, body: SaveBody) => request<Workflow>('PUT', `/api/workflows/${encodeURIComponent(id)}`, body),
   remove: (id: string) => request<void>('DELETE', `/api/workflows/${encodeURIComponent(id)}`),
   versions: (id: string) => request<Page<VersionSummary>>('GET', `/api/workflows/${encodeURIComponent(id)}/versions${query({ limit: 100 })}`),
   version: (id: string, version: number) => request<Workflow>('GET', `/api/workflows/${encodeURIComponent(id)}/versions/${version}`),
-  validate: (definition: DefinitionJson, signal?: AbortSignal) =>
-    request<ValidationResult>('POST', '/api/workflows/validate', definition, signal),
+  /** `workflowId`: the saved workflow this is an edit of, so a node calling it is flagged (`calls_itself`). */
+  validate: (definition: DefinitionJson, signal?: AbortSignal, workflowId?: string | null) =>
+    request<ValidationResult>('POST', `/api/workflows/validate${query({ workflowId })}`, definition, signal),
   execute: (id: string, input: unknown) => request<RunAccepted>('POST', `/api/workflows/${encodeURIComponent(id)}/runs`, { input }),
 };
 

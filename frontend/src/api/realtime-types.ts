@@ -7,6 +7,7 @@ import type { NodeUpdatePayload, SlaBreachPayload, SnapshotPayload, StatusUpdate
 export { SOCKET_EVENTS } from '../generated/realtime';
 
 export type SnapshotMessage = { kind: 'snapshot' } & SnapshotPayload;
+/** `childInstanceId`: the child run a `workflow` node started (sent on its RUNNING update). */
 export type NodeUpdateMessage = { kind: 'node' } & NodeUpdatePayload;
 export type StatusUpdateMessage = { kind: 'status' } & StatusUpdatePayload;
 /** `workflow_sla_breach`: the run passed options.slaSeconds unfinished; it goes on. */

@@ -24,6 +24,7 @@ export type Severity = Problem['severity'];
 export type ValidationResult = Schemas['ValidationOut'];
 
 type Definition = { options: WorkflowOptions | null; nodes: NodeJson[]; edges: EdgeJson[]; notes?: NoteJson[] };
+/** `inputs`: the names it reads from `ctx.input` (its arguments when a `workflow` node calls it), sorted. */
 export type Workflow = Omit<Schemas['WorkflowOut'], keyof Definition> & Definition;
 export type WorkflowSummary = Schemas['WorkflowSummaryOut'];
 export type VersionSummary = Schemas['VersionOut'];
@@ -36,6 +37,7 @@ export type RunSummary = Schemas['RunSummary'];
 /** `attempt` counts every attempt of the run, `attemptInRetry` the attempt within the current retry, `retry` which
  * one; `workerId` the worker that started the latest attempt (after a takeover: the new holder). */
 export type NodeState = Schemas['NodeStateOut'];
+/** `parentInstanceId`/`parentNodeId`: the run and `workflow` node that started this one (its trigger is `workflow`). */
 export type RunDetail = Schemas['RunDetail'];
 export type RetryVersion = NonNullable<Schemas['RetryRun']['version']>;
 export type RunEvent = Schemas['EventOut'];

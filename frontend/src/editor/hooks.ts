@@ -17,7 +17,7 @@ export function useLiveValidation(store: EditorStore, enabled: boolean): void {
     const run = () => {
       const s = store.getState();
       const definition = s.definition();
-      const json = JSON.stringify(definition);
+      const json = JSON.stringify([s.workflowId, definition]);
       if (json === lastJson) return;
       lastJson = json;
       window.clearTimeout(timer);
@@ -25,7 +25,7 @@ export function useLiveValidation(store: EditorStore, enabled: boolean): void {
         controller?.abort();
         controller = new AbortController();
         workflows
-          .validate(definition, controller.signal)
+          .validate(definition, controller.signal, s.workflowId)
           .then((result) => store.getState().setProblems(result.problems))
           .catch((err: unknown) => {
             if (err instanceof ApiError && err.problems.length > 0) store.getState().setProblems(err.problems);
@@ -35,6 +35,7 @@ export function useLiveValidation(store: EditorStore, enabled: boolean): void {
     run();
     const unsubscribe = store.subscribe((state, previous) => {
       if (
+        state.workflowId !== previous.workflowId ||
         state.nodes !== previous.nodes ||
         state.edges !== previous.edges ||
         state.title !== previous.title ||

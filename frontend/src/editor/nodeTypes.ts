@@ -9,6 +9,7 @@ export const nodeTypes: NodeTypes = {
   end: FlowNode,
   python: FlowNode,
   dataQuery: FlowNode,
+  workflow: FlowNode,
   condition: FlowNode,
   delay: FlowNode,
   loop: FlowNode,

@@ -16,6 +16,7 @@ export function sourceHandles(node: EditorNode): HandleSpec[] {
       return [];
     case 'python':
     case 'dataQuery':
+    case 'workflow':
       return [
         { id: 'success', label: 'success', tone: 'success' },
         { id: 'error', label: 'error', tone: 'error' },

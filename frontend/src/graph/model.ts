@@ -6,7 +6,7 @@
  */
 import type { Edge, Node } from '@xyflow/react';
 
-export const NODE_TYPES = ['start', 'end', 'python', 'dataQuery', 'condition', 'delay', 'loop'] as const;
+export const NODE_TYPES = ['start', 'end', 'python', 'dataQuery', 'workflow', 'condition', 'delay', 'loop'] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 
 export type JoinMode = 'all' | 'any';
@@ -24,6 +24,8 @@ export type StartConfig = Record<string, never>;
 export type EndConfig = { outputParameters: Record<string, string> };
 export type PythonConfig = { code: string };
 export type DataQueryConfig = { queryId: string; args: Record<string, string> };
+/** Calls another saved workflow of the tenant: `input` maps its inputs to templates; no `version` = the latest. */
+export type WorkflowConfig = { workflowId: string; input: Record<string, string>; version?: number };
 export type ConditionConfig = { branches: Branch[] };
 export type DelayConfig = { seconds: number | string };
 export type LoopConfig = { items: string; concurrency?: number; maxItems?: number };
@@ -33,6 +35,7 @@ export type ConfigByType = {
   end: EndConfig;
   python: PythonConfig;
   dataQuery: DataQueryConfig;
+  workflow: WorkflowConfig;
   condition: ConditionConfig;
   delay: DelayConfig;
   loop: LoopConfig;
@@ -72,13 +75,14 @@ export const NODE_TYPE_INFO: Readonly<Record<NodeType, NodeTypeInfo>> = {
   start: { type: 'start', title: 'Start', icon: '▶', color: '#16a34a', description: 'Where every run begins' },
   python: { type: 'python', title: 'Python', icon: 'λ', color: '#2563eb', description: 'Run sandboxed Python code' },
   dataQuery: { type: 'dataQuery', title: 'Data query', icon: '⛁', color: '#0891b2', description: 'Run a saved query' },
+  workflow: { type: 'workflow', title: 'Run workflow', icon: '↪', color: '#db2777', description: 'Call another saved workflow' },
   condition: { type: 'condition', title: 'Condition', icon: '◇', color: '#d97706', description: 'Branch on expressions' },
   loop: { type: 'loop', title: 'Loop', icon: '↻', color: '#9333ea', description: 'Run a body once per item' },
   delay: { type: 'delay', title: 'Delay', icon: '◷', color: '#64748b', description: 'Wait, without holding a worker' },
   end: { type: 'end', title: 'End', icon: '■', color: '#dc2626', description: 'Collect the run output' },
 };
 
-export const PALETTE_ORDER: readonly NodeType[] = ['start', 'python', 'dataQuery', 'condition', 'loop', 'delay', 'end'];
+export const PALETTE_ORDER: readonly NodeType[] = ['start', 'python', 'dataQuery', 'condition', 'loop', 'workflow', 'delay', 'end'];
 
 export function isNodeType(value: unknown): value is NodeType {
   return typeof value === 'string' && (NODE_TYPES as readonly string[]).includes(value);
@@ -95,6 +99,8 @@ export function defaultConfig(type: NodeType): ConfigByType[NodeType] {
       return { code: "return {'ok': True}" };
     case 'dataQuery':
       return { queryId: '', args: {} };
+    case 'workflow':
+      return { workflowId: '', input: {} };
     case 'condition':
       return { branches: [{ id: 'yes', label: 'Yes', expression: 'ctx.input' }] };
     case 'delay':

@@ -252,6 +252,22 @@ function RunDetailScreen({ runId }: { runId: string }) {
           </>
         )}
       </div>
+      {detail?.parentInstanceId && (
+        <div className="banner banner--info" data-testid="run-parent">
+          <span>
+            Called by{' '}
+            <Link to={`/runs/${encodeURIComponent(detail.parentInstanceId)}`} data-testid="run-parent-link">
+              run <code>{detail.parentInstanceId.slice(0, 8)}</code>
+            </Link>
+            {detail.parentNodeId && (
+              <>
+                {' '}
+                (node <code>{detail.parentNodeId}</code>)
+              </>
+            )}
+          </span>
+        </div>
+      )}
       {detail?.error && <div className="banner banner--error" data-testid="run-detail-error">{detail.error}</div>}
       <div className="run-detail__body">
         <div className="run-detail__canvas">

@@ -163,7 +163,22 @@ export function RunHistoryPage() {
                   {r.isTest && <span className="pill pill--test">test</span>}
                 </td>
                 <td>{r.version ? `v${r.version}` : '—'}</td>
-                <td>{r.trigger}</td>
+                <td data-testid="run-trigger">
+                  {r.trigger}
+                  {r.parentInstanceId && (
+                    <>
+                      {' · by '}
+                      <Link
+                        to={`/runs/${r.parentInstanceId}`}
+                        title={`Called by run ${r.parentInstanceId}${r.parentNodeId ? ` (node ${r.parentNodeId})` : ''}`}
+                        data-testid="run-parent-link"
+                        onClick={(e) => e.stopPropagation()}
+                      >
+                        <code>{r.parentInstanceId.slice(0, 8)}</code>
+                      </Link>
+                    </>
+                  )}
+                </td>
                 <td title={new Date((r.availableAt ?? r.startedAt ?? r.createdAt) * 1000).toLocaleString()} data-testid="run-started">
                   {r.availableAt ? `starts ${formatTime(r.availableAt)}` : formatTime(r.startedAt ?? r.createdAt)}
                 </td>

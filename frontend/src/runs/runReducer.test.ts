@@ -117,6 +117,48 @@ describe('runReducer', () => {
     expect(timeSpan(undefined)).toEqual({ start: null, end: null, iterations: 0 });
   });
 
+  it('keeps the child run a workflow node started, from live updates, snapshots and the REST detail', () => {
+    let s = started();
+    s = runReducer(s, nodeMsg('sub', 'RUNNING')) as RunView;
+    expect(s.nodes.sub?.childInstanceId ?? null).toBeNull();
+    // the id may come on a second RUNNING update, which moves nothing else
+    s = runReducer(s, nodeMsg('sub', 'RUNNING', 1, { childInstanceId: 'child-1' })) as RunView;
+    expect(s.nodes.sub).toMatchObject({ status: 'RUNNING', childInstanceId: 'child-1' });
+    // later updates without it keep it
+    s = runReducer(s, nodeMsg('sub', 'COMPLETED', 1, { output: { doubled: 4 } })) as RunView;
+    expect(s.nodes.sub).toMatchObject({ status: 'COMPLETED', childInstanceId: 'child-1' });
+    // a snapshot that is not newer adds nothing but loses nothing
+    const bare = { status: 'RUNNING' as const, attempt: 1, startedAt: 1, completedAt: null, output: null, error: null };
+    s = runReducer(s, { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', slaBreachedAt: null, nodes: { sub: bare } }) as RunView;
+    expect(s.nodes.sub).toMatchObject({ status: 'COMPLETED', childInstanceId: 'child-1' });
+
+    // a late joiner learns it from the snapshot, even when its own state is as new
+    let late = runReducer(started(), nodeMsg('sub', 'RUNNING')) as RunView;
+    late = runReducer(late, { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', slaBreachedAt: null, nodes: { sub: { ...bare, childInstanceId: 'child-2' } } }) as RunView;
+    expect(late.nodes.sub?.childInstanceId).toBe('child-2');
+
+    const detail = runReducer(null, {
+      kind: 'detail',
+      detail: {
+        instanceId: 'r1', workflowId: 'w', version: 1, isTest: false, status: 'COMPLETED', trigger: 'manual', createdAt: 1, startedAt: 1, completedAt: 2,
+        error: null, slaBreachedAt: null, parentInstanceId: null, parentNodeId: null,
+        nodes: { sub: { ...bare, status: 'COMPLETED', childInstanceId: 'child-3' } },
+      },
+    }) as RunView;
+    expect(detail.nodes.sub?.childInstanceId).toBe('child-3');
+  });
+
+  it('keeps a child run per loop iteration', () => {
+    let s = started();
+    s = runReducer(s, nodeMsg('sub', 'RUNNING', 1, { iteration: '0', childInstanceId: 'c0' })) as RunView;
+    s = runReducer(s, nodeMsg('sub', 'RUNNING', 1, { iteration: '1' })) as RunView;
+    s = runReducer(s, nodeMsg('sub', 'RUNNING', 1, { iteration: '1', childInstanceId: 'c1' })) as RunView;
+    s = runReducer(s, nodeMsg('sub', 'COMPLETED', 1, { iteration: '0', output: 1 })) as RunView;
+    expect(s.nodes.sub?.iterations?.['0']).toMatchObject({ status: 'COMPLETED', childInstanceId: 'c0' });
+    expect(s.nodes.sub?.iterations?.['1']).toMatchObject({ status: 'RUNNING', childInstanceId: 'c1' });
+    expect(s.nodes.sub?.childInstanceId ?? null).toBeNull();
+  });
+
   it('marks a stopped run cancelled', () => {
     expect(runReducer(started(), { kind: 'stopped' })?.status).toBe('CANCELLED');
   });

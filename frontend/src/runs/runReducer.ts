@@ -73,7 +73,29 @@ function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRu
     pinned: msg.pinned ?? base.pinned ?? false,
     // RETRYING: when the next attempt starts; DISPATCHED: when a delayed node falls due.
     nextAttemptAt: msg.status === 'RETRYING' || msg.status === 'DISPATCHED' ? (msg.nextAttemptAt ?? null) : null,
+    childInstanceId: msg.childInstanceId ?? base.childInstanceId ?? null,
   };
+}
+
+/**
+ * `node` with the child run id that `other` knows and it does not (on the node and on each iteration).
+ * The id may come on an update that moves nothing (a second RUNNING), or only in a snapshot, and the
+ * link to the child run must not wait for the node's next move.
+ */
+export function withChildRun(node: NodeRun, other: Pick<NodeRun, 'childInstanceId' | 'iterations'> | undefined): NodeRun {
+  if (!other) return node;
+  let next = node;
+  if (!node.childInstanceId && other.childInstanceId) next = { ...next, childInstanceId: other.childInstanceId };
+  const theirs = other.iterations;
+  if (theirs && node.iterations) {
+    let iterations = node.iterations;
+    for (const [key, it] of Object.entries(theirs)) {
+      const mine = own(iterations, key);
+      if (mine && !mine.childInstanceId && it.childInstanceId) iterations = withKey<NodeRun>(iterations, key, { ...mine, childInstanceId: it.childInstanceId });
+    }
+    if (iterations !== node.iterations) next = { ...next, iterations };
+  }
+  return next;
 }
 
 function nodeUpdate(state: RunView, msg: NodeUpdateMessage): RunView {
@@ -91,11 +113,18 @@ function nodeUpdate(state: RunView, msg: NodeUpdateMessage): RunView {
     const parent = existing ?? emptyNode();
     const iterations = parent.iterations ?? dict<NodeRun>();
     const current = own(iterations, msg.iteration);
-    if (!isNewer(current, msg)) return { ...state, log };
+    if (!isNewer(current, msg)) {
+      if (!current || !msg.childInstanceId || current.childInstanceId) return { ...state, log };
+      const kept: NodeRun = { ...parent, iterations: withKey<NodeRun>(iterations, msg.iteration, { ...current, childInstanceId: msg.childInstanceId }) };
+      return { ...state, log, nodes: withKey(state.nodes, msg.nodeID, kept) };
+    }
     const updated: NodeRun = { ...parent, iterations: withKey<NodeRun>(iterations, msg.iteration, applyNode(current, msg)) };
     return { ...state, log, nodes: withKey(state.nodes, msg.nodeID, updated) };
   }
-  if (!isNewer(existing, msg)) return { ...state, log };
+  if (!isNewer(existing, msg)) {
+    if (!existing || !msg.childInstanceId || existing.childInstanceId) return { ...state, log };
+    return { ...state, log, nodes: withKey<NodeRun>(state.nodes, msg.nodeID, { ...existing, childInstanceId: msg.childInstanceId }) };
+  }
   return { ...state, log, nodes: withKey(state.nodes, msg.nodeID, applyNode(existing, msg)) };
 }
 
@@ -136,7 +165,8 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
     case 'snapshot': {
       const nodes = dictOf(state.nodes);
       for (const [id, node] of Object.entries(nodesOf(action.nodes))) {
-        if (isNewer(nodes[id], node)) nodes[id] = node;
+        const mine = nodes[id];
+        nodes[id] = isNewer(mine, node) ? withChildRun(node, mine) : withChildRun(mine ?? node, node);
       }
       return { ...state, status: action.status, nodes, slaBreachedAt: action.slaBreachedAt ?? state.slaBreachedAt ?? null };
     }

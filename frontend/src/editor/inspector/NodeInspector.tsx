@@ -17,7 +17,7 @@ import { completedOutputs } from '../../runs/runReducer';
 import { CopyIcon, TrashIcon } from '../../shared/ui/icons';
 import { useEditor, useEditorStoreApi } from '../storeContext';
 import { Field, NumberInput } from './fields';
-import { ConditionForm, DataQueryForm, DelayForm, EndForm, LoopForm, problemLookup, PythonForm, shownInline, StartForm } from './forms';
+import { ConditionForm, DataQueryForm, DelayForm, EndForm, LoopForm, problemLookup, PythonForm, shownInline, StartForm, WorkflowForm } from './forms';
 import { RunDataTab } from './RunDataTab';
 import { PreviewContext } from './TemplatePreview';
 import { usePreviewContext } from './usePreviewContext';
@@ -32,6 +32,7 @@ function parseInput(text: string): unknown {
 
 function ConfigForm({ node, paths, readOnly, problemAt }: { node: EditorNode; paths: string[]; readOnly: boolean; problemAt: (p: string) => string | undefined }) {
   const store = useEditorStoreApi();
+  const workflowId = useEditor((s) => s.workflowId);
   const setConfig = (config: ConfigByType[EditorNode['type']], key?: string) =>
     store.getState().updateNode(node.id, { config } as Partial<NodeData>, key);
   const common = { paths, readOnly, problemAt, setConfig };
@@ -44,6 +45,8 @@ function ConfigForm({ node, paths, readOnly, problemAt }: { node: EditorNode; pa
       return <PythonForm node={node} {...common} />;
     case 'dataQuery':
       return <DataQueryForm node={node} {...common} />;
+    case 'workflow':
+      return <WorkflowForm node={node} {...common} currentWorkflowId={workflowId} />;
     case 'condition':
       return <ConditionForm node={node} {...common} />;
     case 'delay':

@@ -7,6 +7,7 @@ import { formatDuration, formatJson } from '../../shared/format';
 import { PinIcon } from '../../shared/ui/icons';
 import { JsonView } from '../../shared/ui/JsonView';
 import { StatusBadge } from '../../shared/ui/StatusBadge';
+import { ChildRunLink } from '../nodes/FlowNode';
 import { useEditor, useEditorStoreApi } from '../storeContext';
 import { CodeEditor } from './LazyCodeEditor';
 
@@ -125,6 +126,14 @@ export function RunDataTab({
                 </dd>
               </>
             )}
+            {nodeRun.childInstanceId && (
+              <>
+                <dt>Called run</dt>
+                <dd>
+                  <ChildRunLink runId={nodeRun.childInstanceId} testId="run-data-child-run" />
+                </dd>
+              </>
+            )}
             {nodeRun.pinned && (
               <>
                 <dt>Source</dt>
@@ -161,6 +170,9 @@ export function RunDataTab({
                         <StatusBadge status={it.status} />
                       </td>
                       <td className="mono truncate">{it.error ?? formatJson(it.output)}</td>
+                      {iterations.some(([, i]) => i.childInstanceId) && (
+                        <td>{it.childInstanceId && <ChildRunLink runId={it.childInstanceId} testId="iteration-child-run" />}</td>
+                      )}
                     </tr>
                   ))}
                 </tbody>

@@ -6,6 +6,7 @@ import { CodeEditor } from './LazyCodeEditor';
 import { Field, KeyValueEditor, NumberInput } from './fields';
 
 export { DataQueryForm } from './DataQueryForm';
+export { WorkflowForm } from './WorkflowForm';
 import { TemplateInput } from './TemplateInput';
 
 export type FormProps<T extends NodeType> = {
@@ -211,7 +212,7 @@ export type SettingsPatch = Partial<Omit<NodeData, 'config'>>;
 const INLINE_PATHS: readonly RegExp[] = [
   /^config\.code$/,
   /^config\.branches(\[\d+\]\.expression)?$/,
-  /^config\.(queryId|args|seconds|items|concurrency|maxItems|outputParameters)$/,
+  /^config\.(queryId|args|workflowId|input|version|seconds|items|concurrency|maxItems|outputParameters)$/,
   /^outputVariable$/,
   /^retry\.maxAttempts$/,
   /^timeoutSeconds$/,

@@ -1,6 +1,7 @@
 /** The canvas node: icon, label, type, live status, problems, and the handles its type really has. */
 import { Handle, Position, useUpdateNodeInternals, type NodeProps } from '@xyflow/react';
 import { memo, useEffect, useRef, useState } from 'react';
+import { Link } from 'react-router';
 
 import { sourceHandles, TARGET_HANDLE, hasTargetHandle } from '../../graph/handles';
 import { DEFAULT_RETRY, NODE_TYPE_INFO, type EditorNode } from '../../graph/model';
@@ -8,6 +9,7 @@ import { attemptLabel, displayStatus, type NodeRun } from '../../runs/runReducer
 import { formatWait } from '../../shared/format';
 import { PinIcon } from '../../shared/ui/icons';
 import { useEditorShallow } from '../storeContext';
+import { useWorkflowTitle } from '../workflowTitles';
 
 const STATUS_TEXT: Record<string, string> = {
   PENDING: 'Waiting',
@@ -48,6 +50,27 @@ function DueLine({ dueAt }: { dueAt: number }) {
   const now = useNow(true);
   const wait = Math.max(0, Math.ceil(dueAt - now));
   return <span data-testid="node-due">Waiting · starts in {formatWait(wait)}</span>;
+}
+
+/** A Run workflow node's card names the workflow it calls (its title, read once and shared). */
+function CalledWorkflow({ workflowId, version }: { workflowId: string; version: number | undefined }) {
+  const title = useWorkflowTitle(workflowId);
+  if (!workflowId) return <div className="fd-node__called muted">no workflow picked</div>;
+  return (
+    <div className={`fd-node__called${title === false ? ' text-error' : ''}`} data-testid="node-called-workflow" title={workflowId}>
+      ↳ {title === false ? `missing: ${workflowId}` : (title ?? workflowId)}
+      {version !== undefined && <span className="muted"> · v{version}</span>}
+    </div>
+  );
+}
+
+/** The run a Run workflow node started: a link to its own run page (the canvas, the editor's run view). */
+export function ChildRunLink({ runId, testId = 'child-run-link' }: { runId: string; testId?: string }) {
+  return (
+    <Link className="child-run-link nodrag nopan" to={`/runs/${encodeURIComponent(runId)}`} data-testid={testId} onClick={(e) => e.stopPropagation()}>
+      Child run →
+    </Link>
+  );
 }
 
 function FlowNodeView({ id, data, type, selected }: NodeProps<EditorNode>) {
@@ -114,6 +137,7 @@ function FlowNodeView({ id, data, type, selected }: NodeProps<EditorNode>) {
           </span>
         )}
       </div>
+      {node.type === 'workflow' && <CalledWorkflow workflowId={node.data.config.workflowId} version={node.data.config.version} />}
       {handles.length > 1 && (
         <div className="fd-node__outputs">
           {handles.map((h) => (
@@ -140,6 +164,11 @@ function FlowNodeView({ id, data, type, selected }: NodeProps<EditorNode>) {
           {iterations > 0 && ` · ${iterations} iteration${iterations === 1 ? '' : 's'}`}
           {run?.pinned && ' · pinned'}
           {(status === 'FAILED' || status === 'RETRYING') && run?.error && <div className="fd-node__error">{run.error}</div>}
+          {run?.childInstanceId && (
+            <div>
+              <ChildRunLink runId={run.childInstanceId} />
+            </div>
+          )}
         </div>
       )}
       {errors[0] && !status && <div className="fd-node__problem-text">{errors[0].message}</div>}

@@ -4,7 +4,7 @@ import { filterPalette } from './filter';
 
 describe('palette search', () => {
   it('lists every type for an empty query, in palette order', () => {
-    expect(filterPalette('  ')).toEqual(['start', 'python', 'dataQuery', 'condition', 'loop', 'delay', 'end']);
+    expect(filterPalette('  ')).toEqual(['start', 'python', 'dataQuery', 'condition', 'loop', 'workflow', 'delay', 'end']);
   });
 
   it('puts title prefixes first and matches descriptions and aliases', () => {
@@ -13,6 +13,8 @@ describe('palette search', () => {
     expect(filterPalette('IF')).toEqual(['condition']);
     expect(filterPalette('wait')).toEqual(['delay']);
     expect(filterPalette('run code')).toEqual(['python']);
+    expect(filterPalette('subworkflow')).toEqual(['workflow']);
+    expect(filterPalette('run w')[0]).toBe('workflow');
     expect(filterPalette('zzz')).toEqual([]);
   });
 });
