@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from flowdeck.domain.statuses import NodeStatus, RunStatus
+from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.children import MAX_DEPTH
 from flowdeck.storage.database import Database
