@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from flowdeck.domain.scopes import visible_scopes
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.orchestrator import Completed
 from flowdeck.storage.database import Database
+from flowdeck.storage.log_fold import fold_context
 from flowdeck.storage.records import Job
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
@@ -240,3 +242,51 @@ async def test_a_duplicate_result_ending_an_iteration_changes_nothing(db: Databa
     assert await engine.state.read_log(instance_id) == rows_before
     assert (await engine.state.get_instance(instance_id)).version == version_before  # type: ignore[union-attr]
     assert await engine.state.count_jobs(instance_id) == 1  # iteration 1, once
+
+
+async def test_an_iterations_first_node_sees_exactly_the_context_the_log_folds(engine: Engine, tenant_id: str) -> None:
+    """The worker builds an iteration's first context from its loop's instead of reading the log: it must
+    be the same fold (the input, upstream outputs, the outer and inner ``ctx.loop``), item by item."""
+    d = definition(
+        [
+            node("start", "start"),
+            node("prep", config={"output": {"factor": 3}}),
+            node("outer", "loop", config={"items": "{{ ctx.input.groups }}"}),
+            node("inner", "loop", config={"items": "{{ ctx.loop.item }}", "concurrency": 2}),
+            node("seen", config={"output": "{{ ctx }}"}),
+            end(params={"result": "{{ ctx.outer.items }}"}),
+        ],
+        [
+            edge("start", "prep"),
+            edge("prep", "outer", "success"),
+            edge("outer", "inner", "loop"),
+            edge("inner", "seen", "loop"),
+            edge("outer", "end", "done"),
+        ],
+    )
+    outcome = await run_to_end(engine, tenant_id, d, {"groups": [[1, 2, 3], [4]]})
+    assert outcome.run.status == "COMPLETED", outcome.run.error
+    seen = outcome.nodes["seen"].iterations
+    assert sorted(seen) == ["0.0", "0.1", "0.2", "1.0"]
+    ancestors = (await engine.plans.get(outcome.run.id)).graph.ancestors("seen")
+    for iteration, view in seen.items():
+        started = next(
+            r.log_id
+            for r in outcome.rows
+            if (r.event_type, r.node_id, r.iteration) == ("NODE_STARTED", "seen", iteration)
+        )
+        folded = fold_context(  # what the log held when the node started: the run's rows, its ancestors' in scope
+            (r.event_type, r.node_id, r.output_variable, r.payload)
+            for r in outcome.rows
+            if r.log_id < started
+            and (
+                (r.node_id is None and r.event_type == "INPUT_SET")
+                or (
+                    r.node_id in ancestors
+                    and r.iteration in visible_scopes(iteration)
+                    and r.event_type in ("SYSTEM_SET", "NODE_COMPLETED")
+                )
+            )
+        )
+        assert view.output == folded, iteration
+        assert view.output["loop"]["index"] == int(iteration.split(".")[1])

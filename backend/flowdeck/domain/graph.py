@@ -119,6 +119,14 @@ class Graph:
     def direct_body(self, loop_id: str) -> frozenset[str]:
         return frozenset(n for n in self.bodies[loop_id] if self.enclosing_loops.get(n) == loop_id)
 
+    def closes_iteration(self, node_id: str) -> bool:
+        """Whether, once ``node_id`` finished in an iteration, no other node of that iteration can still
+        run: every other node of its loop's body is upstream of it and no join there runs early (``any``)."""
+        loop_id = self.loop_of(node_id)
+        if loop_id is None or self.has_any_join:
+            return False
+        return self.bodies[loop_id] <= self.ancestors(node_id) | {node_id}
+
     def body_sinks(self, loop_id: str) -> list[str]:
         """The direct body nodes with no outgoing edge: their outputs are an iteration's result."""
         direct = self.direct_body(loop_id)

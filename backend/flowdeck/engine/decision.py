@@ -80,7 +80,10 @@ class Decision:
         if not job_removed or status is not RunStatus.RUNNING:
             return None  # a late result (run failed/cancelled, or a newer attempt exists): recorded, starts nothing
         claimed = await self.advance(job.iteration, [(job.node_id, outcome.handle)], outcome.queue_delay, claim=True)
-        settled = await self.settle(job.iteration, self.graph.loop_of(job.node_id), claim=claimed is None)
+        closing = self.graph.closes_iteration(job.node_id)
+        settled = await self.settle(
+            job.iteration, self.graph.loop_of(job.node_id), claim=claimed is None, scope_is_idle=closing
+        )
         return claimed or settled
 
     async def record_failure(self, job: Job, outcome: Failed, status: RunStatus) -> Job | None:
@@ -363,11 +366,19 @@ class Decision:
         return claimed
 
     async def settle(
-        self, scope: str, loop_id: str | None, *, claim: bool = False, loop_is_empty: bool = False
+        self,
+        scope: str,
+        loop_id: str | None,
+        *,
+        claim: bool = False,
+        loop_is_empty: bool = False,
+        scope_is_idle: bool = False,
     ) -> Job | None:
         """After a decision in ``scope``: finish what has no work left — iterations, loops, the run.
 
         Returns the job of a next iteration leased to the owner (with ``claim``), if it started one.
+        ``scope_is_idle``: the node that just finished closes its iteration (``Graph.closes_iteration``),
+        so no job of it can be left and the check is skipped.
         """
         graph, instance_id, tx = self.graph, self.plan.instance_id, self.tx
         while not self.effects.jobs_added:
@@ -378,7 +389,7 @@ class Decision:
             if loop_is_empty:
                 count, attempt = 0, await tx.loop_attempt(instance_id, loop_id, parent)
             else:
-                if await tx.has_scope_jobs(instance_id, graph.bodies[loop_id], scope):
+                if not scope_is_idle and await tx.has_scope_jobs(instance_id, graph.bodies[loop_id], scope):
                     return None
                 count, finished, attempt = await tx.finish_iteration(instance_id, loop_id, parent)
                 next_index = finished + loop_concurrency(graph.node(loop_id).config) - 1
@@ -391,7 +402,7 @@ class Decision:
                 if finished < count:
                     return None
             await self.complete_loop(loop_id, parent, count, attempt)
-            scope, loop_id, loop_is_empty = parent, graph.loop_of(loop_id), False
+            scope, loop_id, loop_is_empty, scope_is_idle = parent, graph.loop_of(loop_id), False, False
         return None
 
     async def complete_loop(self, loop_id: str, scope: str, count: int, attempt: int) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from flowdeck.domain.definition import NodeSpec
 from flowdeck.domain.errors import NodeError
 from flowdeck.domain.graph import Graph
+from flowdeck.domain.scopes import item_index, parent_scope
 from flowdeck.engine.log_scope import current_node
 from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 
 
 _SHARED_CONTEXTS = 1024
+_LOOPS_KEPT = 64
 
 ContextKey = tuple[str, str, frozenset[str]]
 """(run, iteration scope, ancestors): nodes with the same key fold the same context."""
@@ -43,6 +45,8 @@ class NodeExecutor:
         self.observer: EngineObserver = observer or NullObserver()
         self._contexts: OrderedDict[ContextKey, dict[str, Any]] = OrderedDict()
         """Recent contexts by what they fold, so siblings (a fan-out's branches) read the log once."""
+        self._loops: OrderedDict[tuple[str, str, str], tuple[dict[str, Any], list[Any]]] = OrderedDict()
+        """(run, loop, scope) -> the loop's context and items, for its iterations' first nodes."""
 
     async def run(self, job: Job, context: dict[str, Any] | None = None) -> tuple[NodeOutcome, dict[str, Any] | None]:
         """Run one attempt; returns its outcome and the context it ran with.
@@ -113,21 +117,44 @@ class NodeExecutor:
 
         True when the successor's ancestors are exactly the finished node's ancestors plus the
         finished node (a chain): then its context is the finished node's plus that node's output,
-        and reading it back from the log would return the same thing.
+        and reading it back from the log would return the same thing. And for the first node of a
+        loop iteration (``_iteration_context``).
         """
-        if context is None or not isinstance(outcome, Completed) or successor.iteration != finished.iteration:
-            return None
-        if outcome.iterations is not None:  # a loop logs its iterations' results later, not this output
-            return None
-        if successor.instance_id != finished.instance_id:
+        if context is None or not isinstance(outcome, Completed) or successor.instance_id != finished.instance_id:
             return None
         graph = (await self.plans.get(finished.instance_id)).graph
+        if outcome.iterations is not None:  # a loop expanded: its context is every iteration's, plus ctx.loop
+            if finished.attempt == 1:
+                key = (finished.instance_id, finished.node_id, finished.iteration)
+                self._loops[key] = (context, outcome.iterations)
+                if len(self._loops) > _LOOPS_KEPT:
+                    self._loops.popitem(last=False)
+            return self._iteration_context(graph, successor)
+        if successor.iteration != finished.iteration:
+            return self._iteration_context(graph, successor)
         if graph.ancestors(successor.node_id) != graph.ancestors(finished.node_id) | {finished.node_id}:
             return None
         node = graph.node(finished.node_id)
         known = {**context, node.variable: outcome.output, f"__node_{node.id}": True}
         self._share(successor, graph, known)
         return known
+
+    def _iteration_context(self, graph: Graph, job: Job) -> dict[str, Any] | None:
+        """The context of a loop iteration's first node, from its loop's (kept when the loop expanded):
+        the fold of its ancestors is the loop's own context, then the iteration's ``ctx.loop`` row."""
+        loop_id = graph.loop_of(job.node_id)
+        if loop_id is None or job.attempt != 1 or graph.has_any_join:
+            return None
+        if graph.ancestors(job.node_id) != graph.ancestors(loop_id) | {loop_id}:
+            return None  # not where an iteration starts
+        kept = self._loops.get((job.instance_id, loop_id, parent_scope(job.iteration)))
+        if kept is None:
+            return None
+        base, items = kept
+        index = item_index(job.iteration)
+        if index >= len(items):
+            return None
+        return {**base, "loop": {"item": items[index], "index": index, "count": len(items)}}
 
     async def _context(self, job: Job, graph: Graph) -> dict[str, Any]:
         key = _shared_key(job, graph)
