@@ -21,7 +21,7 @@ async def open_accounts(settings: Settings) -> AsyncIterator[AccountsService]:
     """The account service on the configured database (a SQLite file is migrated first, as ``serve`` does)."""
     if settings.is_sqlite:
         await upgrade(settings.database_url)
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     try:
         yield AccountsService(db, PasswordService(), LoginRateLimiter(db))
     finally:
