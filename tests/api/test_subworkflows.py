@@ -117,3 +117,13 @@ async def test_validation_warns_when_a_workflow_calls_itself(alice: Account) -> 
     assert [(p["code"], p["severity"], p["nodeId"]) for p in body["problems"]] == [("calls_itself", "warning", "call")]
     saved = await alice.client.put(f"/api/workflows/{workflow_id}", json=looping | {"version": 1})
     assert saved.status_code == 200  # a warning does not block saving
+
+
+async def test_a_workflow_as_read_saves_back_with_its_inputs(alice: Account) -> None:
+    workflow_id = await create(alice, child())
+    read = (await alice.client.get(f"/api/workflows/{workflow_id}")).json()
+    assert read["inputs"] == ["name", "tier"]
+
+    saved = await alice.client.put(f"/api/workflows/{workflow_id}", json=read | {"title": "Renamed"})
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["title"] == "Renamed" and saved.json()["version"] == 2

@@ -148,6 +148,8 @@ class TokenPage(Camel):
 
 # -- workflows ----------------------------------------------------------------------------------------
 class DefinitionFields(ResourceBody):
+    inputs: ReadOnly = None
+    """Read-only (``WorkflowOut.inputs``): a workflow as read can be saved back."""
     title: Title | None = None
     description: Description | None = None
     options: JsonObject | None = None
