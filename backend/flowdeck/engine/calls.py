@@ -37,12 +37,15 @@ CHILD_TRIGGER = "workflow"
 """The trigger of a run a ``workflow`` node started."""
 
 
-async def record_call(decision: Decision, job: Job, called: Called, status: RunStatus, child: RunPlan) -> bool:
-    """Record the call, park the calling node and open the child run; ``False`` when the caller no
-    longer runs (nothing written). Raises ``DuplicateDeliveryError`` (roll back) for a repeated call
-    or when a newer attempt holds the node."""
+async def record_call(
+    decision: Decision, job: Job, called: Called, status: RunStatus, child: RunPlan
+) -> tuple[bool, Job | None]:
+    """Record the call, park the calling node and open the child run, its start node leased to the
+    decision's owner (who goes on with it). ``(False, None)`` when the caller no longer runs (nothing
+    written). Raises ``DuplicateDeliveryError`` (roll back) for a repeated call or when a newer attempt
+    holds the node."""
     if status is not RunStatus.RUNNING:
-        return False  # the run ended meanwhile: its jobs are gone, nothing to call for
+        return False, None  # the run ended meanwhile: its jobs are gone, nothing to call for
     tx, call = decision.tx, called.call
     record = {"instanceId": child.instance_id, "workflowId": call.workflow_id, "version": call.version}
     row = LogEvent(
@@ -60,18 +63,19 @@ async def record_call(decision: Decision, job: Job, called: Called, status: RunS
     if not await tx.jobs.park(job.id, job.attempt, until):
         raise DuplicateDeliveryError  # a newer attempt took the node over: this one calls nothing
     opened = Effects(tx.now)
-    await open_run(
-        Decision(tx, child, opened, owner=None, lease_seconds=decision.lease_seconds),
+    _, started = await open_run(
+        Decision(tx, child, opened, owner=decision.owner, lease_seconds=decision.lease_seconds),
         run_input=call.input,
         workflow_version=call.version,
         test_definition=call.definition if child.is_test else None,
         trigger=CHILD_TRIGGER,
         timing=RunTiming(deadline_at=await deadline_of(tx.conn, job.instance_id)),  # the caller's deadline covers it
+        claim=decision.owner is not None,
     )
     decision.effects.absorb(opened)
     decision.effects.node(job_key(job), NodeStatus.RUNNING, job.attempt, child_instance_id=child.instance_id)
     decision.effects.wake_at.append(until)  # the node's timeout, unless the child wakes it first
-    return True
+    return True, started
 
 
 CancelRun = Callable[[str, str], Awaitable[bool]]

@@ -120,7 +120,7 @@ class Orchestrator:
         else:
             async with self.state.transaction() as tx:
                 effects = Effects(tx.now)
-                pending = await open_run(
+                pending, _ = await open_run(
                     self._decision(tx, plan, effects),
                     run_input=run_input,
                     workflow_version=workflow_version,
@@ -159,8 +159,7 @@ class Orchestrator:
         """
         delivery = Delivery.of(job, outcome, claim_for, claim_any)
         if isinstance(outcome, Called):
-            await self._call_child(job, outcome)
-            return None
+            return await self._call_child(job, outcome, claim_for)
         if isinstance(outcome, Completed) and outcome.iterations is not None:
             return await self._decide_alone(delivery)  # a loop's expansion is never batched
         return await self._batches.deliver(delivery)
@@ -179,8 +178,9 @@ class Orchestrator:
                     return follow
             return await self._cas.decide_now(job.instance_id, decide)
 
-    async def _call_child(self, job: Job, called: Called) -> None:
-        """A ``workflow`` node's call: the child run opened and the node parked, in one decision (engine/calls.py)."""
+    async def _call_child(self, job: Job, called: Called, owner: str | None) -> Job | None:
+        """A ``workflow`` node's call: the child run opened and the node parked, in one decision (engine/calls.py).
+        Returns the child's start job leased to ``owner``, which goes on with it (no claim in between)."""
         plan = await self.plans.get(job.instance_id)
         call = called.call
         graph = await self.plans.version_graph(call.workflow_id, call.version)
@@ -189,16 +189,18 @@ class Orchestrator:
             str(uuid.uuid4()), plan.tenant_id, call.workflow_id, plan.is_test, graph, {}, parent, plan.depth + 1
         )
 
-        async def decide(tx: StateTransaction, status: RunStatus, effects: Effects) -> bool:
-            return await record_call(self._decision(tx, plan, effects), job, called, status, child)
+        async def decide(tx: StateTransaction, status: RunStatus, effects: Effects) -> tuple[bool, Job | None]:
+            return await record_call(self._decision(tx, plan, effects, owner), job, called, status, child)
 
         self.plans.remember(child)  # before the commit announces its start job: this process may run it
-        if not await self._cas.decide(job.instance_id, decide):
+        called_now, started = await self._cas.decide(job.instance_id, decide) or (False, None)
+        if not called_now:
             self.plans.forget(child.instance_id)
-            return
+            return None
         self._cas.versions.remember(child.instance_id, 1)
         if graph.definition.options.sla_seconds:
             await arm_sla(self.state, child.instance_id, graph.definition.options.sla_seconds)
+        return started
 
     async def _decide_together(self, batch: list[Delivery]) -> list[Job | None]:
         instance_id = batch[0].job.instance_id

@@ -8,7 +8,7 @@ from typing import Any
 from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.engine.decision import Decision, Dispatch, run_status_event
 from flowdeck.engine.run_timing import RunTiming
-from flowdeck.storage.records import LogEvent
+from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY
 
 __all__ = ("open_run",)
@@ -22,9 +22,11 @@ async def open_run(
     test_definition: Any,
     trigger: str,
     timing: RunTiming,
-) -> bool:
+    claim: bool = False,
+) -> tuple[bool, Job | None]:
     """Create the run of ``decision.plan`` (its instance, INPUT_SET, a test run's definition, RUN_STATUS)
-    and queue its start node; ``True`` when it is PENDING until ``timing.available_at``."""
+    and queue its start node; returns whether it is PENDING until ``timing.available_at``, and with
+    ``claim`` the start node's job leased to the decision's owner (when due now)."""
     tx, plan, effects = decision.tx, decision.plan, decision.effects
     graph, instance_id = plan.graph, plan.instance_id
     delay = max(0.0, timing.available_at - tx.now) if timing.available_at is not None else 0.0
@@ -57,6 +59,6 @@ async def open_run(
     events.append(run_status_event(instance_id, status, timing.payload()))
     await tx.log_event_bulk(events)
     effects.run(instance_id, status)
-    await decision.dispatch("", [Dispatch(graph.start_id)], delay or None)
+    started = await decision.dispatch("", [Dispatch(graph.start_id)], delay or None, claim=claim)
     await decision.finish_if_done()
-    return pending
+    return pending, started
