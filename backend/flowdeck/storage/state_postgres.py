@@ -8,12 +8,15 @@ topology with and without them and compares. ``Database(url, one_statement=False
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
 from flowdeck.domain.scopes import nested_pattern, parent_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
+from flowdeck.storage.chain_batches import ChainStepBatcher
+from flowdeck.storage.database import Database
 from flowdeck.storage.jobs import NO_SHARE, NewJob, TenantShare, claim_plan
 from flowdeck.storage.log_rows import run_status_payload
 from flowdeck.storage.records import Job, LogEvent
@@ -116,23 +119,13 @@ def _result_params(step: NodeResult, now: float) -> dict[str, Any]:
 class PostgresStateManager(StateManager):
     transaction_class = PostgresStateTransaction
 
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(db, clock)
+        self.chain_batches = ChainStepBatcher(db, clock)
+
     async def chain_step(self, step: ChainStepInput) -> ChainStep:
-        """See ``statements_postgres._chain_step``."""
-        now = self.clock()
-        params = {
-            **_result_params(step, now),
-            "p_iteration": step.job.iteration,
-            "p_successor": step.successor,
-            "p_lease_until": now + step.lease_seconds,
-            "p_owner": step.owner,
-        }
-        async with self.db.autocommit() as conn:
-            row = (await conn.execute(postgres_statements().chain_step, params)).one()
-        status, log_id, removed, *job_columns = row
-        next_job = None if job_columns[0] is None else Job(*job_columns)
-        return ChainStep(
-            now, None if status is None else RunStatus(status), log_id is not None, removed is not None, next_job
-        )
+        """With the chain steps of other runs ready at the same moment, in one statement (storage/chain_batches.py)."""
+        return await self.chain_batches.submit(step)
 
     async def iteration_step(self, step: IterationStepInput) -> ChainStep:
         """See ``statements_postgres._iteration_step``."""

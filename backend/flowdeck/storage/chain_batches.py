@@ -1,0 +1,225 @@
+"""Group commit across runs on PostgreSQL: the chain steps of different runs that are ready at the same
+moment are taken in one statement, one round trip and one commit (issue 15).
+
+A chain step is one run's decision: CAS the instance, log the node's NODE_COMPLETED, remove its job
+and, when the run is RUNNING and the job was still there, dispatch the successor with its job leased
+to the worker and its NODE_STARTED row; each part only if the one before it wrote. ``_CHAIN_STEPS``
+takes a batch of them as a set: every part joins the batch's rows, so each row's compare-and-swap
+decides for its own run only (a run whose CAS fails gets no row in ``cas``, writes nothing, and the
+others go on; its step then returns no status and the general decision takes it), and the rows
+written are those the general decision (engine/decision.py) writes, run by run
+(tests/integration/test_one_statement_equivalence.py runs every topology through here).
+
+``ChainStepBatcher`` collects the steps: a step that arrives while no batch is being sent starts one
+at the next turn of the event loop (so the steps other tasks are about to submit in the same turn
+join it: no timer, no added wait for a lone run); steps that arrive while a batch is in flight wait
+for it and go together in the next. A batch holds at most one step per run (the orchestrator
+serialises a run's decisions in a process anyway) and at most ``BATCH_LIMIT``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import sqlalchemy as sa
+
+from flowdeck.domain.statuses import EventType, NodeStatus, RunStatus
+from flowdeck.storage.compiled import compile_statement
+from flowdeck.storage.database import Database
+from flowdeck.storage.records import Job
+from flowdeck.storage.statements import JOB_COLUMNS, JOB_INSERT_COLUMNS
+from flowdeck.storage.steps import ChainStep, ChainStepInput
+
+__all__ = ("BATCH_LIMIT", "ChainStepBatcher")
+
+BATCH_LIMIT: Final = 200
+
+
+def _q(value: Any) -> str:
+    return f"'{value.value}'"
+
+
+_JOBS = ", ".join(JOB_INSERT_COLUMNS)
+_JOB_OUT = ", ".join(column.name for column in JOB_COLUMNS)
+_JOB_SELECTED = ", ".join(f"job.{column.name}" for column in JOB_COLUMNS)
+
+_CHAIN_STEPS = f"""
+WITH input AS (
+    SELECT t.*, p.payload
+    FROM unnest(
+        CAST(:p_instance_ids AS VARCHAR[]), CAST(:p_expected AS INTEGER[]), CAST(:p_node_ids AS VARCHAR[]),
+        CAST(:p_iterations AS VARCHAR[]), CAST(:p_attempts AS INTEGER[]), CAST(:p_jobs AS BIGINT[]),
+        CAST(:p_output_variables AS VARCHAR[]), CAST(:p_successors AS VARCHAR[]), CAST(:p_owners AS VARCHAR[]),
+        CAST(:p_tenant_ids AS VARCHAR[]), CAST(:p_lease_untils AS DOUBLE PRECISION[])
+    ) WITH ORDINALITY AS t(instance_id, expected, node_id, iteration, attempt, job, output_variable, successor,
+        owner, tenant_id, lease_until, n)
+    JOIN jsonb_array_elements(CAST(:p_payloads AS JSONB)) WITH ORDINALITY AS p(payload, n) ON p.n = t.n
+), cas AS (
+    UPDATE instances SET version = input.expected + 1, updated_at = CAST(:p_now AS DOUBLE PRECISION)
+    FROM input
+    WHERE instances.id = input.instance_id AND instances.version = input.expected
+        AND NOT EXISTS (  -- a duplicate delivery leaves even the version alone (the general path sees it)
+            SELECT 1 FROM instance_logs
+            WHERE instance_logs.instance_id = input.instance_id AND instance_logs.node_id = input.node_id
+                AND instance_logs.iteration = input.iteration
+                AND instance_logs.event_type = {_q(EventType.NODE_COMPLETED)}
+                AND instance_logs.node_attempt = input.attempt
+        )
+    RETURNING instances.id, instances.status
+), logged AS (
+    INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, output_variable, payload,
+        node_attempt, created_at)
+    SELECT input.instance_id, input.node_id, input.iteration, {_q(EventType.NODE_COMPLETED)},
+        {_q(NodeStatus.COMPLETED)}, input.output_variable, input.payload, input.attempt,
+        CAST(:p_now AS DOUBLE PRECISION)
+    FROM input JOIN cas ON cas.id = input.instance_id
+    ORDER BY input.n
+    ON CONFLICT DO NOTHING
+    RETURNING instance_id, log_id
+), removed AS (
+    DELETE FROM node_jobs USING input, logged
+    WHERE node_jobs.id = input.job AND node_jobs.attempt = input.attempt AND logged.instance_id = input.instance_id
+    RETURNING node_jobs.id, node_jobs.instance_id
+), dispatched AS (
+    INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, node_attempt, created_at)
+    SELECT input.instance_id, input.successor, input.iteration, {_q(EventType.NODE_DISPATCHED)},
+        {_q(NodeStatus.DISPATCHED)}, 1, CAST(:p_now AS DOUBLE PRECISION)
+    FROM input
+        JOIN removed ON removed.instance_id = input.instance_id
+        JOIN cas ON cas.id = input.instance_id
+    WHERE cas.status = {_q(RunStatus.RUNNING)}
+    ORDER BY input.n
+    ON CONFLICT DO NOTHING
+    RETURNING instance_id, node_id, iteration
+), job AS (
+    INSERT INTO node_jobs ({_JOBS})
+    SELECT dispatched.instance_id, dispatched.node_id, dispatched.iteration, 1, 1, input.lease_until, input.owner,
+        CAST(:p_now AS DOUBLE PRECISION), input.tenant_id, 0
+    FROM dispatched JOIN input ON input.instance_id = dispatched.instance_id
+    ON CONFLICT DO NOTHING
+    RETURNING {_JOB_OUT}
+), started AS (
+    INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, payload, node_attempt,
+        created_at)
+    SELECT instance_id, node_id, iteration, {_q(EventType.NODE_STARTED)}, {_q(NodeStatus.RUNNING)},
+        jsonb_build_object('workerId', job.lease_owner)
+            || CASE WHEN job.takeovers > 0 THEN jsonb_build_object('takeovers', job.takeovers) ELSE '{{}}'::jsonb END,
+        attempt, CAST(:p_now AS DOUBLE PRECISION)
+    FROM job
+    ORDER BY job.id
+    ON CONFLICT DO NOTHING
+)
+SELECT input.n, cas.status, logged.log_id, removed.id, {_JOB_SELECTED}
+FROM input
+    LEFT JOIN cas ON cas.id = input.instance_id
+    LEFT JOIN logged ON logged.instance_id = input.instance_id
+    LEFT JOIN removed ON removed.instance_id = input.instance_id
+    LEFT JOIN job ON job.instance_id = input.instance_id
+ORDER BY input.n
+"""
+
+_STATEMENT = compile_statement(sa.text(_CHAIN_STEPS), is_sqlite=False, json_names=("p_payloads",), returns_rows=True)
+
+_Pending = tuple[ChainStepInput, "asyncio.Future[ChainStep]"]
+
+
+class ChainStepBatcher:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self.clock = clock
+        self._queue: list[_Pending] = []
+        self._sending = False
+        self.largest = 0
+        """The most steps one statement took so far (tests and the benchmark look)."""
+
+    async def submit(self, step: ChainStepInput) -> ChainStep:
+        future: asyncio.Future[ChainStep] = asyncio.get_running_loop().create_future()
+        self._queue.append((step, future))
+        if not self._sending:
+            self._sending = True
+            asyncio.get_running_loop().call_soon(self._start)  # after the other tasks of this turn added theirs
+        return await future
+
+    def _start(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._send_all(), name="flowdeck-chain-steps")
+        task.add_done_callback(_retrieve)
+
+    async def _send_all(self) -> None:
+        try:
+            while self._queue:
+                batch, self._queue = _one_per_run(self._queue)
+                try:
+                    results = await self._send([step for step, _ in batch])
+                except BaseException as exc:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    if not isinstance(exc, Exception):
+                        raise
+                    continue
+                for (_, future), result in zip(batch, results, strict=True):
+                    if not future.done():
+                        future.set_result(result)
+        finally:
+            self._sending = False
+            if self._queue:  # arrived while the last batch failed hard (cancelled): start again
+                self._sending = True
+                asyncio.get_running_loop().call_soon(self._start)
+
+    async def _send(self, steps: list[ChainStepInput]) -> list[ChainStep]:
+        now = self.clock()
+        params = {
+            "p_instance_ids": [s.job.instance_id for s in steps],
+            "p_expected": [s.expected_version for s in steps],
+            "p_node_ids": [s.job.node_id for s in steps],
+            "p_iterations": [s.job.iteration for s in steps],
+            "p_attempts": [s.job.attempt for s in steps],
+            "p_jobs": [s.job.id for s in steps],
+            "p_output_variables": [s.output_variable for s in steps],
+            "p_successors": [s.successor for s in steps],
+            "p_owners": [s.owner for s in steps],
+            "p_tenant_ids": [s.job.tenant_id for s in steps],
+            "p_lease_untils": [now + s.lease_seconds for s in steps],
+            "p_payloads": [s.payload for s in steps],
+            "p_now": now,
+        }
+        self.largest = max(self.largest, len(steps))
+        async with self.db.autocommit() as conn:
+            rows = (await conn.execute(_STATEMENT, params)).all()
+        results = []
+        for _, status, log_id, removed, *job_columns in rows:
+            next_job = None if job_columns[0] is None else Job(*job_columns)
+            results.append(
+                ChainStep(
+                    now,
+                    None if status is None else RunStatus(status),
+                    log_id is not None,
+                    removed is not None,
+                    next_job,
+                )
+            )
+        return results
+
+
+def _one_per_run(queue: list[_Pending]) -> tuple[list[_Pending], list[_Pending]]:
+    """The next batch (at most one step per run, at most ``BATCH_LIMIT``) and what waits for the one after."""
+    batch: list[_Pending] = []
+    later: list[_Pending] = []
+    runs: set[str] = set()
+    for pending in queue:
+        run = pending[0].job.instance_id
+        if run in runs or len(batch) >= BATCH_LIMIT:
+            later.append(pending)
+        else:
+            runs.add(run)
+            batch.append(pending)
+    return batch, later
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    with contextlib.suppress(asyncio.CancelledError):
+        task.exception()
