@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from flowdeck.domain.statuses import RunStatus
+from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.children import MAX_DEPTH
 from flowdeck.storage.database import Database
@@ -230,14 +230,16 @@ async def test_recursion_stops_at_depth_ten(engine: Engine, tenant_id: str) -> N
 
 
 async def test_waiting_callers_hold_no_worker_slot(db: Database) -> None:
-    """80 callers wait on children that each wait 2 s (a delay): with 16 slots all finish together,
-    since neither a waiting caller nor a delayed child holds a slot."""
+    """80 callers wait on children that each wait 3 s (a delay): with 16 slots all finish together,
+    since neither a waiting caller nor a delayed child holds a slot (held slots would take 80 / 16 * 3 s).
+    The children wait 3 s rather than 2 so that on a loaded machine every call is made before the first
+    child's wait ends, which the check below needs."""
     engine = Engine(db, make_test_registry(), concurrency=16, lease_seconds=5.0, poll_interval=0.05)
     await engine.start()
     try:
         tenant_id = await engine.tenants.ensure("acme")
         child = definition(
-            [node("start", "start"), node("wait", "delay", config={"seconds": 2}), end(params={"ok": True})],
+            [node("start", "start"), node("wait", "delay", config={"seconds": 3}), end(params={"ok": True})],
             [edge("start", "wait"), edge("wait", "end")],
         )
         child_id = await save(engine, tenant_id, child)
@@ -259,7 +261,7 @@ async def test_waiting_callers_hold_no_worker_slot(db: Database) -> None:
         elapsed = time.monotonic() - started
         assert [r.status for r in runs] == [RunStatus.COMPLETED] * 80
         assert {r.output["result"]["ok"] for r in runs} == {True}
-        print(f"80 callers of 2-second children finished in {elapsed:.2f} s")
+        print(f"80 callers of 3-second children finished in {elapsed:.2f} s")
     finally:
         await engine.stop()
 
@@ -329,7 +331,8 @@ async def test_a_worker_killed_while_a_child_runs_changes_nothing(database_url: 
         child_run_id = await child_of(submitter, instance_id)
 
         async def child_working() -> bool:
-            return (await read_outcome(submitter, child_run_id)).status_of("work") == "RUNNING"
+            work = (await read_outcome(submitter, child_run_id)).nodes.get("work")
+            return work is not None and work.status is NodeStatus.RUNNING
 
         await wait_for(child_working, "the child's node to run in the worker process")
         os.kill(worker.pid, signal.SIGKILL)
