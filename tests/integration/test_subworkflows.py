@@ -148,6 +148,11 @@ async def test_cancelling_the_parent_cancels_its_child(engine: Engine, tenant_id
     instance_id = await engine.start_workflow_run(tenant_id, parent_id, {"x": 1})
     child_run_id = await child_of(engine, instance_id)
 
+    async def child_working() -> bool:
+        work = (await read_outcome(engine, child_run_id)).nodes.get("work")
+        return work is not None and work.status is NodeStatus.RUNNING
+
+    await wait_for(child_working, "the child's node to run")
     assert await engine.cancel_run(instance_id)
     child = await engine.wait_for_run(child_run_id, 15)
 

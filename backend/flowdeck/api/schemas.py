@@ -148,8 +148,6 @@ class TokenPage(Camel):
 
 # -- workflows ----------------------------------------------------------------------------------------
 class DefinitionFields(ResourceBody):
-    inputs: ReadOnly = None
-    """Read-only (``WorkflowOut.inputs``): a workflow as read can be saved back."""
     title: Title | None = None
     description: Description | None = None
     options: JsonObject | None = None
@@ -159,10 +157,12 @@ class DefinitionFields(ResourceBody):
 
 
 class WorkflowCreate(DefinitionFields):
-    pass
+    inputs: ReadOnly = None
+    """Read-only (``WorkflowOut.inputs``): a workflow as read can be sent back. Not on a test run's body,
+    where ``inputs`` would be a typo of ``input`` and stays a 400."""
 
 
-class WorkflowSave(DefinitionFields, kw_only=True):
+class WorkflowSave(WorkflowCreate, kw_only=True):
     version: Annotated[
         int, Meta(ge=1, le=2**31 - 1, description="the version this edit started from; a stale one is a 409")
     ]

@@ -1000,8 +1000,6 @@ export interface components {
             /** @description read-only: accepted and ignored, so a GET answer can be sent back */
             id?: unknown;
             input?: unknown;
-            /** @description read-only: accepted and ignored, so a GET answer can be sent back */
-            inputs?: unknown;
             /** @description SPEC §1 nodes: {id, type, label?, position?, config, ...} */
             nodes?: {
                 [key: string]: unknown;
