@@ -1,4 +1,5 @@
 /** The output handles each node type really has (SPEC §2), and whether it takes input. */
+import { NODE_HANDLES } from '../generated/nodeTypes';
 import type { EditorNode, NodeType } from './model';
 
 export type HandleTone = 'default' | 'success' | 'error' | 'branch' | 'else' | 'loop' | 'done';
@@ -7,31 +8,23 @@ export type HandleSpec = { id: string; label: string; tone: HandleTone };
 /** The id of the single input handle every node but `start` has. */
 export const TARGET_HANDLE = 'in';
 
+// Every node type of the editor has its handles from the backend's handler (generated), and no other.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameTypes: Same<keyof typeof NODE_HANDLES, NodeType> = true;
+void sameTypes;
+
+const TONES: Record<string, HandleTone> = { success: 'success', error: 'error', else: 'else', loop: 'loop', done: 'done' };
+
+function fixedHandles(type: NodeType): HandleSpec[] {
+  return NODE_HANDLES[type].map((id) => ({ id, label: id === 'default' ? '' : id, tone: TONES[id] ?? 'default' }));
+}
+
 export function sourceHandles(node: EditorNode): HandleSpec[] {
-  switch (node.type) {
-    case 'start':
-    case 'delay':
-      return [{ id: 'default', label: '', tone: 'default' }];
-    case 'end':
-      return [];
-    case 'python':
-    case 'dataQuery':
-    case 'workflow':
-      return [
-        { id: 'success', label: 'success', tone: 'success' },
-        { id: 'error', label: 'error', tone: 'error' },
-      ];
-    case 'condition':
-      return [
-        ...node.data.config.branches.map((b): HandleSpec => ({ id: b.id, label: b.label || b.id, tone: 'branch' })),
-        { id: 'else', label: 'else', tone: 'else' },
-      ];
-    case 'loop':
-      return [
-        { id: 'loop', label: 'loop', tone: 'loop' },
-        { id: 'done', label: 'done', tone: 'done' },
-      ];
+  if (node.type === 'condition') {
+    const branches = node.data.config.branches.map((b): HandleSpec => ({ id: b.id, label: b.label || b.id, tone: 'branch' }));
+    return [...branches, ...fixedHandles('condition')];
   }
+  return fixedHandles(node.type);
 }
 
 export function hasTargetHandle(type: NodeType): boolean {
