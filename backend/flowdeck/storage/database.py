@@ -15,7 +15,8 @@ PostgreSQL's does) every commit waits for an fsync of the WAL, about 0.2 ms here
 thread, so the event loop goes on meanwhile, and the write transactions that queue up behind it
 share the next commit: each runs in a savepoint of one open transaction (its failure rolls back only
 its own writes), and the last of them commits for all. A ``transaction()`` block still returns only
-once its writes are durable; a read first commits what is open, so nothing reads uncommitted writes.
+once its writes are durable. Reads have a connection of their own (WAL: they see what is committed), so
+they never read a group's writes before its commit, and never wait for one.
 """
 
 from __future__ import annotations
@@ -165,6 +166,18 @@ class Database:
                 connect_args={"check_same_thread": False},  # the commit runs in a thread, the lock held
             )
             sa.event.listen(self.sync_engine, "connect", _sqlite_connect(sqlite_synchronous))
+            # Reads have a connection of their own: in WAL mode they see what is committed, never wait for
+            # a group to commit, and never make one commit early (docs/engine.md "Durable commits").
+            self._read_lock = asyncio.Lock()
+            self._read_engine = sa.create_engine(
+                sync_url,
+                poolclass=sa.pool.SingletonThreadPool,
+                json_serializer=_json_dumps,
+                json_deserializer=_json_loads,
+            )
+            sa.event.listen(self._read_engine, "connect", _sqlite_connect(sqlite_synchronous))
+            sa.event.listen(self._read_engine, "begin", _sqlite_begin)
+            sa.event.listen(self._read_engine, "before_cursor_execute", self._count_statement)
             sa.event.listen(self.sync_engine, "begin", _sqlite_begin)
         else:
             # A fixed pool: past it, callers wait for a connection instead of opening one. Overflow
@@ -266,10 +279,8 @@ class Database:
         around it, which saves the BEGIN and ROLLBACK round trips.
         """
         if self.is_sqlite:
-            async with self._sqlite_lock:
-                if self._group is not None:  # never read what is not committed yet
-                    await self._commit_group()
-                with self.sync_engine.connect().execution_options(flowdeck_read=True) as conn:
+            async with self._read_lock:
+                with self._read_engine.connect().execution_options(flowdeck_read=True) as conn:
                     yield _InlineConnection(conn, self.counter)
         else:
             async with self._postgres(transaction="read" if snapshot else None) as conn:
@@ -327,6 +338,7 @@ class Database:
     async def dispose(self) -> None:
         if self.is_sqlite:
             self.sync_engine.dispose()
+            self._read_engine.dispose()
         else:
             await self.engine.dispose()
 
