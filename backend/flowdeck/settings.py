@@ -26,6 +26,11 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> i
     return value
 
 
+def _optional_int(env: Mapping[str, str], name: str) -> int | None:
+    """A count of at least 0, or ``None`` when unset (the default is decided where it is used)."""
+    return None if (env.get(name) or "").strip() == "" else _int(env, name, 0, minimum=0)
+
+
 def _list(env: Mapping[str, str], name: str, separator: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in (env.get(name) or "").split(separator) if part.strip())
 
@@ -92,6 +97,9 @@ class Settings:
     """FLOWDECK_LOG_FORMAT: ``text`` for people, ``json`` (one object per line) for log collectors."""
     trusted_proxies: tuple[str, ...] = ()
     """Peers whose ``X-Forwarded-For``/``-Proto`` are believed (``FLOWDECK_TRUSTED_PROXIES``); none by default."""
+    serve_workers: int | None = None
+    """FLOWDECK_SERVE_WORKERS: worker processes ``flowdeck serve`` starts beside itself (unset: one per core
+    beyond the first on PostgreSQL, none on SQLite; ``serving.serve_worker_count``)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -113,6 +121,7 @@ class Settings:
             metrics_port=_int(env, "FLOWDECK_METRICS_PORT", 0, minimum=0),
             log_format=_choice(env, "FLOWDECK_LOG_FORMAT", "text", ("text", "json")),
             trusted_proxies=_proxies(env, "FLOWDECK_TRUSTED_PROXIES"),
+            serve_workers=_optional_int(env, "FLOWDECK_SERVE_WORKERS"),
         )
 
     def with_generated_secret(self) -> Settings:
