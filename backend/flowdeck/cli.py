@@ -100,12 +100,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         uvicorn.Config(app.asgi, host=host, port=port, log_level=log_level, proxy_headers=False, **kwargs),
         hurry,
         children,
+        children_grace=settings.shutdown_grace + 10,  # their drain runs beside serve's, from the same signal
     )
-    try:
-        server.run()
-    finally:
-        if children is not None:  # told to stop by the signal already; their drain runs beside serve's
-            children.stop(timeout=settings.shutdown_grace + 10)
+    server.run()
     return 0
 
 

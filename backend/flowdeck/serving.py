@@ -3,8 +3,9 @@ drain, and the engine worker processes beside it (``--workers N``), told the sam
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from types import FrameType
 
 import uvicorn
@@ -16,12 +17,31 @@ __all__ = ("DrainingServer", "serve_worker_count", "serve_worker_processes")
 
 
 class DrainingServer(uvicorn.Server):
+    """``children``: worker processes told ``stop`` at the first signal and ``hurry`` at the second, and
+    waited for (``children_grace`` seconds at most, then killed) once serve itself has drained."""
+
     def __init__(
-        self, config: uvicorn.Config, hurry: Callable[[], None], children: WorkerProcesses | None = None
+        self,
+        config: uvicorn.Config,
+        hurry: Callable[[], None],
+        children: WorkerProcesses | None = None,
+        children_grace: float = 40.0,
     ) -> None:
         super().__init__(config)
         self._hurry = hurry
         self._children = children
+        self._children_grace = children_grace
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        # uvicorn re-raises the signal it handled when this ends (SIGTERM then ends the process at once):
+        # the children are waited for before that, with the signal handlers still in place.
+        with super().capture_signals():
+            try:
+                yield
+            finally:
+                if self._children is not None:
+                    self._children.stop(timeout=self._children_grace)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self.should_exit:  # uvicorn already shuts down: the engine's drain is what still waits

@@ -212,6 +212,7 @@ class ParentOrders:
             if line and line.strip() not in (b"stop", b"hurry"):
                 continue
             if not line:  # the parent is gone: drain (without hurrying a drain already under way)
+                sys.stdout = sys.stderr  # nobody reads the stdout it relayed any more: print to the log
                 self._stop.set()
                 return
             if self._stop.is_set():

@@ -1,0 +1,41 @@
+"""The benchmark's drain (``flowdeck bench``, workload 7) at a small size: runs queued while nothing claims,
+then drained by the bench process's own worker (SQLite, PostgreSQL) or by a worker process (PostgreSQL)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from flowdeck.bench_scale import drain, parse_workers, run_scale
+from flowdeck.settings import Settings
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+async def test_the_drain_completes_every_queued_run(database_url: str, workers: int) -> None:
+    if workers and database_url.startswith("sqlite"):
+        pytest.skip("worker processes are for PostgreSQL (bench --workers refuses SQLite)")
+    settings = replace(Settings.from_env({}), database_url=database_url, sandbox_workers=1)
+    found = await drain(settings, workers, 200)
+    assert found["allCompleted"], found["statuses"]
+    assert found["statuses"] == {"COMPLETED": 200}
+    assert found["peakRssMb"]["bench"] > 0
+    assert len(found["peakRssMb"]["workers"]) == workers
+    assert all(mb is not None and mb > 0 for mb in found["peakRssMb"]["workers"])
+
+
+async def test_bench_workers_refuses_sqlite(tmp_path: Path) -> None:
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'b.db'}")
+    with pytest.raises(ValueError, match="needs PostgreSQL"):
+        await run_scale(settings, [0, 1], quick=True)
+
+
+def test_worker_counts_are_read_from_a_list() -> None:
+    assert parse_workers("0,1,2,4") == [0, 1, 2, 4]
+    assert parse_workers("3") == [3]
+    for wrong in ("", "a,1", "-1"):
+        with pytest.raises(ValueError, match="--workers"):
+            parse_workers(wrong)
