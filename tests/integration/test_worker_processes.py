@@ -126,16 +126,28 @@ async def _started_by(engine: Engine, instance_ids: list[str]) -> set[str]:
         run = await engine.wait_for_run(instance_id, 30)
         assert run.status.value == "COMPLETED"
         outcome = await read_outcome(engine, instance_id)
+        assert set(outcome.per_node("NODE_STARTED").values()) == {1}  # each node started once, by one worker
         workers |= {r.payload["workerId"] for r in outcome.rows if r.event_type == "NODE_STARTED"}
     return workers
 
 
 async def test_a_worker_process_beside_serve_runs_nodes_and_stops_with_it(postgres_url: str) -> None:
-    with serve(postgres_url, "--workers", "1", FLOWDECK_SHUTDOWN_GRACE="10") as (child, lines):
+    await _runs_nodes_and_stops_with_serve(postgres_url, {})
+
+
+async def test_on_sqlite_with_redis_a_worker_process_runs_nodes_too(redis_url: str, tmp_path: Path) -> None:
+    # Allowed on SQLite with Redis, which carries the child's updates to serve.
+    await _runs_nodes_and_stops_with_serve(
+        f"sqlite+aiosqlite:///{tmp_path / 'f.db'}", {"FLOWDECK_REDIS_URL": redis_url}
+    )
+
+
+async def _runs_nodes_and_stops_with_serve(url: str, env: dict[str, str]) -> None:
+    with serve(url, "--workers", "1", FLOWDECK_SHUTDOWN_GRACE="10", **env) as (child, lines):
         lines.wait_for("Flowdeck is ready")
         worker_id = _worker_id(lines.wait_for("[worker 0] worker "))
         [pid] = _worker_children(child.pid)
-        db = Database(postgres_url)
+        db = Database(url)
         submitter = Engine(db, make_test_registry())  # starts runs, runs no worker
         await submitter.start(with_worker=False)
         try:
