@@ -93,8 +93,12 @@ class WorkerProcesses:
         """Block until every child printed its ``running`` line; RuntimeError when one does not in time."""
         deadline = time.monotonic() + timeout
         for child in self.children():
-            if not child.ready.wait(max(0.0, deadline - time.monotonic())):
-                raise RuntimeError(f"worker process {child.index} (pid {child.process.pid}) did not start in time")
+            while not child.ready.wait(0.1):
+                code = child.process.poll()
+                if code is not None:
+                    raise RuntimeError(f"worker process {child.index} exited with status {code} before it was ready")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"worker process {child.index} (pid {child.process.pid}) did not start in time")
 
     def children(self) -> list[_Child]:
         with self._lock:

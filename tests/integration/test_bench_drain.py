@@ -14,10 +14,15 @@ from flowdeck.settings import Settings
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("workers", [0, 1])
-async def test_the_drain_completes_every_queued_run(database_url: str, workers: int) -> None:
-    if workers and database_url.startswith("sqlite"):
-        pytest.skip("worker processes are for PostgreSQL (bench --workers refuses SQLite)")
+async def test_the_drain_completes_every_queued_run(database_url: str) -> None:
+    await _drains(database_url, workers=0)  # the bench process's own worker, on both databases
+
+
+async def test_a_worker_process_drains_the_queue(postgres_url: str) -> None:
+    await _drains(postgres_url, workers=1)  # PostgreSQL: the only database bench --workers takes
+
+
+async def _drains(database_url: str, workers: int) -> None:
     settings = replace(Settings.from_env({}), database_url=database_url, sandbox_workers=1)
     found = await drain(settings, workers, 200)
     assert found["allCompleted"], found["statuses"]

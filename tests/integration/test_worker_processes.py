@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import pairwise
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -44,8 +45,8 @@ class Lines:
         stream = child.stdout
         threading.Thread(target=self._read, args=(stream,), daemon=True).start()
 
-    def _read(self, stream: object) -> None:
-        for line in stream:  # type: ignore[attr-defined]
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
             self._lines.put(line.rstrip("\n"))
         self._lines.put(None)
 
