@@ -18,7 +18,7 @@ __all__ = ("DrainingServer", "serve_worker_count", "serve_worker_processes")
 
 class DrainingServer(uvicorn.Server):
     """``children``: worker processes told ``stop`` at the first signal and ``hurry`` at the second, and
-    waited for (``children_grace`` seconds at most, then killed) once serve itself has drained."""
+    waited for once serve itself has drained (killed ``children_grace`` seconds after the first signal)."""
 
     def __init__(
         self,

@@ -76,6 +76,7 @@ class WorkerProcesses:
         self._children: list[_Child] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._told_at: float | None = None
         self._monitor: threading.Thread | None = None
         self.restarts = 0
 
@@ -114,17 +115,19 @@ class WorkerProcesses:
 
     def order(self, word: str) -> None:
         """Tell every running child ``stop`` or ``hurry``."""
-        if word == "stop":
+        if word == "stop" and not self._stopping.is_set():
+            self._told_at = time.monotonic()
             self._stopping.set()
         for child in self.children():
             _tell(child.process, word)
 
     def stop(self, timeout: float) -> None:
-        """Ask every child to drain and wait for it; a child still running after ``timeout`` is killed."""
+        """Ask every child to drain (unless told already) and wait for it; a child still running ``timeout``
+        seconds after it was first told is killed."""
         self.order("stop")
         if self._monitor is not None:
             self._monitor.join()
-        deadline = time.monotonic() + timeout
+        deadline = (self._told_at or time.monotonic()) + timeout
         for child in self.children():
             try:
                 child.process.wait(max(0.0, deadline - time.monotonic()))
