@@ -37,7 +37,7 @@ from flowdeck.settings import Settings
 from flowdeck.storage.tables import instances
 from flowdeck.worker_processes import WorkerProcesses, worker_command
 
-__all__ = ("ScaleRound", "cpu_seconds", "drain", "run_scale")
+__all__ = ("CpuMeter", "ScaleRound", "cpu_seconds", "drain", "parse_workers", "run_scale")
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _PROC = Path("/proc")

@@ -3,12 +3,14 @@ then drained by the bench process's own worker (SQLite, PostgreSQL) or by a work
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
-from flowdeck.bench_scale import drain, parse_workers, run_scale
+from flowdeck.bench_scale import CpuMeter, cpu_seconds, drain, parse_workers, run_scale
 from flowdeck.settings import Settings
 
 pytestmark = pytest.mark.slow
@@ -44,3 +46,23 @@ def test_worker_counts_are_read_from_a_list() -> None:
     for wrong in ("", "a,1", "-1"):
         with pytest.raises(ValueError, match="--workers"):
             parse_workers(wrong)
+
+
+async def test_the_cpu_meter_sees_the_bench_and_postgres(postgres_url: str) -> None:
+    from sqlalchemy.engine import make_url
+
+    from flowdeck.storage.database import Database
+
+    db = Database(postgres_url)
+    meter = CpuMeter([], make_url(postgres_url).database)
+    try:
+        async with meter.measure():
+            for _ in range(300):
+                async with db.read() as conn:
+                    await conn.execute(sa.text("SELECT count(*) FROM generate_series(1, 2000)"))
+    finally:
+        await db.dispose()
+    assert meter.used["bench"] > 0 and meter.used["postgres"] > 0
+    assert meter.used["workers"] == []
+    assert cpu_seconds(os.getpid()) >= meter.used["bench"]
+    assert cpu_seconds(2**22 + 1) == 0.0  # no such process
