@@ -109,6 +109,8 @@ def test_bench_quick_prints_the_table_and_writes_every_workload_as_json(tmp_path
     result = flowdeck("bench", "--quick", "--json", str(report), tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
     rows = {row["workload"]: row for row in json.loads(report.read_text())["results"]}
+    drained = rows.pop("7 drain of 1000 queued chains of 5")  # queued at once, then drained (bench_scale.py)
+    assert drained["runs"] == 1000 and drained["target"].startswith("all COMPLETED in ")
     assert set(rows) == {
         "1 chain of 20",
         "1 chain of 20 python",
@@ -123,6 +125,8 @@ def test_bench_quick_prints_the_table_and_writes_every_workload_as_json(tmp_path
         "6 retry lateness, ms",
         "7 quiet tenant's run, alone",
         "7 ... beside 60 busy runs of another tenant",
+        "8 child of 5 alone",
+        "8 parent calling it",
     }
     chain = rows["1 chain of 20"]
     assert chain["runs"] == 20 and chain["nodesPerRun"] == 20
@@ -133,6 +137,7 @@ def test_bench_quick_prints_the_table_and_writes_every_workload_as_json(tmp_path
     late = rows["6 delay lateness, ms"]
     assert late["runs"] == 20 and late["runMsP99"] >= late["runMsP50"] >= 0 and late["target"] == "p99 <= 50 ms"
     assert rows["6 retry lateness, ms"]["runs"] == 20  # every retry started again, and was measured
+    assert rows["8 parent calling it"]["target"].endswith("ms per call above the child's own")
     assert "x alone" in rows["7 ... beside 60 busy runs of another tenant"]["target"]
     assert "Flowdeck benchmark on sqlite" in result.stdout and "roundTripsPerNode" in result.stdout
     assert "[##############################] 100/100" in result.stderr  # the progress bar of each workload
