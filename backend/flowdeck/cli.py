@@ -120,7 +120,8 @@ async def _worker(settings: Settings, *, supervised: bool = False, bench_nodes: 
         print(f"worker {runtime.engine.worker.id} running (concurrency {settings.worker_concurrency})", flush=True)
         await signals.first()
         print(
-            f"stopping: running nodes may finish for {settings.shutdown_grace:g} s (a second signal stops now)",
+            f"stopping: running nodes may finish for {settings.shutdown_grace:g} s "
+            f"(a second signal{' to the parent' if supervised else ''} stops now)",
             flush=True,
         )
         if exporter is not None:
