@@ -257,7 +257,13 @@ _TARGETS = {
 }
 
 
-async def run_bench(settings: Settings, *, quick: bool = False, json_path: str | None = None) -> int:
+async def run_bench(
+    settings: Settings, *, quick: bool = False, json_path: str | None = None, workers: list[int] | None = None
+) -> int:
+    if workers is not None:  # the scale-out table instead (bench_scale.py)
+        from flowdeck.bench_scale import run_scale
+
+        return await _write_json(json_path, settings, await run_scale(settings, workers, quick=quick))
     scale = 10 if quick else 1
     target = {name: pair[0 if settings.is_sqlite else 1] for name, pair in _TARGETS.items()}
     async with open_runtime(
@@ -296,9 +302,35 @@ async def run_bench(settings: Settings, *, quick: bool = False, json_path: str |
         finally:
             await bench.close()
     rows = [r.row() for r in results] + [q.row() for q in queue_rows]
+    rows.append(await _drain_row(settings, 1000 if quick else 10_000))
     _print_table(rows, settings.database_url)
+    return await _write_json(json_path, settings, {"results": rows})
+
+
+async def _drain_row(settings: Settings, runs: int) -> dict[str, Any]:
+    """Workload 7's drain with the bench process's own worker (``--workers`` adds worker processes)."""
+    from flowdeck.bench_scale import drain
+
+    found = await drain(settings, 0, runs)
+    ended = "all COMPLETED" if found["allCompleted"] else f"NOT all COMPLETED: {found['statuses']}"
+    return {
+        "workload": f"7 drain of {runs} queued chains of 5",
+        "runs": runs,
+        "nodesPerRun": 5,
+        "runMsP50": None,
+        "runMsP99": None,
+        "runsPerSecond": found["runsPerSecond"],
+        "msPerNode": None,
+        "roundTripsPerNode": None,
+        "commitsPerNode": None,
+        "target": f"{ended} in {found['seconds']:g} s (start-up {found['startupSeconds']:g} s), "
+        f"peak RSS {found['peakRssMb']['bench']:g} MB",
+    }
+
+
+async def _write_json(json_path: str | None, settings: Settings, found: dict[str, Any]) -> int:
     if json_path:
-        report = json.dumps({"database": settings.database_url.split("://")[0], "results": rows}, indent=2)
+        report = json.dumps({"database": settings.database_url.split("://")[0], **found}, indent=2)
         await asyncio.to_thread(Path(json_path).write_text, report)
         print(f"wrote {json_path}")
     return 0

@@ -14,6 +14,7 @@ from flowdeck.settings import Settings
 
 if TYPE_CHECKING:
     from flowdeck.api.config import ReadyInfo
+    from flowdeck.handlers.base import NodeHandler
     from flowdeck.runtime import Runtime
 
 __all__ = ("main",)
@@ -56,19 +57,35 @@ def _announce(url: str) -> Callable[[ReadyInfo], None]:
     return announce
 
 
+def _echo_line(line: str) -> None:
+    """A worker process's line on stdout, whole (the relay threads of several children write at once)."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from flowdeck.api.config import ApiConfig
     from flowdeck.app import build_app
     from flowdeck.observability.logs import uvicorn_log_config
-    from flowdeck.serving import DrainingServer
+    from flowdeck.serving import DrainingServer, serve_worker_count, serve_worker_processes
 
     settings = Settings.from_env()
     host = args.host or settings.host
     port = args.port or settings.port
-    print(f"Flowdeck is starting on http://{host}:{port}/ (database: {_shown_url(settings.database_url)})")
-    config = ApiConfig(bootstrap_admin=True, on_ready=_announce(_public_url(host, port)))
+    workers = serve_worker_count(settings, args.workers)
+    beside = f", {workers} worker process{'es' if workers != 1 else ''} beside it" if workers else ""
+    print(f"Flowdeck is starting on http://{host}:{port}/ (database: {_shown_url(settings.database_url)}{beside})")
+    children = serve_worker_processes(workers, _echo_line) if workers else None
+    announce = _announce(_public_url(host, port))
+
+    def ready(info: ReadyInfo) -> None:
+        announce(info)
+        if children is not None:  # after the API process migrated the database
+            children.start()
+
+    config = ApiConfig(bootstrap_admin=True, on_ready=ready)
     log_config = uvicorn_log_config(settings.log_format)
     kwargs: dict[str, Any] = {} if log_config is None else {"log_config": log_config}
     log_level = "info" if args.verbose else "warning"  # uvicorn's start-up lines and access log: --verbose
@@ -80,25 +97,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
             app.context.services.engine.worker.hurry()
 
     server = DrainingServer(
-        uvicorn.Config(app.asgi, host=host, port=port, log_level=log_level, proxy_headers=False, **kwargs), hurry
+        uvicorn.Config(app.asgi, host=host, port=port, log_level=log_level, proxy_headers=False, **kwargs),
+        hurry,
+        children,
+        children_grace=settings.shutdown_grace + 10,  # their drain runs beside serve's, from the same signal
     )
     server.run()
     return 0
 
 
-async def _worker(settings: Settings) -> None:
+async def _worker(settings: Settings, *, supervised: bool = False, bench_nodes: bool = False) -> None:
     from flowdeck.lifecycle import StopSignals
     from flowdeck.runtime import freeze_startup_heap, open_runtime
+    from flowdeck.worker_processes import ParentOrders
 
-    signals = StopSignals()
-    async with open_runtime(settings, with_worker=True, migrate=False) as runtime:
+    signals = ParentOrders() if supervised else StopSignals()
+    extra = _bench_handlers() if bench_nodes else ()
+    async with open_runtime(settings, with_worker=True, migrate=False, extra_handlers=extra) as runtime:
         signals.on_second.append(runtime.engine.worker.hurry)
         exporter = await _serve_worker_metrics(settings, runtime) if settings.metrics_port else None
         freeze_startup_heap()
         print(f"worker {runtime.engine.worker.id} running (concurrency {settings.worker_concurrency})", flush=True)
         await signals.first()
         print(
-            f"stopping: running nodes may finish for {settings.shutdown_grace:g} s (a second signal stops now)",
+            f"stopping: running nodes may finish for {settings.shutdown_grace:g} s "
+            f"(a second signal{' to the parent' if supervised else ''} stops now)",
             flush=True,
         )
         if exporter is not None:
@@ -120,13 +143,20 @@ async def _serve_worker_metrics(settings: Settings, runtime: Runtime) -> asyncio
     return asyncio.create_task(metrics.refresh_every(5.0), name="flowdeck-metrics-refresh")
 
 
+def _bench_handlers() -> tuple[NodeHandler, ...]:
+    from flowdeck.bench import NoopHandler
+    from flowdeck.bench_queue import BusyHandler, FlakyHandler
+
+    return (NoopHandler(), BusyHandler(), FlakyHandler())
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     settings = Settings.from_env()
     if args.lease_seconds:
         settings = replace(settings, lease_seconds=args.lease_seconds)
-    asyncio.run(_worker(settings))
+    asyncio.run(_worker(settings, supervised=args.supervised, bench_nodes=args.bench_nodes))
     return 0
 
 
@@ -154,6 +184,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from flowdeck.bench import run_bench
 
+    if args.workers is not None:
+        from flowdeck.bench_scale import parse_workers
+
+        workers = parse_workers(args.workers)
+        return asyncio.run(run_bench(Settings.from_env(), quick=args.quick, json_path=args.json, workers=workers))
     return asyncio.run(run_bench(Settings.from_env(), quick=args.quick, json_path=args.json))
 
 
@@ -251,10 +286,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="API, editor and an embedded worker in one process")
     serve.add_argument("--host", help="bind address (default FLOWDECK_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default FLOWDECK_PORT or 8000)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="engine worker processes beside the API process (default FLOWDECK_SERVE_WORKERS, else one per core "
+        "beyond the first on PostgreSQL, 0 on SQLite)",
+    )
     serve.set_defaults(func=cmd_serve)
 
     worker = sub.add_parser("worker", help="a worker only (PostgreSQL); run any number of them")
     worker.add_argument("--lease-seconds", type=float, help="how long a claimed job stays leased without a heartbeat")
+    # Set by the process that starts this one (serve --workers, bench --workers): orders come on stdin.
+    worker.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
+    worker.add_argument("--bench-nodes", action="store_true", help=argparse.SUPPRESS)  # the benchmark's node types
     worker.set_defaults(func=cmd_worker)
 
     migrate = sub.add_parser("migrate", help="upgrade the database schema to the latest version")
@@ -269,6 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="the standard benchmark against the configured database")
     bench.add_argument("--quick", action="store_true", help="a small version that finishes in seconds")
     bench.add_argument("--json", help="also write the results as JSON to this path")
+    bench.add_argument(
+        "--workers",
+        metavar="N[,N...]",
+        help="PostgreSQL only: instead of the standard table, the concurrent and fan-out workloads and the drain "
+        "across N `flowdeck worker` processes for each N (0: the bench process's own worker), e.g. 0,1,2,4",
+    )
     bench.set_defaults(func=cmd_bench)
 
     generate = sub.add_parser(

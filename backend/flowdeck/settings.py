@@ -26,6 +26,11 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> i
     return value
 
 
+def _optional_int(env: Mapping[str, str], name: str) -> int | None:
+    """A count of at least 0, or ``None`` when unset (the default is decided where it is used)."""
+    return None if (env.get(name) or "").strip() == "" else _int(env, name, 0, minimum=0)
+
+
 def _list(env: Mapping[str, str], name: str, separator: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in (env.get(name) or "").split(separator) if part.strip())
 
@@ -95,6 +100,9 @@ class Settings:
     sqlite_synchronous: str = "FULL"
     """FLOWDECK_SQLITE_SYNCHRONOUS: ``FULL`` (every commit survives a power loss) or ``NORMAL`` (faster; a
     power loss may lose the last commits, never corrupt the database)."""
+    serve_workers: int | None = None
+    """FLOWDECK_SERVE_WORKERS: worker processes ``flowdeck serve`` starts beside itself (unset: one per core
+    beyond the first on PostgreSQL, none on SQLite; ``serving.serve_worker_count``)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -117,6 +125,7 @@ class Settings:
             log_format=_choice(env, "FLOWDECK_LOG_FORMAT", "text", ("text", "json")),
             trusted_proxies=_proxies(env, "FLOWDECK_TRUSTED_PROXIES"),
             sqlite_synchronous=_choice(env, "FLOWDECK_SQLITE_SYNCHRONOUS", "full", ("full", "normal")).upper(),
+            serve_workers=_optional_int(env, "FLOWDECK_SERVE_WORKERS"),
         )
 
     def with_generated_secret(self) -> Settings:

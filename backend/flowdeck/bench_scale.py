@@ -1,0 +1,340 @@
+"""Scale-out rows of ``flowdeck bench`` (SPEC §11 item 7).
+
+- ``--workers N[,N...]`` (PostgreSQL): the concurrent and fan-out workloads with the work done by N
+  ``flowdeck worker`` processes (the bench process's own worker off), N = 0 being the bench process's
+  own worker alone. Beside each figure, the CPU seconds each party used meanwhile (``/proc/<pid>/stat``
+  utime + stime): the bench process (it starts the runs and hears them end), the worker processes, and
+  PostgreSQL's processes (the backends of the benchmark's database plus the server's own background
+  processes; other databases' backends are left out). Whichever is near one core per process (or the
+  machine's cores in all) is what saturates.
+- **The drain**: runs of a 5-node chain queued at once while nothing claims, then the workers started
+  and the queue drained; total time (from asking the workers to start, and how much of it was their
+  start-up), runs/s (from the moment they were ready), every run's end state, and the peak RSS of the
+  bench process and of each worker process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from flowdeck.bench import NoopHandler, Result, _Bench, chain, fan
+from flowdeck.bench_queue import BusyHandler, FlakyHandler
+from flowdeck.domain.graph import Graph
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
+from flowdeck.runtime import Runtime, open_runtime
+from flowdeck.settings import Settings
+from flowdeck.storage.tables import instances
+from flowdeck.worker_processes import WorkerProcesses, worker_command
+
+__all__ = ("CpuMeter", "ScaleRound", "cpu_seconds", "drain", "parse_workers", "run_scale")
+
+_TICK = os.sysconf("SC_CLK_TCK")
+_PROC = Path("/proc")
+
+
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU seconds of a process so far (0 when it is gone)."""
+    try:
+        stat = (_PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "; fields[0] is the state
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _peak_rss_mb(pid: int) -> float | None:
+    """VmHWM of a running process, MB."""
+    with contextlib.suppress(OSError):
+        for line in (_PROC / str(pid) / "status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
+def _own_peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _postgres_processes(database: str) -> dict[int, float]:
+    """CPU seconds of the PostgreSQL processes that serve ``database``: its backends (their title names
+    the database and a client address) and the server's own processes (checkpointer, WAL writer...)."""
+    found = {}
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != "postgres":
+                continue
+            title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "(" in title and f" {database} " not in title:
+            continue  # another database's backend
+        found[int(entry.name)] = cpu_seconds(int(entry.name))
+    return found
+
+
+@dataclass
+class CpuMeter:
+    """CPU seconds used between :meth:`start` and :meth:`stop` by the bench process, each worker process
+    and PostgreSQL (backends that ended meanwhile are missed; those that began count from zero)."""
+
+    workers: list[int]
+    database: str | None
+    used: dict[str, Any] = field(default_factory=dict)
+
+    def _sample(self) -> tuple[float, list[float], dict[int, float]]:
+        postgres = _postgres_processes(self.database) if self.database else {}
+        return cpu_seconds(os.getpid()), [cpu_seconds(p) for p in self.workers], postgres
+
+    @contextlib.asynccontextmanager
+    async def measure(self) -> AsyncIterator[None]:
+        bench, workers, postgres = self._sample()
+        started = time.perf_counter()
+        yield
+        wall = time.perf_counter() - started
+        bench2, workers2, postgres2 = self._sample()
+        self.used = {
+            "wallSeconds": round(wall, 2),
+            "bench": round(bench2 - bench, 2),
+            "workers": [round(b - a, 2) for a, b in zip(workers, workers2, strict=True)],
+            "postgres": round(sum(v - postgres.get(pid, 0.0) for pid, v in postgres2.items()), 2),
+        }
+
+
+@dataclass
+class ScaleRound:
+    """One N's figures: workload name -> its figure and the CPU it took."""
+
+    workers: int
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class _ScaleBench(_Bench):
+    """A graph past the node limit of saved workflows (fan-out 1,000) is started as a test run, whose
+    definition is stored with it: a worker in another process reads the graph from there (the standard
+    table starts it unsaved, known to the bench process only)."""
+
+    _definition: dict[str, Any] | None = None
+
+    async def sequential(self, definition: dict[str, Any], runs: int, name: str, target: str = "") -> Result:
+        self._definition = definition
+        return await super().sequential(definition, runs, name, target)
+
+    async def timed_run(self, workflow_id: str | None, graph: Graph | None = None) -> float:
+        if graph is None:
+            return await super().timed_run(workflow_id)
+        started = time.perf_counter()
+        instance_id = await self.engine.orchestrator.start_run(
+            tenant_id=self.tenant_id, graph=graph, run_input={}, test_definition=self._definition, trigger="test"
+        )
+        run = await self.finished(instance_id)
+        if run.status is not RunStatus.COMPLETED:
+            raise RuntimeError(f"benchmark run {instance_id} ended {run.status.value}: {run.error}")
+        return (time.perf_counter() - started) * 1000
+
+
+def _child_env(settings: Settings) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "FLOWDECK_METRICS_PORT"}
+    env["FLOWDECK_DATABASE_URL"] = settings.database_url
+    # One tenant: every slot of every worker is the benchmark's (as for the bench process's own worker).
+    env["FLOWDECK_TENANT_CONCURRENCY"] = str(settings.worker_concurrency)
+    return env
+
+
+@contextlib.asynccontextmanager
+async def _workers(settings: Settings, count: int) -> AsyncIterator[WorkerProcesses]:
+    """``count`` worker processes with the benchmark's node types, ready; stopped (drained) after."""
+    children = WorkerProcesses(
+        count,
+        env=_child_env(settings),
+        command=worker_command("--bench-nodes"),
+        echo=None,
+        restart=False,
+    )
+    try:
+        children.start()
+        await asyncio.to_thread(children.wait_ready, 120)
+        yield children
+    finally:
+        await asyncio.to_thread(children.stop, settings.shutdown_grace + 10)
+
+
+def _runtime(settings: Settings, *, with_worker: bool) -> contextlib.AbstractAsyncContextManager[Runtime]:
+    return open_runtime(
+        replace(settings, tenant_concurrency=settings.worker_concurrency),
+        with_worker=with_worker,
+        migrate=settings.is_sqlite,
+        extra_handlers=[NoopHandler(), BusyHandler(), FlakyHandler()],
+        with_scheduler=False,
+    )
+
+
+def _database_name(settings: Settings) -> str | None:
+    from sqlalchemy.engine import make_url
+
+    return None if settings.is_sqlite else make_url(settings.database_url).database
+
+
+_HOT_TABLES = ("node_jobs", "join_barriers", "instances")
+"""The rows the engine updates and deletes all the time (the queue, joins, run statuses)."""
+
+
+async def _vacuum(runtime: Runtime) -> None:
+    """Clear the hot tables' dead rows before a round, so that every N starts from the same state: without
+    it (autovacuum off, as on the development server) the queue's dead rows pile up round after round and
+    each later N pays for the earlier ones. PostgreSQL only."""
+    async with runtime.db.autocommit() as conn:
+        await conn.execute(sa.text(f"VACUUM (ANALYZE) {', '.join(_HOT_TABLES)}"))
+
+
+async def _scale_round(settings: Settings, count: int, *, quick: bool) -> ScaleRound:
+    found = ScaleRound(count)
+    async with _runtime(settings, with_worker=count == 0) as runtime, _workers(settings, count) as children:
+        await _vacuum(runtime)
+        bench = _ScaleBench(runtime.engine, await runtime.engine.tenants.ensure("bench"))
+        meter = CpuMeter(children.pids, _database_name(settings))
+        try:
+            async with meter.measure():
+                concurrent = await bench.concurrent(chain(5), 100, f"3 100 concurrent chains of 5, N={count}", "")
+            found.rows["3 100 concurrent chains of 5: runs/s"] = _figure(concurrent, "runsPerSecond", meter)
+            for width in (100, 1000):
+                runs = 1 if quick and width == 1000 else 3
+                async with meter.measure():
+                    fanned = await bench.sequential(fan(width), runs, f"4 fan-out {width}, N={count}")
+                found.rows[f"4 fan-out {width}: ms/node"] = _figure(fanned, "msPerNode", meter)
+        finally:
+            await bench.close()
+    return found
+
+
+def _figure(result: Result, key: str, meter: CpuMeter) -> dict[str, Any]:
+    return {"value": result.row()[key], "cpu": meter.used}
+
+
+async def drain(settings: Settings, count: int, runs: int) -> dict[str, Any]:
+    """Queue ``runs`` runs of a 5-node chain while nothing claims, then drain them with ``count`` worker
+    processes (0: the bench process's own worker). Every run must end COMPLETED."""
+    async with _runtime(settings, with_worker=False) as runtime:
+        engine = runtime.engine
+        tenant_id = await engine.tenants.ensure("bench-drain")
+        workflow = await engine.create_workflow(tenant_id, chain(5))
+        for first in range(0, runs, 100):
+            batch = range(first, min(runs, first + 100))
+            await asyncio.gather(*(engine.start_workflow_run(tenant_id, workflow.id, {"i": i}) for i in batch))
+        if not settings.is_sqlite:
+            await _vacuum(runtime)
+    started = time.perf_counter()
+    async with _runtime(settings, with_worker=count == 0) as runtime, _workers(settings, count) as children:
+        ready = time.perf_counter()  # the workers claim from (just before) here
+        statuses = await _wait_drained(runtime, workflow.id, runs)
+        done = time.perf_counter()
+        worker_rss = [_peak_rss_mb(pid) for pid in children.pids]
+    completed = statuses.get("COMPLETED", 0)
+    return {
+        "workers": count,
+        "runs": runs,
+        "seconds": round(done - started, 2),
+        "startupSeconds": round(ready - started, 2),
+        "runsPerSecond": round(runs / (done - ready), 1),
+        "statuses": statuses,
+        "allCompleted": completed == runs,
+        "peakRssMb": {"bench": _own_peak_rss_mb(), "workers": worker_rss},
+    }
+
+
+async def _wait_drained(runtime: Runtime, workflow_id: str, runs: int) -> dict[str, int]:
+    """Every run's status once none is left queued or running (polled twice a second)."""
+    query = (
+        sa.select(instances.c.status, sa.func.count())
+        .where(instances.c.workflow_id == workflow_id)
+        .group_by(instances.c.status)
+    )
+    while True:
+        async with runtime.db.read() as conn:
+            statuses: dict[str, int] = dict((await conn.execute(query)).all())
+        if sum(n for status, n in statuses.items() if status in TERMINAL_RUN_STATUSES) >= runs:
+            return statuses
+        await asyncio.sleep(0.5)
+
+
+def parse_workers(text: str) -> list[int]:
+    """``"0,1,2,4"`` -> ``[0, 1, 2, 4]``."""
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--workers takes counts separated by commas (0,1,2,4), got {text!r}") from None
+    if not counts or min(counts) < 0:
+        raise ValueError(f"--workers takes counts of at least 0, got {text!r}")
+    return counts
+
+
+async def run_scale(settings: Settings, counts: list[int], *, quick: bool = False) -> dict[str, Any]:
+    """The ``--workers`` table: each workload across each N, then the drain with each N."""
+    if settings.is_sqlite:
+        raise ValueError(
+            "bench --workers needs PostgreSQL (FLOWDECK_DATABASE_URL=postgresql+asyncpg://...): worker "
+            "processes on SQLite would queue behind its one writer, and the bench hears them only through PostgreSQL"
+        )
+    rounds = [await _scale_round(settings, count, quick=quick) for count in counts]
+    runs = 1000 if quick else 10_000
+    drains = [await drain(settings, count, runs) for count in counts]
+    _print_scale(rounds, drains, settings)
+    return {
+        "workers": counts,
+        "workloads": {r.workers: r.rows for r in rounds},
+        "drain": drains,
+    }
+
+
+def _cpu_cell(cpu: dict[str, Any]) -> str:
+    workers = "+".join(f"{s:g}" for s in cpu["workers"]) or "-"
+    return f"{cpu['bench']:g} / {workers} / {cpu['postgres']:g} in {cpu['wallSeconds']:g}"
+
+
+def _print_scale(rounds: list[ScaleRound], drains: list[dict[str, Any]], settings: Settings) -> None:
+    header = ["workload", *(f"N={r.workers}" for r in rounds)]
+    lines: list[list[str]] = []
+    for name in rounds[0].rows:
+        lines.append([name, *(str(r.rows[name]["value"]) for r in rounds)])
+        cpu = (_cpu_cell(r.rows[name]["cpu"]) for r in rounds)
+        lines.append(["  cpu s: bench / workers / postgres in wall s", *cpu])
+    runs = drains[0]["runs"]
+    lines.append([f"7 drain of {runs} queued runs: runs/s", *(str(d["runsPerSecond"]) for d in drains)])
+    ended = (f"{d['seconds']:g} ({d['startupSeconds']:g}); {_yes(d)}" for d in drains)
+    lines.append(["  seconds (of which start-up); all completed", *ended])
+    lines.append(["  peak RSS MB: bench / workers", *(_rss_cell(d) for d in drains)])
+    _print_columns(
+        f"Scale-out on {settings.database_url.split('://')[0]} (N worker processes; N=0: "
+        "the bench process's own worker)",
+        header,
+        lines,
+    )
+
+
+def _yes(found: dict[str, Any]) -> str:
+    return "yes" if found["allCompleted"] else f"NO {found['statuses']}"
+
+
+def _rss_cell(found: dict[str, Any]) -> str:
+    workers = "+".join(f"{mb:g}" for mb in found["peakRssMb"]["workers"] if mb is not None) or "-"
+    return f"{found['peakRssMb']['bench']:g} / {workers}"
+
+
+def _print_columns(title: str, header: list[str], lines: list[list[str]], out: Callable[[str], None] = print) -> None:
+    widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
+    out(f"\n{title}")
+    for row in [header, *lines]:
+        out("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    sys.stdout.flush()

@@ -1,0 +1,68 @@
+"""The benchmark's drain (``flowdeck bench``, workload 7) at a small size: runs queued while nothing claims,
+then drained by the bench process's own worker (SQLite, PostgreSQL) or by a worker process (PostgreSQL)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from flowdeck.bench_scale import CpuMeter, cpu_seconds, drain, parse_workers, run_scale
+from flowdeck.settings import Settings
+
+pytestmark = pytest.mark.slow
+
+
+async def test_the_drain_completes_every_queued_run(database_url: str) -> None:
+    await _drains(database_url, workers=0)  # the bench process's own worker, on both databases
+
+
+async def test_a_worker_process_drains_the_queue(postgres_url: str) -> None:
+    await _drains(postgres_url, workers=1)  # PostgreSQL: the only database bench --workers takes
+
+
+async def _drains(database_url: str, workers: int) -> None:
+    settings = replace(Settings.from_env({}), database_url=database_url, sandbox_workers=1)
+    found = await drain(settings, workers, 200)
+    assert found["allCompleted"], found["statuses"]
+    assert found["statuses"] == {"COMPLETED": 200}
+    assert found["peakRssMb"]["bench"] > 0
+    assert len(found["peakRssMb"]["workers"]) == workers
+    assert all(mb is not None and mb > 0 for mb in found["peakRssMb"]["workers"])
+
+
+async def test_bench_workers_refuses_sqlite(tmp_path: Path) -> None:
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'b.db'}")
+    with pytest.raises(ValueError, match="needs PostgreSQL"):
+        await run_scale(settings, [0, 1], quick=True)
+
+
+def test_worker_counts_are_read_from_a_list() -> None:
+    assert parse_workers("0,1,2,4") == [0, 1, 2, 4]
+    assert parse_workers("3") == [3]
+    for wrong in ("", "a,1", "-1"):
+        with pytest.raises(ValueError, match="--workers"):
+            parse_workers(wrong)
+
+
+async def test_the_cpu_meter_sees_the_bench_and_postgres(postgres_url: str) -> None:
+    from sqlalchemy.engine import make_url
+
+    from flowdeck.storage.database import Database
+
+    db = Database(postgres_url)
+    meter = CpuMeter([], make_url(postgres_url).database)
+    try:
+        async with meter.measure():
+            for _ in range(300):
+                async with db.read() as conn:
+                    await conn.execute(sa.text("SELECT count(*) FROM generate_series(1, 2000)"))
+    finally:
+        await db.dispose()
+    assert meter.used["bench"] > 0 and meter.used["postgres"] > 0
+    assert meter.used["workers"] == []
+    assert cpu_seconds(os.getpid()) >= meter.used["bench"]
+    assert cpu_seconds(2**22 + 1) == 0.0  # no such process

@@ -1,0 +1,238 @@
+"""``flowdeck serve --workers N``: engine worker processes beside the API process, with real processes and signals.
+
+The children run nodes (their own worker id on the NODE_STARTED rows), stop with ``serve``, are started
+again after a crash, and are refused on SQLite without Redis (whose live updates would not reach the
+editor).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import pairwise
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from flowdeck.engine.engine import Engine
+from flowdeck.serving import serve_worker_count
+from flowdeck.settings import Settings
+from flowdeck.storage.database import Database
+from tests.support.handlers import make_test_registry
+from tests.support.runs import read_outcome
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+class Lines:
+    """A process's output (stdout and stderr), read by a thread so a test can wait for a line with a timeout."""
+
+    def __init__(self, child: subprocess.Popen[str]) -> None:
+        self.seen: list[str] = []
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        assert child.stdout is not None
+        stream = child.stdout
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        while True:
+            try:
+                line = self._lines.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"no line with {text!r} within {timeout} s:\n" + "\n".join(self.seen)) from None
+            if line is None:
+                raise AssertionError(f"the process ended without printing {text!r}:\n" + "\n".join(self.seen))
+            self.seen.append(line)
+            if text in line:
+                return line
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serve(database_url: str, *args: str, **env: str) -> Iterator[tuple[subprocess.Popen[str], Lines]]:
+    environment = {k: v for k, v in os.environ.items() if k != "FLOWDECK_REDIS_URL"}
+    environment.update(FLOWDECK_DATABASE_URL=database_url, FLOWDECK_SANDBOX_WORKERS="1", **env)
+    command = [sys.executable, "-m", "flowdeck", "serve", "--port", str(_free_port()), *args]
+    child = subprocess.Popen(
+        command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        yield child, Lines(child)
+    finally:
+        for pid in _worker_children(child.pid):  # never leave one behind, whatever the test did
+            os.kill(pid, signal.SIGKILL)
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+        if child.stdout is not None:
+            child.stdout.close()
+
+
+def _worker_children(parent: int) -> list[int]:
+    """The pids of the supervised ``flowdeck worker`` processes whose parent is ``parent``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if ppid == parent and b"--supervised" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def _worker_id(line: str) -> str:
+    """``[worker 0] worker <id> running (concurrency 16)`` -> ``<id>``."""
+    return line.split("] worker ", 1)[1].split()[0]
+
+
+def _delays(count: int) -> dict[str, object]:
+    """start -> ``count`` short delays one after another -> end (a delay's end is claimed by any worker)."""
+    ids = ["start", *(f"d{i}" for i in range(count)), "end"]
+    nodes = [{"id": "start", "type": "start", "config": {}}]
+    nodes += [{"id": f"d{i}", "type": "delay", "config": {"seconds": 0.05}} for i in range(count)]
+    nodes.append({"id": "end", "type": "end", "config": {}})
+    edges = [{"id": f"e{i}", "source": a, "target": b} for i, (a, b) in enumerate(pairwise(ids))]
+    return {"title": "delays", "nodes": nodes, "edges": edges}
+
+
+async def _started_by(engine: Engine, instance_ids: list[str]) -> set[str]:
+    workers = set()
+    for instance_id in instance_ids:
+        run = await engine.wait_for_run(instance_id, 30)
+        assert run.status.value == "COMPLETED"
+        outcome = await read_outcome(engine, instance_id)
+        assert set(outcome.per_node("NODE_STARTED").values()) == {1}  # each node started once, by one worker
+        workers |= {r.payload["workerId"] for r in outcome.rows if r.event_type == "NODE_STARTED"}
+    return workers
+
+
+async def test_a_worker_process_beside_serve_runs_nodes_and_stops_with_it(postgres_url: str) -> None:
+    await _runs_nodes_and_stops_with_serve(postgres_url, {})
+
+
+async def test_on_sqlite_with_redis_a_worker_process_runs_nodes_too(redis_url: str, tmp_path: Path) -> None:
+    # Allowed on SQLite with Redis, which carries the child's updates to serve.
+    await _runs_nodes_and_stops_with_serve(
+        f"sqlite+aiosqlite:///{tmp_path / 'f.db'}", {"FLOWDECK_REDIS_URL": redis_url}
+    )
+
+
+async def _runs_nodes_and_stops_with_serve(url: str, env: dict[str, str]) -> None:
+    with serve(url, "--workers", "1", FLOWDECK_SHUTDOWN_GRACE="10", **env) as (child, lines):
+        lines.wait_for("Flowdeck is ready")
+        worker_id = _worker_id(lines.wait_for("[worker 0] worker "))
+        [pid] = _worker_children(child.pid)
+        db = Database(url)
+        submitter = Engine(db, make_test_registry())  # starts runs, runs no worker
+        await submitter.start(with_worker=False)
+        try:
+            tenant_id = await submitter.tenants.ensure("acme")
+            workflow = await submitter.create_workflow(tenant_id, _delays(3))
+            seen: set[str] = set()
+            for _ in range(10):  # each delay's end wakes every worker: they race for the next node
+                ids = [await submitter.start_workflow_run(tenant_id, workflow.id, {}) for _ in range(5)]
+                seen |= await _started_by(submitter, ids)
+                if worker_id in seen:
+                    break
+        finally:
+            await submitter.stop()
+            await db.dispose()
+        assert worker_id in seen, f"the worker process {worker_id} started no node; started by {seen}"
+        child.send_signal(signal.SIGTERM)
+        lines.wait_for("[worker 0] worker stopped")
+        assert child.wait(30) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled
+    assert not Path(f"/proc/{pid}").exists()  # serve waited for it before exiting
+
+
+async def test_a_crashed_worker_process_is_started_again(postgres_url: str) -> None:
+    with serve(postgres_url, "--workers", "1", FLOWDECK_SHUTDOWN_GRACE="5") as (child, lines):
+        lines.wait_for("[worker 0] worker ")
+        [first] = _worker_children(child.pid)
+        os.kill(first, signal.SIGKILL)
+        restarted = lines.wait_for("starting it again")
+        assert f"(pid {first}) exited with status -9" in restarted
+        lines.wait_for("[worker 0] worker ")  # the new one is running
+        [second] = _worker_children(child.pid)
+        assert second != first
+        child.send_signal(signal.SIGTERM)
+        lines.wait_for("[worker 0] worker stopped")
+        assert child.wait(30) in (0, -signal.SIGTERM)
+
+
+def test_sqlite_refuses_worker_processes_without_redis(tmp_path: Path) -> None:
+    environment = {k: v for k, v in os.environ.items() if k != "FLOWDECK_REDIS_URL"}
+    environment["FLOWDECK_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'f.db'}"
+    for args, env in ((["--workers", "2"], {}), ([], {"FLOWDECK_SERVE_WORKERS": "1"})):
+        result = subprocess.run(
+            [sys.executable, "-m", "flowdeck", "serve", "--port", str(_free_port()), *args],
+            cwd=tmp_path,
+            env={**environment, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 2
+        assert "need FLOWDECK_REDIS_URL" in result.stderr
+        assert "SQLite has no LISTEN/NOTIFY" in result.stderr
+
+
+def test_how_many_worker_processes_serve_starts() -> None:
+    sqlite, postgres = Settings(), Settings(database_url="postgresql+asyncpg://h/db")
+    assert serve_worker_count(sqlite, None) == 0
+    assert serve_worker_count(postgres, None) == max(0, (os.cpu_count() or 1) - 1)
+    assert serve_worker_count(Settings(database_url=postgres.database_url, serve_workers=3), None) == 3
+    assert serve_worker_count(Settings(database_url=postgres.database_url, serve_workers=3), 0) == 0
+    assert serve_worker_count(Settings(redis_url="redis://h"), 2) == 2  # SQLite with Redis: allowed when asked
+    with pytest.raises(ValueError, match="FLOWDECK_REDIS_URL"):
+        serve_worker_count(sqlite, 1)
+    assert Settings.from_env({"FLOWDECK_SERVE_WORKERS": "0"}).serve_workers == 0
+    assert Settings.from_env({}).serve_workers is None
+
+
+async def test_a_worker_process_does_not_outlive_a_serve_killed_hard(postgres_url: str) -> None:
+    with serve(postgres_url, "--workers", "1", FLOWDECK_SHUTDOWN_GRACE="5") as (child, lines):
+        lines.wait_for("[worker 0] worker ")
+        [pid] = _worker_children(child.pid)
+        child.kill()  # SIGKILL: nothing is forwarded; the worker reads end-of-file on its stdin
+        child.wait(10)
+        lines.wait_for("worker stopped")  # it drained, printing to its stderr (ours) now that its stdout is gone
+        for _ in range(200):
+            if _gone(pid):
+                break
+            await asyncio.sleep(0.05)
+        assert _gone(pid)
+
+
+def _gone(pid: int) -> bool:
+    """Exited (a zombie waiting for whichever process adopted it counts as exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] == "Z"
