@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -69,15 +70,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from flowdeck.api.config import ApiConfig
     from flowdeck.app import build_app
     from flowdeck.observability.logs import uvicorn_log_config
-    from flowdeck.serving import DrainingServer, serve_worker_count, serve_worker_processes
+    from flowdeck.serving import DrainingServer, connection_share, serve_worker_count, serve_worker_processes
 
     settings = Settings.from_env()
     host = args.host or settings.host
     port = args.port or settings.port
     workers = serve_worker_count(settings, args.workers)
+    settings = dataclasses.replace(settings, db_pool_size=connection_share(settings, workers))
     beside = f", {workers} worker process{'es' if workers != 1 else ''} beside it" if workers else ""
     print(f"Flowdeck is starting on http://{host}:{port}/ (database: {_shown_url(settings.database_url)}{beside})")
-    children = serve_worker_processes(workers, _echo_line) if workers else None
+    children = serve_worker_processes(workers, _echo_line, settings.db_pool_size) if workers else None
     announce = _announce(_public_url(host, port))
 
     def ready(info: ReadyInfo) -> None:

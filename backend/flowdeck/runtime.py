@@ -66,7 +66,9 @@ async def open_runtime(
     queries = build_query_engine(settings)  # first: a bad FLOWDECK_HTTP_ALLOW is refused before anything opens
     if migrate:
         await upgrade(settings.database_url)
-    db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    db = Database(
+        settings.database_url, pool_size=settings.db_pool_size, sqlite_synchronous=settings.sqlite_synchronous
+    )
     sandbox = SandboxPool(settings.sandbox_workers)
     # Secrets are keyed by the configured FLOWDECK_SECRET_KEY only: a generated key would make
     # stored secrets unreadable after a restart.

@@ -3,6 +3,7 @@ drain, and the engine worker processes beside it (``--workers N``), told the sam
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import Callable, Generator
@@ -13,7 +14,7 @@ import uvicorn
 from flowdeck.settings import Settings
 from flowdeck.worker_processes import WorkerProcesses
 
-__all__ = ("DrainingServer", "serve_worker_count", "serve_worker_processes")
+__all__ = ("DrainingServer", "connection_share", "serve_worker_count", "serve_worker_processes")
 
 
 class DrainingServer(uvicorn.Server):
@@ -72,8 +73,50 @@ def serve_worker_count(settings: Settings, requested: int | None) -> int:
     return count
 
 
-def serve_worker_processes(count: int, echo: Callable[[str], None]) -> WorkerProcesses:
+def serve_worker_processes(count: int, echo: Callable[[str], None], pool_size: int) -> WorkerProcesses:
     """``count`` supervised ``flowdeck worker`` processes with serve's environment (FLOWDECK_METRICS_PORT
-    left out: each would bind the same port; ``serve`` answers ``/metrics`` itself)."""
+    left out: each would bind the same port; ``serve`` answers ``/metrics`` itself), each keeping at most
+    ``pool_size`` database connections."""
     env = {k: v for k, v in os.environ.items() if k != "FLOWDECK_METRICS_PORT"}
+    env["FLOWDECK_DB_POOL_SIZE"] = str(pool_size)
     return WorkerProcesses(count, env=env, echo=echo)
+
+
+_SPARE_CONNECTIONS = 5
+"""Left free for ``psql``, migrations and the CLI while serve and its workers run."""
+_FEWEST_CONNECTIONS = 3
+
+
+def connection_share(settings: Settings, workers: int) -> int:
+    """How many pooled connections each of serve's processes may keep: FLOWDECK_DB_POOL_SIZE when set, else
+    PostgreSQL's ``max_connections`` less those already open and a few spare, shared between serve and
+    its ``workers`` (each also holds one for LISTEN/NOTIFY), at most the default of 20. A share too small
+    to run is refused with the figures, rather than failing later on "too many clients"."""
+    if settings.is_sqlite or not workers or os.environ.get("FLOWDECK_DB_POOL_SIZE"):
+        return settings.db_pool_size
+    limit, in_use = asyncio.run(_connection_figures(settings.database_url))
+    processes = workers + 1
+    share = (limit - in_use - _SPARE_CONNECTIONS - processes) // processes
+    if share < _FEWEST_CONNECTIONS:
+        raise ValueError(
+            f"PostgreSQL allows {limit} connections and {in_use} are open: too few for serve and {workers} worker"
+            f" process(es) ({_FEWEST_CONNECTIONS} or more each). Raise max_connections, start fewer workers"
+            " (--workers / FLOWDECK_SERVE_WORKERS) or set FLOWDECK_DB_POOL_SIZE"
+        )
+    return min(settings.db_pool_size, share)
+
+
+async def _connection_figures(database_url: str) -> tuple[int, int]:
+    import asyncpg  # type: ignore[import-untyped]
+    from sqlalchemy.engine import make_url
+
+    url = make_url(database_url)
+    conn = await asyncpg.connect(
+        host=url.host, port=url.port or 5432, user=url.username, password=url.password, database=url.database
+    )
+    try:
+        limit = int(await conn.fetchval("SHOW max_connections"))
+        in_use = int(await conn.fetchval("SELECT count(*) FROM pg_stat_activity"))
+    finally:
+        await conn.close()
+    return limit, in_use

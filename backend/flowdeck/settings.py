@@ -100,6 +100,9 @@ class Settings:
     sqlite_synchronous: str = "FULL"
     """FLOWDECK_SQLITE_SYNCHRONOUS: ``FULL`` (every commit survives a power loss) or ``NORMAL`` (faster; a
     power loss may lose the last commits, never corrupt the database)."""
+    db_pool_size: int = 20
+    """FLOWDECK_DB_POOL_SIZE (PostgreSQL): connections one process keeps; ``serve --workers`` shares
+    ``max_connections`` between its processes when it is unset (``serving.connection_share``)."""
     serve_workers: int | None = None
     """FLOWDECK_SERVE_WORKERS: worker processes ``flowdeck serve`` starts beside itself (unset: one per core
     beyond the first on PostgreSQL, none on SQLite; ``serving.serve_worker_count``)."""
@@ -126,6 +129,7 @@ class Settings:
             trusted_proxies=_proxies(env, "FLOWDECK_TRUSTED_PROXIES"),
             sqlite_synchronous=_choice(env, "FLOWDECK_SQLITE_SYNCHRONOUS", "full", ("full", "normal")).upper(),
             serve_workers=_optional_int(env, "FLOWDECK_SERVE_WORKERS"),
+            db_pool_size=_int(env, "FLOWDECK_DB_POOL_SIZE", 20),
         )
 
     def with_generated_secret(self) -> Settings:

@@ -24,7 +24,7 @@ from typing import IO
 import pytest
 
 from flowdeck.engine.engine import Engine
-from flowdeck.serving import serve_worker_count
+from flowdeck.serving import connection_share, serve_worker_count
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 from tests.support.handlers import make_test_registry
@@ -236,3 +236,15 @@ def _gone(pid: int) -> bool:
     except OSError:
         return True
     return stat[stat.rindex(")") + 2] == "Z"
+
+
+def test_serve_shares_postgres_connections_between_its_processes(postgres_url: str) -> None:
+    """Without FLOWDECK_DB_POOL_SIZE, serve gives each of its processes a share of what max_connections
+    leaves (at most 20 each), and refuses to start more processes than the server can take."""
+    settings = Settings.from_env({"FLOWDECK_DATABASE_URL": postgres_url})
+    share = connection_share(settings, 2)
+    assert 3 <= share <= 20
+    with pytest.raises(ValueError, match="max_connections"):
+        connection_share(settings, 400)
+    sqlite = Settings.from_env({"FLOWDECK_DATABASE_URL": "sqlite+aiosqlite:///x.db", "FLOWDECK_DB_POOL_SIZE": "7"})
+    assert connection_share(sqlite, 2) == 7
