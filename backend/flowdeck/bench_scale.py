@@ -33,6 +33,7 @@ from flowdeck.bench_queue import BusyHandler, FlakyHandler
 from flowdeck.domain.graph import Graph
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.runtime import Runtime, open_runtime
+from flowdeck.serving import pool_share
 from flowdeck.settings import Settings
 from flowdeck.storage.tables import instances
 from flowdeck.worker_processes import WorkerProcesses, worker_command
@@ -156,9 +157,11 @@ def _child_env(settings: Settings) -> dict[str, str]:
 @contextlib.asynccontextmanager
 async def _workers(settings: Settings, count: int) -> AsyncIterator[WorkerProcesses]:
     """``count`` worker processes with the benchmark's node types, ready; stopped (drained) after."""
+    env = _child_env(settings)
+    env["FLOWDECK_DB_POOL_SIZE"] = str(await pool_share(settings, count))  # within max_connections, this one's too
     children = WorkerProcesses(
         count,
-        env=_child_env(settings),
+        env=env,
         command=worker_command("--bench-nodes"),
         echo=None,
         restart=False,

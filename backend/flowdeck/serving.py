@@ -14,7 +14,7 @@ import uvicorn
 from flowdeck.settings import Settings
 from flowdeck.worker_processes import WorkerProcesses
 
-__all__ = ("DrainingServer", "connection_share", "serve_worker_count", "serve_worker_processes")
+__all__ = ("DrainingServer", "connection_share", "pool_share", "serve_worker_count", "serve_worker_processes")
 
 
 class DrainingServer(uvicorn.Server):
@@ -88,19 +88,24 @@ _FEWEST_CONNECTIONS = 3
 
 
 def connection_share(settings: Settings, workers: int) -> int:
-    """How many pooled connections each of serve's processes may keep: FLOWDECK_DB_POOL_SIZE when set, else
-    PostgreSQL's ``max_connections`` less those already open and a few spare, shared between serve and
-    its ``workers`` (each also holds one for LISTEN/NOTIFY), at most the default of 20. A share too small
-    to run is refused with the figures, rather than failing later on "too many clients"."""
+    """How many pooled connections each of serve's processes may keep (``pool_share``; from the CLI)."""
+    return asyncio.run(pool_share(settings, workers))
+
+
+async def pool_share(settings: Settings, workers: int) -> int:
+    """How many pooled connections each of ``workers`` + 1 processes may keep: FLOWDECK_DB_POOL_SIZE when set,
+    else PostgreSQL's ``max_connections`` less those already open and a few spare, shared equally (each
+    process also holds one for LISTEN/NOTIFY), at most the default of 20. A share too small to run is
+    refused with the figures, rather than failing later on "too many clients"."""
     if settings.is_sqlite or not workers or os.environ.get("FLOWDECK_DB_POOL_SIZE"):
         return settings.db_pool_size
-    limit, in_use = asyncio.run(_connection_figures(settings.database_url))
+    limit, in_use = await _connection_figures(settings.database_url)
     processes = workers + 1
     share = (limit - in_use - _SPARE_CONNECTIONS - processes) // processes
     if share < _FEWEST_CONNECTIONS:
         raise ValueError(
-            f"PostgreSQL allows {limit} connections and {in_use} are open: too few for serve and {workers} worker"
-            f" process(es) ({_FEWEST_CONNECTIONS} or more each). Raise max_connections, start fewer workers"
+            f"PostgreSQL allows {limit} connections and {in_use} are open: too few for {processes} processes"
+            f" ({_FEWEST_CONNECTIONS} or more each). Raise max_connections, start fewer workers"
             " (--workers / FLOWDECK_SERVE_WORKERS) or set FLOWDECK_DB_POOL_SIZE"
         )
     return min(settings.db_pool_size, share)
