@@ -154,6 +154,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from flowdeck.bench import run_bench
 
+    if args.http:  # issue 15: webhook round trips against a real `flowdeck serve`, nothing else
+        from flowdeck.bench_http import run_http_bench
+
+        return asyncio.run(run_http_bench(Settings.from_env(), quick=args.quick, json_path=args.json))
+
     return asyncio.run(run_bench(Settings.from_env(), quick=args.quick, json_path=args.json))
 
 
@@ -269,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="the standard benchmark against the configured database")
     bench.add_argument("--quick", action="store_true", help="a small version that finishes in seconds")
     bench.add_argument("--json", help="also write the results as JSON to this path")
+    bench.add_argument("--http", action="store_true", help="only the webhook round trips against `flowdeck serve`")
     bench.set_defaults(func=cmd_bench)
 
     generate = sub.add_parser(
