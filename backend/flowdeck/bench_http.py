@@ -164,7 +164,8 @@ class _Server:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-20:])
 
 
-def _tree_cpu_seconds(root: int) -> float:
+def _process_tree(root: int) -> dict[int, list[str]]:
+    """``/proc/<pid>/stat`` of ``root`` and its descendants (the sandbox workers), from field 3 (state) on."""
     stats: dict[int, list[str]] = {}
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
@@ -177,13 +178,18 @@ def _tree_cpu_seconds(root: int) -> float:
         fields = text[text.rindex(")") + 2 :].split()  # from field 3 (state) on: the name may hold spaces
         stats[int(entry.name)] = fields
         children.setdefault(int(fields[1]), []).append(int(entry.name))
-    ticks, todo = 0, [root]
+    tree, todo = {}, [root]
     while todo:
         pid = todo.pop()
         if pid in stats:
-            ticks += sum(int(v) for v in stats[pid][11:15])  # utime stime cutime cstime (fields 14-17)
+            tree[pid] = stats[pid]
             todo += children.get(pid, [])
-    return ticks / _CLOCK_TICKS
+    return tree
+
+
+def _tree_cpu_seconds(root: int) -> float:
+    # utime stime cutime cstime (fields 14-17): the c* fields hold children that ended and were reaped
+    return sum(int(v) for fields in _process_tree(root).values() for v in fields[11:15]) / _CLOCK_TICKS
 
 
 def _free_port() -> int:
@@ -270,7 +276,14 @@ def _check(result: LoadResult, status: int, body: bytes, expected: dict[str, Any
     if status != 200:
         result.error(f"HTTP {status}: {body.decode(errors='replace')}")
         return
-    answer = json.loads(body)
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        result.error(f"HTTP 200 but not JSON: {body[:200].decode(errors='replace')}")
+        return
+    if not isinstance(answer, dict):
+        result.error(f"HTTP 200 but not an object: {answer!r}")
+        return
     if answer.get("status") != "COMPLETED" or answer.get("output") != expected:
         result.error(f"run {answer.get('instanceId')} {answer.get('status')}: output {answer.get('output')!r}")
 
@@ -474,6 +487,8 @@ async def http_rows(settings: Settings, plan: HttpPlan) -> list[dict[str, Any]]:
         workdir = Path(tmp)
         bench_settings = _bench_settings(settings, workdir)
         async with _serve(bench_settings, workdir) as server:
+            processes = len(_process_tree(server.process.pid))
+            print(f"flowdeck serve at {server.url}: {processes} processes (with the sandbox workers)", file=sys.stderr)
             for hook in await _create_hooks(bench_settings, server, scenarios):
                 warmup = await _python_round(server.url, hook, plan.warmup)
                 for sample in warmup.samples:
