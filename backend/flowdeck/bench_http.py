@@ -138,6 +138,9 @@ class LoadResult:
     p50_ms: float | None = None
     p99_ms: float | None = None
     client_cpu: float = 0.0
+    in_flight: int = 0
+    """Requests sent but not awaited when the round's time was up (wrk leaves one per connection): their runs
+    still finish on the server, so they count in its CPU per run."""
     samples: list[str] = field(default_factory=list)
     """The first few errors, as text."""
 
@@ -412,6 +415,7 @@ async def _wrk_round(url: str, hook: _Hook, load: Load, workdir: Path) -> LoadRe
         raise RuntimeError(f"wrk failed ({wrk.returncode}): {err.decode(errors='replace')}\n{text}")
     requests, micros, good, bad, *socket_errors, p50, p99, _non_2xx = (int(v) for v in found.group(1).split())
     result = LoadResult("wrk", load.connections, requests=requests + sum(socket_errors), seconds=micros / 1e6)
+    result.in_flight = load.connections
     result.errors = bad + sum(socket_errors)
     result.client_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     result.p50_ms, result.p99_ms = p50 / 1000, p99 / 1000
@@ -443,14 +447,28 @@ async def _measure(server: _Server, hook: _Hook, load: Load, generator: str, wor
         result = await _wrk_round(server.url, hook, load, workdir)
     else:
         result = await _python_round(server.url, hook, load)
+    await _settle(server)  # the requests left in flight finish before the next round and within this one's CPU
     server_cpu = server.cpu_seconds() - cpu
     for sample in result.samples:
         print(f"bench --http {hook.scenario.name}: error: {sample}", file=sys.stderr)
     return _row(hook.scenario, result, server_cpu)
 
 
+async def _settle(server: _Server, idle_share: float = 0.05, window: float = 0.3) -> None:
+    """Wait until the server's processes use under ``idle_share`` of a core over ``window`` seconds (at most 40 s)."""
+    deadline = time.monotonic() + 40
+    before = server.cpu_seconds()
+    while time.monotonic() < deadline:
+        await asyncio.sleep(window)
+        now = server.cpu_seconds()
+        if now - before <= idle_share * window:
+            return
+        before = now
+    print("bench --http: the server was still busy 40 s after the round", file=sys.stderr)
+
+
 def _row(scenario: Scenario, result: LoadResult, server_cpu: float) -> dict[str, Any]:
-    runs = max(result.requests, 1)
+    runs = max(result.requests + result.in_flight, 1)
     if result.connections == 1:
         n8n = f"p50 {scenario.n8n_p50_ms} ms, {scenario.n8n_cpu_per_1000} CPU s"
     else:
@@ -493,6 +511,7 @@ async def http_rows(settings: Settings, plan: HttpPlan) -> list[dict[str, Any]]:
                 warmup = await _python_round(server.url, hook, plan.warmup)
                 for sample in warmup.samples:
                     print(f"bench --http {hook.scenario.name}: warm-up error: {sample}", file=sys.stderr)
+                await _settle(server)
                 for load in (plan.concurrent, plan.single):
                     rows.append(await _measure(server, hook, load, generator, workdir))
                     print(f"{rows[-1]['workload']:28} {load.connections:>2} conn: done", file=sys.stderr, flush=True)
