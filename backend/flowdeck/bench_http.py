@@ -483,6 +483,8 @@ def _row(scenario: Scenario, result: LoadResult, server_cpu: float) -> dict[str,
         "msP50": None if result.p50_ms is None else round(result.p50_ms, 2),
         "msP99": None if result.p99_ms is None else round(result.p99_ms, 2),
         "serverCpuSPer1000": round(server_cpu * 1000 / runs, 2),
+        # Under ~90 % at 20 connections: other processes took the server's core (a busy machine).
+        "serverCpuPct": round(100 * server_cpu / result.seconds, 1) if result.seconds else None,
         "clientCpuSPer1000": round(result.client_cpu * 1000 / runs, 2),
         "clientCpuPct": round(100 * result.client_cpu / result.seconds, 1) if result.seconds else None,
         "n8n": n8n,

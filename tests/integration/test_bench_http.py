@@ -22,6 +22,7 @@ COLUMNS = [
     "msP50",
     "msP99",
     "serverCpuSPer1000",
+    "serverCpuPct",
     "clientCpuSPer1000",
     "clientCpuPct",
     "n8n",
@@ -50,7 +51,7 @@ async def test_every_scenario_answers_each_request_with_its_runs_output(tmp_path
         assert row["generator"] == "python asyncio"
         assert row["requests"] == 20 and row["errors"] == 0, row
         assert row["msP99"] >= row["msP50"] > 0 and row["reqPerSecond"] > 0
-        assert row["serverCpuSPer1000"] > 0 and row["clientCpuSPer1000"] > 0
+        assert row["serverCpuSPer1000"] > 0 and row["serverCpuPct"] > 0 and row["clientCpuSPer1000"] > 0
         assert "CPU s" in row["n8n"]
     assert not (tmp_path / "unused.db").exists()  # SQLite: the bench's own file, not the configured one
 
