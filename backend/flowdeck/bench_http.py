@@ -437,6 +437,8 @@ def _generator(plan: HttpPlan) -> str:
     if plan.generator == "wrk" or (plan.generator == "auto" and timed and shutil.which("wrk")):
         if not timed:
             raise ValueError("wrk runs for a duration: give the rounds seconds, not requests")
+        if not shutil.which("wrk"):
+            raise ValueError("wrk is not installed (apt-get install wrk), or use the built-in client")
         return "wrk"
     return "python"
 

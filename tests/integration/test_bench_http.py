@@ -10,6 +10,7 @@ import pytest
 
 from flowdeck import bench_http
 from flowdeck.bench_http import HttpPlan, Load, http_rows
+from flowdeck.cli import build_parser
 from flowdeck.settings import Settings
 
 COLUMNS = [
@@ -75,3 +76,8 @@ async def test_wrk_drives_the_same_checks(tmp_path: Path) -> None:
     for row in rows:
         assert row["requests"] > 0 and row["errors"] == 0, row
         assert row["msP99"] >= row["msP50"] > 0 and row["serverCpuSPer1000"] > 0
+
+
+def test_the_command_line_asks_for_the_http_rounds_only_with_http() -> None:
+    assert build_parser().parse_args(["bench", "--http", "--quick"]).http is True
+    assert build_parser().parse_args(["bench"]).http is False
