@@ -186,6 +186,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from flowdeck.bench import run_bench
 
+    if args.http:  # issue 15: webhook round trips against a real `flowdeck serve`, nothing else
+        from flowdeck.bench_http import run_http_bench
+
+        return asyncio.run(run_http_bench(Settings.from_env(), quick=args.quick, json_path=args.json))
     if args.workers is not None:
         from flowdeck.bench_scale import parse_workers
 
@@ -322,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="PostgreSQL only: instead of the standard table, the concurrent and fan-out workloads and the drain "
         "across N `flowdeck worker` processes for each N (0: the bench process's own worker), e.g. 0,1,2,4",
     )
+    bench.add_argument("--http", action="store_true", help="only the webhook round trips against `flowdeck serve`")
     bench.set_defaults(func=cmd_bench)
 
     generate = sub.add_parser(

@@ -1,0 +1,83 @@
+"""``flowdeck bench --http`` at a tiny size: a real ``flowdeck serve``, every webhook answered with its run's output."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from flowdeck import bench_http
+from flowdeck.bench_http import HttpPlan, Load, http_rows
+from flowdeck.cli import build_parser
+from flowdeck.settings import Settings
+
+COLUMNS = [
+    "workload",
+    "generator",
+    "connections",
+    "requests",
+    "errors",
+    "reqPerSecond",
+    "msP50",
+    "msP99",
+    "serverCpuSPer1000",
+    "serverCpuPct",
+    "clientCpuSPer1000",
+    "clientCpuPct",
+    "n8n",
+]
+
+
+def settings(tmp_path: Path) -> Settings:
+    # A SQLite URL: the bench makes its own temporary file (this one stays unused).
+    return replace(Settings.from_env(), database_url=f"sqlite+aiosqlite:///{tmp_path / 'unused.db'}")
+
+
+async def test_every_scenario_answers_each_request_with_its_runs_output(tmp_path: Path) -> None:
+    plan = HttpPlan(Load(2, requests=20), Load(1, requests=20), Load(2, requests=4), generator="python")
+    rows = await http_rows(settings(tmp_path), plan)
+
+    assert [(r["workload"], r["connections"]) for r in rows] == [
+        ("http trivial (start -> end)", 2),
+        ("http trivial (start -> end)", 1),
+        ("http chain of 10 python", 2),
+        ("http chain of 10 python", 1),
+        ("http fan-out 10 -> join", 2),
+        ("http fan-out 10 -> join", 1),
+    ]
+    for row in rows:
+        assert list(row) == COLUMNS
+        assert row["generator"] == "python asyncio"
+        assert row["requests"] == 20 and row["errors"] == 0, row
+        assert row["msP99"] >= row["msP50"] > 0 and row["reqPerSecond"] > 0
+        assert row["serverCpuSPer1000"] > 0 and row["serverCpuPct"] > 0 and row["clientCpuSPer1000"] > 0
+        assert "CPU s" in row["n8n"]
+    assert not (tmp_path / "unused.db").exists()  # SQLite: the bench's own file, not the configured one
+
+
+async def test_an_answer_without_the_expected_output_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check is not vacuous: the same server answering 200 COMPLETED with another output counts as errors."""
+    wrong = replace(bench_http.SCENARIOS["trivial"](), output={"out": 8})
+    monkeypatch.setitem(bench_http.SCENARIOS, "trivial", lambda: wrong)
+    plan = HttpPlan(Load(2, requests=6), Load(1, requests=3), Load(1, requests=1), scenarios=("trivial",))
+    rows = await http_rows(settings(tmp_path), replace(plan, generator="python"))
+    assert [(r["requests"], r["errors"]) for r in rows] == [(6, 6), (3, 3)]
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")
+async def test_wrk_drives_the_same_checks(tmp_path: Path) -> None:
+    plan = HttpPlan(Load(2, seconds=1), Load(1, seconds=1), Load(2, requests=4), scenarios=("chain",))
+    rows = await http_rows(settings(tmp_path), plan)
+    assert [r["generator"] for r in rows] == ["wrk", "wrk"]
+    for row in rows:
+        assert row["requests"] > 0 and row["errors"] == 0, row
+        assert row["msP99"] >= row["msP50"] > 0 and row["serverCpuSPer1000"] > 0
+
+
+def test_the_command_line_asks_for_the_http_rounds_only_with_http() -> None:
+    assert build_parser().parse_args(["bench", "--http", "--quick"]).http is True
+    assert build_parser().parse_args(["bench"]).http is False
