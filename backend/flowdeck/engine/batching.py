@@ -72,7 +72,7 @@ class Batcher:
         finally:
             del self._deliveries[instance_id]
             for left in queue:  # this task was cancelled mid-way: the others decide for themselves
-                if not left.done.done():
+                if left is not delivery and not left.done.done():  # (its own result has nobody to read it)
                     left.done.set_exception(_LeaderGoneError())
         return delivery.done.result()
 

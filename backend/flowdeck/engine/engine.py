@@ -109,6 +109,7 @@ class Engine:
             await self.worker.stop(grace=grace)
             self._worker_running = False
         await self.cascade.close()
+        await self.state.close()
 
     # -- definitions ---------------------------------------------------------------------------------
     def validate(self, raw: Any, *, raw_size: int | None = None) -> list[Problem]:

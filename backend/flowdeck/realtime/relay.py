@@ -9,12 +9,17 @@ so it cannot stall the relay either.
 
 Joining a run must not lose or reorder anything: between reading the snapshot and entering the
 room, updates of that run are buffered for the joiner; after the snapshot it gets those the
-snapshot does not already show, then it enters the room with no await in between.
+snapshot does not already show, then it enters the room with no await in between. A decision's
+update is published a moment after it commits (after PostgreSQL's commit returns, or SQLite's group
+commit in its thread), so a snapshot read in that moment already shows what the update then says:
+for a few seconds after joining, the room's updates reach the joiner only if its snapshot does not
+show them already (``_FRESH_SECONDS``), so it never sees a node go back.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +38,7 @@ log = logging.getLogger(__name__)
 
 Update = NodeUpdate | RunUpdate
 _NAMESPACE = "/"
+_FRESH_SECONDS = 5.0
 
 
 def _node_view(view: RunView, update: NodeUpdate) -> NodeView | None:
@@ -63,6 +69,8 @@ class RunRelay:
     def __init__(self, sio: socketio.AsyncServer, publisher: LocalPublisher, *, queue_size: int = 100_000) -> None:
         self._sio = sio
         self._joining: dict[str, dict[str, list[Update]]] = {}
+        self._fresh: dict[str, dict[str, tuple[RunView, float]]] = {}
+        """Run -> connection -> (the snapshot it joined with, until when updates are checked against it)."""
         self._consumer = Consumer(publisher, self._run, name="flowdeck-socketio-relay", maxsize=queue_size)
         self._dropped = 0
 
@@ -87,9 +95,25 @@ class RunRelay:
         run_id = update.instance_id
         for buffer in self._joining.get(run_id, {}).values():
             buffer.append(update)
-        members = [eio_sid for _, eio_sid in self._sio.manager.get_participants(_NAMESPACE, run_id)]
+        participants = self._sio.manager.get_participants(_NAMESPACE, run_id)
+        members = [eio_sid for sid, eio_sid in participants if self._not_shown(run_id, sid, update)]
         if members:
             await self._send(*update_message(update), members)
+
+    def _not_shown(self, run_id: str, sid: str, update: Update) -> bool:
+        """False when ``sid`` joined a moment ago with a snapshot that already shows ``update``."""
+        fresh = self._fresh.get(run_id)
+        if fresh is None:
+            return True
+        joined = fresh.get(sid)
+        if joined is None:
+            return True
+        if time.monotonic() > joined[1]:
+            del fresh[sid]
+            if not fresh:
+                del self._fresh[run_id]
+            return True
+        return is_news(update, joined[0])
 
     async def _send(self, event: str, payload: Mapping[str, Any], eio_sids: list[str]) -> None:
         encoded = self._sio.packet_class(socketio_packet.EVENT, namespace=_NAMESPACE, data=[event, payload]).encode()
@@ -125,10 +149,16 @@ class RunRelay:
             # not suspend): every update is either buffered above or emitted to the room after this.
             self.cancel_join(sid, run_id)
             await self._sio.enter_room(sid, run_id)
+            self._fresh.setdefault(run_id, {})[sid] = (view, time.monotonic() + _FRESH_SECONDS)
         finally:
             self.cancel_join(sid, run_id)
 
     def cancel_join(self, sid: str, run_id: str | None = None) -> None:
+        if run_id is None:  # the connection is gone
+            for key in list(self._fresh):
+                self._fresh[key].pop(sid, None)
+                if not self._fresh[key]:
+                    del self._fresh[key]
         for key in [run_id] if run_id is not None else list(self._joining):
             buffers = self._joining.get(key)
             if buffers is not None:

@@ -133,6 +133,7 @@ class ChainStepBatcher:
         self.clock = clock
         self._queue: list[_Pending] = []
         self._sending = False
+        self._task: asyncio.Task[None] | None = None
         self.largest = 0
         """The most steps one statement took so far (tests and the benchmark look)."""
 
@@ -147,6 +148,14 @@ class ChainStepBatcher:
     def _start(self) -> None:
         task = asyncio.get_running_loop().create_task(self._send_all(), name="flowdeck-chain-steps")
         task.add_done_callback(_retrieve)
+        self._task = task
+
+    async def close(self) -> None:
+        """Wait for the batch in flight (its connection goes back to the pool before the pool closes)."""
+        task = self._task
+        if task is not None and not task.done():
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(task)
 
     async def _send_all(self) -> None:
         try:

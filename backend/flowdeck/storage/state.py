@@ -384,6 +384,9 @@ class StateManager:
             return PostgresStateManager(db, clock)
         return StateManager(db, clock)
 
+    async def close(self) -> None:
+        """Finish what is in flight (the engine stops; the database closes after)."""
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[StateTransaction]:
         async with self.db.transaction() as conn:

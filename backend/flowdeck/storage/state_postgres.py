@@ -123,6 +123,9 @@ class PostgresStateManager(StateManager):
         super().__init__(db, clock)
         self.chain_batches = ChainStepBatcher(db, clock)
 
+    async def close(self) -> None:
+        await self.chain_batches.close()
+
     async def chain_step(self, step: ChainStepInput) -> ChainStep:
         """With the chain steps of other runs ready at the same moment, in one statement (storage/chain_batches.py)."""
         return await self.chain_batches.submit(step)

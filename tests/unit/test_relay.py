@@ -1,0 +1,70 @@
+"""The Socket.IO relay's join (realtime/relay.py): a connection that just joined with a snapshot never gets
+an update its snapshot already shows, even one published after it entered the room (a decision's update
+is published a moment after its commit, so a snapshot read in between shows it already)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowdeck.domain.statuses import NodeStatus, RunStatus
+from flowdeck.engine.projection import NodeView
+from flowdeck.engine.publisher import LocalPublisher, NodeUpdate
+from flowdeck.realtime.relay import RunRelay
+from flowdeck.storage.records import InstanceRecord
+from flowdeck.storage.run_queries import RunView
+
+
+class _Manager:
+    def __init__(self) -> None:
+        self.rooms: dict[str, list[tuple[str, str]]] = {}
+
+    def get_participants(self, namespace: str, room: str) -> list[tuple[str, str]]:
+        return list(self.rooms.get(room, []))
+
+
+class _Packet:
+    def __init__(self, kind: int, namespace: str, data: list[Any]) -> None:
+        self.data = data
+
+    def encode(self) -> list[Any]:
+        return self.data
+
+
+class _Engineio:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, Any]] = []
+
+    async def send(self, eio_sid: str, packet: Any) -> None:
+        self.sent.append((eio_sid, packet))
+
+
+class _Sio:
+    packet_class = _Packet
+
+    def __init__(self) -> None:
+        self.manager = _Manager()
+        self.eio = _Engineio()
+
+    async def enter_room(self, sid: str, room: str) -> None:
+        self.manager.rooms.setdefault(room, []).append((sid, f"eio-{sid}"))
+
+
+def _view(status: NodeStatus) -> RunView:
+    run = InstanceRecord(
+        "r1", "t", "w", 1, False, RunStatus.RUNNING, 3, "api", None, None, None, 0.0, 0.0, None, 5.0, None
+    )
+    return RunView(run, {"a": NodeView(status=status, attempt=1)})
+
+
+async def test_a_fresh_joiner_gets_only_what_its_snapshot_does_not_show() -> None:
+    sio = _Sio()
+    relay = RunRelay(sio, LocalPublisher())
+    sio.manager.rooms["r1"] = [("old", "eio-old")]  # in the room since before
+    relay.begin_join("new", "r1")
+    await relay.finish_join("new", "r1", _view(NodeStatus.RUNNING))  # its snapshot shows a RUNNING
+
+    await relay._deliver(NodeUpdate("r1", "a", "", NodeStatus.RUNNING, 1, 4.0))  # published after the commit
+    await relay._deliver(NodeUpdate("r1", "a", "", NodeStatus.COMPLETED, 1, 6.0))
+
+    got = [(eio_sid, packet[1]["status"]) for eio_sid, packet in sio.eio.sent]
+    assert got == [("eio-old", "RUNNING"), ("eio-old", "COMPLETED"), ("eio-new", "COMPLETED")]
