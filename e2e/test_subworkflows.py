@@ -117,7 +117,7 @@ def test_a_test_run_links_its_child_while_the_child_still_runs(page: Page, serve
             "title": f"Slow doubler {tag}",
             "nodes": [
                 node("start", "start", 0),
-                node("wait", "delay", 280, config={"seconds": 3}),
+                node("wait", "delay", 280, config={"seconds": 6}),
                 node("double", "python", 560, config={"code": "return {'doubled': ctx['input']['x'] * 2}"}),
                 node("end", "end", 840, config={"outputParameters": {"doubled": "{{ ctx.double.doubled }}"}}),
             ],
@@ -130,7 +130,7 @@ def test_a_test_run_links_its_child_while_the_child_still_runs(page: Page, serve
     editor.set_test_input('{"n": 4}')
     editor.test_run()
 
-    # the link comes with the node's live RUNNING update, before the child (3 s of delay) is done
+    # the link comes with the node's live RUNNING update, before the child (6 s of delay) is done
     link = RunLinks(page).child_link("sub")
     expect(link).to_be_visible()
     expect(editor.node_card("end")).to_have_attribute("data-status", re.compile("IDLE|PENDING|DISPATCHED"))
