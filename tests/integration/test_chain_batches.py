@@ -52,7 +52,7 @@ async def idle(db: Database) -> AsyncIterator[Engine]:
 async def test_a_lost_compare_and_swap_in_a_batch_rolls_back_only_its_own_run(idle: Engine) -> None:
     tenant_id = await idle.tenants.ensure("acme")
     workflow = await idle.create_workflow(tenant_id, linear(2))
-    first, second = [await idle.start_workflow_run(tenant_id, workflow.id) for _ in range(2)]
+    lead, first, second = [await idle.start_workflow_run(tenant_id, workflow.id) for _ in range(3)]
     jobs = {job.instance_id: job for job in await idle.state.claim_jobs("stepper", 10, 60)}
     state = idle.state
     assert isinstance(state, PostgresStateManager)
@@ -61,8 +61,11 @@ async def test_a_lost_compare_and_swap_in_a_batch_rolls_back_only_its_own_run(id
         payload = {"output": {"started": True}, "handle": "default"}
         return ChainStepInput(jobs[instance_id], expected, "start", payload, "s1", "stepper", 60)
 
-    good, stale = await asyncio.gather(
-        state.chain_batches.submit(step(first, 1)), state.chain_batches.submit(step(second, 7))
+    # The first step goes at once, alone; the two submitted while it is in flight go together.
+    _, good, stale = await asyncio.gather(
+        state.chain_batches.submit(step(lead, 1)),
+        state.chain_batches.submit(step(first, 1)),
+        state.chain_batches.submit(step(second, 7)),
     )
 
     assert state.chain_batches.largest == 2  # one statement took both

@@ -10,11 +10,11 @@ others go on; its step then returns no status and the general decision takes it)
 written are those the general decision (engine/decision.py) writes, run by run
 (tests/integration/test_one_statement_equivalence.py runs every topology through here).
 
-``ChainStepBatcher`` collects the steps: a step that arrives while no batch is being sent starts one
-at the next turn of the event loop (so the steps other tasks are about to submit in the same turn
-join it: no timer, no added wait for a lone run); steps that arrive while a batch is in flight wait
-for it and go together in the next. A batch holds at most one step per run (the orchestrator
-serialises a run's decisions in a process anyway) and at most ``BATCH_LIMIT``.
+``ChainStepBatcher`` collects the steps: a step that arrives while no batch is in flight is sent at
+once by its own task (a lone run waits for nothing), and the steps that arrive while a batch is in
+flight wait for it and go together in the next (group commit: the busier the database, the larger
+the batches). A batch holds at most one step per run (the orchestrator serialises a run's decisions
+in a process anyway) and at most ``BATCH_LIMIT``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from flowdeck.storage.compiled import compile_statement
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import Job
 from flowdeck.storage.statements import JOB_COLUMNS, JOB_INSERT_COLUMNS
+from flowdeck.storage.statements_postgres import postgres_statements
 from flowdeck.storage.steps import ChainStep, ChainStepInput
 
 __all__ = ("BATCH_LIMIT", "ChainStepBatcher")
@@ -140,9 +141,16 @@ class ChainStepBatcher:
     async def submit(self, step: ChainStepInput) -> ChainStep:
         future: asyncio.Future[ChainStep] = asyncio.get_running_loop().create_future()
         self._queue.append((step, future))
-        if not self._sending:
-            self._sending = True
-            asyncio.get_running_loop().call_soon(self._start)  # after the other tasks of this turn added theirs
+        if self._sending:  # a batch is in flight: this step goes in the next one
+            return await future
+        self._sending = True  # nothing in flight: this step goes at once, with whatever joined this turn
+        try:
+            await self._send_batch()
+        finally:
+            if self._queue:  # arrived while it was in flight: the next batch, from a task of its own
+                self._start()
+            else:
+                self._sending = False
         return await future
 
     def _start(self) -> None:
@@ -160,27 +168,35 @@ class ChainStepBatcher:
     async def _send_all(self) -> None:
         try:
             while self._queue:
-                batch, self._queue = _one_per_run(self._queue)
-                try:
-                    results = await self._send([step for step, _ in batch])
-                except BaseException as exc:
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
-                    if not isinstance(exc, Exception):
-                        raise
-                    continue
-                for (_, future), result in zip(batch, results, strict=True):
-                    if not future.done():
-                        future.set_result(result)
+                await self._send_batch()
         finally:
             self._sending = False
             if self._queue:  # arrived while the last batch failed hard (cancelled): start again
                 self._sending = True
                 asyncio.get_running_loop().call_soon(self._start)
 
+    async def _send_batch(self) -> None:
+        """Send the next batch and settle its steps' futures (an error goes to every step of the batch)."""
+        batch, self._queue = _one_per_run(self._queue)
+        try:
+            results = await self._send([step for step, _ in batch])
+        except BaseException as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+                    future.exception()  # a cancelled submitter no longer reads it
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for (_, future), result in zip(batch, results, strict=True):
+            if not future.done():
+                future.set_result(result)
+
     async def _send(self, steps: list[ChainStepInput]) -> list[ChainStep]:
         now = self.clock()
+        self.largest = max(self.largest, len(steps))
+        if len(steps) == 1:  # alone: the one-run statement, which PostgreSQL plans and runs faster
+            return [await self._send_one(steps[0], now)]
         params = {
             "p_instance_ids": [s.job.instance_id for s in steps],
             "p_expected": [s.expected_version for s in steps],
@@ -196,22 +212,37 @@ class ChainStepBatcher:
             "p_payloads": [s.payload for s in steps],
             "p_now": now,
         }
-        self.largest = max(self.largest, len(steps))
         async with self.db.autocommit() as conn:
             rows = (await conn.execute(_STATEMENT, params)).all()
-        results = []
-        for _, status, log_id, removed, *job_columns in rows:
-            next_job = None if job_columns[0] is None else Job(*job_columns)
-            results.append(
-                ChainStep(
-                    now,
-                    None if status is None else RunStatus(status),
-                    log_id is not None,
-                    removed is not None,
-                    next_job,
-                )
-            )
-        return results
+        return [_step(now, *row[1:]) for row in rows]
+
+    async def _send_one(self, step: ChainStepInput, now: float) -> ChainStep:
+        job = step.job
+        params = {
+            "p_instance_id": job.instance_id,
+            "p_expected": step.expected_version,
+            "p_next": step.expected_version + 1,
+            "p_now": now,
+            "p_node_id": job.node_id,
+            "p_output_variable": step.output_variable,
+            "p_payload": step.payload,
+            "p_attempt": job.attempt,
+            "p_job": job.id,
+            "p_tenant_id": job.tenant_id,
+            "p_iteration": job.iteration,
+            "p_successor": step.successor,
+            "p_lease_until": now + step.lease_seconds,
+            "p_owner": step.owner,
+        }
+        async with self.db.autocommit() as conn:
+            row = (await conn.execute(postgres_statements().chain_step, params)).one()
+        return _step(now, *row)
+
+
+def _step(now: float, status: str | None, log_id: int | None, removed: int | None, *job_columns: Any) -> ChainStep:
+    next_job = None if job_columns[0] is None else Job(*job_columns)
+    run_status = None if status is None else RunStatus(status)
+    return ChainStep(now, run_status, log_id is not None, removed is not None, next_job)
 
 
 def _one_per_run(queue: list[_Pending]) -> tuple[list[_Pending], list[_Pending]]:

@@ -38,6 +38,8 @@ class PostgresStatements:
     """Lease due jobs and log their NODE_STARTED rows."""
     claim_one_and_start: Any
     """The same when one tenant alone has due jobs (``statements._claim_one_tenant``)."""
+    chain_step: Any
+    """One run's chain step (see ``_chain_step``; several runs' at once: storage/chain_batches.py)."""
     start_run: Any
     """A production run's creation (see ``_start_run``)."""
     end_step: Any
@@ -432,6 +434,47 @@ RETURNING {_JOB_RETURNING}
     )
 
 
+def _chain_step() -> Any:
+    """A chain's step, decided in one statement: CAS the instance, log the node's NODE_COMPLETED, delete
+    its job and, if the run is RUNNING and the job was still there, dispatch the successor with its
+    job leased to the worker and its NODE_STARTED row. Each part runs only if the one before did, so it
+    writes exactly what the general decision (engine/decision.py) writes for this case.
+
+    One row: (instance status or NULL when the CAS failed or the result was logged before, the log id
+    or NULL for a duplicate delivered concurrently,
+    the deleted job id or NULL, then the successor's job columns or NULLs).
+    """
+    return sa.text(
+        f"""
+WITH cas AS (
+    UPDATE instances SET version = :p_next, updated_at = :p_now
+    WHERE id = :p_instance_id AND version = :p_expected
+        AND NOT EXISTS (  -- a duplicate delivery leaves even the version alone (the general path sees it)
+            SELECT 1 FROM instance_logs
+            WHERE instance_id = :p_instance_id AND node_id = :p_node_id AND iteration = :p_iteration
+                AND event_type = {_q(EventType.NODE_COMPLETED)} AND node_attempt = :p_attempt
+        )
+    RETURNING status
+){_LOGGED_RESULT}
+), removed AS (
+    DELETE FROM node_jobs
+    WHERE id = :p_job AND attempt = :p_attempt AND EXISTS (SELECT 1 FROM logged)
+    RETURNING id
+), dispatched AS (
+    INSERT INTO instance_logs ({_DISPATCH_COLUMNS})
+    SELECT CAST(:p_instance_id AS VARCHAR), CAST(:p_successor AS VARCHAR), CAST(:p_iteration AS VARCHAR),
+        {_DISPATCHED}, 1, CAST(:p_now AS DOUBLE PRECISION)
+    FROM removed, cas
+    WHERE cas.status = {_q(RunStatus.RUNNING)}
+    ON CONFLICT DO NOTHING
+    RETURNING instance_id, node_id, iteration
+){_LEASED_JOB_STARTED}
+SELECT (SELECT status FROM cas), (SELECT log_id FROM logged), (SELECT id FROM removed), {_JOB_SELECTED}
+FROM (SELECT 1) AS one LEFT JOIN job ON TRUE
+"""
+    )
+
+
 @functools.cache
 def postgres_statements() -> PostgresStatements:
     """PostgreSQL's single statements, compiled for asyncpg."""
@@ -445,6 +488,7 @@ def postgres_statements() -> PostgresStatements:
         dispatch_one=c(_dispatch_one(), ("p_payload",)),
         claim_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_jobs.core), ("p_held",)),
         claim_one_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_one_tenant.core), ()),
+        chain_step=c(_chain_step(), ("p_payload",), returns_rows=True),
         start_run=c(_start_run(), ("p_input", "p_input_payload", "p_status_payload"), returns_rows=True),
         end_step=c(_end_step(), ("p_payload", "p_end_output", "p_status_payload"), returns_rows=True),
         iteration_step=c(_iteration_step(), ("p_payload",), returns_rows=True),
