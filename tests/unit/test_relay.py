@@ -68,3 +68,16 @@ async def test_a_fresh_joiner_gets_only_what_its_snapshot_does_not_show() -> Non
 
     got = [(eio_sid, packet[1]["status"]) for eio_sid, packet in sio.eio.sent]
     assert got == [("eio-old", "RUNNING"), ("eio-old", "COMPLETED"), ("eio-new", "COMPLETED")]
+
+
+async def test_a_fresh_joiner_gets_the_call_its_snapshot_does_not_name() -> None:
+    sio = _Sio()
+    relay = RunRelay(sio, LocalPublisher())
+    relay.begin_join("new", "r1")
+    await relay.finish_join("new", "r1", _view(NodeStatus.RUNNING))  # RUNNING, no child run yet
+
+    await relay._deliver(NodeUpdate("r1", "a", "", NodeStatus.RUNNING, 1, 3.9))  # its start: shown already
+    await relay._deliver(NodeUpdate("r1", "a", "", NodeStatus.RUNNING, 1, 4.0, child_instance_id="c1"))
+
+    got = [(eio_sid, packet[1]["childInstanceId"]) for eio_sid, packet in sio.eio.sent]
+    assert got == [("eio-new", "c1")]

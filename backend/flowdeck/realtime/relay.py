@@ -55,14 +55,18 @@ def is_news(update: Update, view: RunView) -> bool:
     the status table in ``domain/statuses.py``), so a node update is news when it is further along
     than the node in the snapshot. Every run-level decision stamps the
     instance's ``updated_at`` with its own time, which its update carries as ``at``: a run update
-    later than the snapshot's ``updated_at`` is not in it.
+    later than the snapshot's ``updated_at`` is not in it. A ``workflow`` node's call is a second update
+    of the same progress (still RUNNING): it is news while the snapshot does not name the child run.
     """
     if isinstance(update, RunUpdate):
         return update.at > view.run.updated_at
     node = _node_view(view, update)
     if node is None:
         return True
-    return node_progress(update.attempt, update.status) > node_progress(node.attempt, node.status)
+    progress, shown = node_progress(update.attempt, update.status), node_progress(node.attempt, node.status)
+    if progress == shown and update.child_instance_id is not None:
+        return update.child_instance_id != node.child_instance_id
+    return progress > shown
 
 
 class RunRelay:
