@@ -217,19 +217,9 @@ class ChainStepBatcher:
         return [_step(now, *row[1:]) for row in rows]
 
     async def _send_one(self, step: ChainStepInput, now: float) -> ChainStep:
-        job = step.job
         params = {
-            "p_instance_id": job.instance_id,
-            "p_expected": step.expected_version,
-            "p_next": step.expected_version + 1,
-            "p_now": now,
-            "p_node_id": job.node_id,
-            "p_output_variable": step.output_variable,
-            "p_payload": step.payload,
-            "p_attempt": job.attempt,
-            "p_job": job.id,
-            "p_tenant_id": job.tenant_id,
-            "p_iteration": job.iteration,
+            **step.params(now),
+            "p_iteration": step.job.iteration,
             "p_successor": step.successor,
             "p_lease_until": now + step.lease_seconds,
             "p_owner": step.owner,

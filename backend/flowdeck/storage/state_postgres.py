@@ -28,7 +28,6 @@ from flowdeck.storage.steps import (
     EndStep,
     EndStepInput,
     IterationStepInput,
-    NodeResult,
     RunStart,
 )
 
@@ -100,22 +99,6 @@ class PostgresStateTransaction(StateTransaction):
         return bool((await self.conn.execute(postgres_statements().finish_run_logged, params)).scalar_one())
 
 
-def _result_params(step: NodeResult, now: float) -> dict[str, Any]:
-    job = step.job
-    return {
-        "p_instance_id": job.instance_id,
-        "p_expected": step.expected_version,
-        "p_next": step.expected_version + 1,
-        "p_now": now,
-        "p_node_id": job.node_id,
-        "p_output_variable": step.output_variable,
-        "p_payload": step.payload,
-        "p_attempt": job.attempt,
-        "p_job": job.id,
-        "p_tenant_id": job.tenant_id,
-    }
-
-
 class PostgresStateManager(StateManager):
     transaction_class = PostgresStateTransaction
 
@@ -135,7 +118,7 @@ class PostgresStateManager(StateManager):
         now = self.clock()
         scope = step.job.iteration
         params = {
-            **_result_params(step, now),
+            **step.params(now),
             "p_iteration": scope,
             "p_nested": nested_pattern(scope),
             "p_parent": parent_scope(scope),
@@ -159,7 +142,7 @@ class PostgresStateManager(StateManager):
         now = self.clock()
         end_output = step.end_output
         params = {
-            **_result_params(step, now),
+            **step.params(now),
             "p_end_output": end_output if isinstance(end_output, dict) else {},
             "p_status_payload": run_status_payload(RunStatus.COMPLETED, None),
         }

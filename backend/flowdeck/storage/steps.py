@@ -26,6 +26,22 @@ class NodeResult:
     payload: Any
     """The NODE_COMPLETED row's payload."""
 
+    def params(self, now: float) -> dict[str, Any]:
+        """The bind parameters every one-statement result step shares (storage/statements_postgres.py)."""
+        job = self.job
+        return {
+            "p_instance_id": job.instance_id,
+            "p_expected": self.expected_version,
+            "p_next": self.expected_version + 1,
+            "p_now": now,
+            "p_node_id": job.node_id,
+            "p_output_variable": self.output_variable,
+            "p_payload": self.payload,
+            "p_attempt": job.attempt,
+            "p_job": job.id,
+            "p_tenant_id": job.tenant_id,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class ChainStepInput(NodeResult):
