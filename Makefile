@@ -87,6 +87,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP) openapi-viewer
+	@.ci/ensure-wrk
 	$(BIN)/pytest
 
 bench: $(STAMP)

@@ -37,6 +37,7 @@ class NoopHandler(NodeHandler):
 
     type_name = "bench_noop"
     handles = ("default",)
+    confined = True
 
     async def execute(
         self, config: Mapping[str, Any], context: Mapping[str, Any], helpers: NodeHelpers

@@ -130,7 +130,7 @@ def test_bench_quick_prints_the_table_and_writes_every_workload_as_json(tmp_path
     }
     chain = rows["1 chain of 20"]
     assert chain["runs"] == 20 and chain["nodesPerRun"] == 20
-    assert chain["msPerNode"] > 0 and chain["roundTripsPerNode"] > 1 and chain["commitsPerNode"] >= 1
+    assert chain["msPerNode"] > 0 and chain["roundTripsPerNode"] > 1 and chain["commitsPerNode"] > 0
     assert rows["3 100 concurrent chains of 5"]["runs"] == 100
     assert "x fan-out 10" in rows["4 fan-out 1000"]["target"]
     assert rows["5 sandbox calls"]["runMsP99"] >= rows["5 sandbox calls"]["runMsP50"] > 0

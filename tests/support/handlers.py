@@ -19,6 +19,7 @@ class StepHandler(NodeHandler):
 
     type_name = "step"
     handles = ("success", "error")
+    confined = True  # no effect outside the engine: chains of steps run on early-released decisions
     template_fields = ("output", "failTimes", "sleep")
 
     async def execute(

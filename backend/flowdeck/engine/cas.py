@@ -9,6 +9,7 @@ a loser has already waited for the winner's commit); the CAS still decides betwe
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -59,6 +60,9 @@ class KnownVersions:
     def forget(self, instance_id: str) -> None:
         self._versions.pop(instance_id, None)
 
+    def clear(self) -> None:
+        self._versions.clear()
+
 
 @dataclass(slots=True)
 class _RunLock:
@@ -95,13 +99,17 @@ class Cas:
             if not lock.users:
                 del self._run_locks[instance_id]
 
-    async def decide_now(self, instance_id: str, decision: DecideFn[T]) -> T | None:
+    async def decide_now(self, instance_id: str, decision: DecideFn[T], *, defer: bool = False) -> T | None:
         """Take ``decision`` under the CAS, again on fresh state each time it loses (the caller holds the
-        run's lock). ``None`` when it found a duplicate delivery."""
+        run's lock). ``None`` when it found a duplicate delivery.
+
+        ``defer``: return before the decision is durable (early release, storage/database.py), for a
+        worker going on with the node it leased; its effects are announced once it is durable.
+        """
         for attempt in range(MAX_CAS_ATTEMPTS):
             known = self.versions.get(instance_id)
             try:
-                async with self.state.transaction() as tx:
+                async with self.state.transaction(defer=defer) as tx:
                     effects = Effects(tx.now)
                     version, status = await self._claim_version(tx, instance_id, known)
                     result = await decision(tx, status, effects)
@@ -115,9 +123,20 @@ class Cas:
                 self.versions.forget(instance_id)
                 raise
             self.versions.remember(instance_id, version + 1)
-            self.announce(effects)
+            pending = tx.committed
+            if pending is None or pending.done():
+                self.announce(effects)
+            else:
+                pending.add_done_callback(functools.partial(self._settled, instance_id=instance_id, effects=effects))
             return result
         raise RuntimeError(f"run {instance_id}: no decision after {MAX_CAS_ATTEMPTS} compare-and-swap attempts")
+
+    def _settled(self, commit: asyncio.Future[None], instance_id: str, effects: Effects) -> None:
+        """An early-released decision's group committed (announce it) or failed (it is lost)."""
+        if commit.cancelled() or commit.exception() is not None:
+            self.versions.forget(instance_id)
+        else:
+            self.announce(effects)
 
     @staticmethod
     async def _claim_version(tx: StateTransaction, instance_id: str, known: int | None) -> tuple[int, RunStatus]:

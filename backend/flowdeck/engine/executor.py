@@ -91,6 +91,8 @@ class NodeExecutor:
             if context is None:
                 context = await self._context(job, plan.graph)
             config = _resolve_templates(handler, node.config, context)
+            if not handler.confined:  # its effects leave the engine: what it follows must be durable first
+                await self.state.settle()
             async with asyncio.timeout(timeout):
                 result = await handler.execute(config, context, helpers)
         except NodeError as exc:
@@ -138,6 +140,11 @@ class NodeExecutor:
         known = {**context, node.variable: outcome.output, f"__node_{node.id}": True}
         self._share(successor, graph, known)
         return known
+
+    def forget(self) -> None:
+        """Drop the kept contexts (they may hold outputs whose decisions were lost)."""
+        self._contexts.clear()
+        self._loops.clear()
 
     def _iteration_context(self, graph: Graph, job: Job) -> dict[str, Any] | None:
         """The context of a loop iteration's first node, from its loop's (kept when the loop expanded):

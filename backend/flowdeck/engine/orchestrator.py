@@ -69,6 +69,10 @@ class Orchestrator:
         self._steps = OneStatementSteps(self._cas, lease_seconds)
         self._batches = Batcher(self._decide_alone, self._decide_together)
 
+    def forget_versions(self) -> None:
+        """Forget the instance versions this process knows (its last decisions may have been lost)."""
+        self._cas.versions.clear()
+
     def _decision(self, tx: StateTransaction, plan: RunPlan, effects: Effects, owner: str | None = None) -> Decision:
         return Decision(tx, plan, effects, owner=owner, lease_seconds=self.lease_seconds)
 
@@ -176,7 +180,8 @@ class Orchestrator:
                 taken, follow = await self._steps.try_steps(plan, job, outcome, delivery.claim_for)
                 if taken:
                     return follow
-            return await self._cas.decide_now(job.instance_id, decide)
+            # A worker that goes on with the node this leases it does not wait for the commit (early release)
+            return await self._cas.decide_now(job.instance_id, decide, defer=delivery.claim_for is not None)
 
     async def _call_child(self, job: Job, called: Called, owner: str | None) -> Job | None:
         """A ``workflow`` node's call: the child run opened and the node parked, in one decision (engine/calls.py).
@@ -220,8 +225,9 @@ class Orchestrator:
                 status = own.run_status or status
             return results
 
+        defer = all(delivery.claim_for is not None for delivery in batch)
         async with self._cas.serialized(instance_id):
-            return await self._cas.decide_now(instance_id, decide) or [None] * len(batch)
+            return await self._cas.decide_now(instance_id, decide, defer=defer) or [None] * len(batch)
 
     @staticmethod
     async def _decide_delivery(decision: Decision, delivery: Delivery, status: RunStatus) -> Job | None:

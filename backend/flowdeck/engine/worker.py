@@ -98,6 +98,7 @@ class Worker:
         self._hurry = asyncio.Event()
         self.orchestrator.job_listeners.append(self.notify)
         self.orchestrator.stop_listeners.append(self.stop_run)
+        self.state.db.loss_listeners.append(self._decisions_lost)
         await self.sweep(recover_stale=True)
         self._loops = [
             asyncio.create_task(self._claim_loop(), name=f"flowdeck-claim-{self.id}"),
@@ -116,6 +117,8 @@ class Worker:
             await self._drain(grace)
         with contextlib.suppress(ValueError):
             self.orchestrator.stop_listeners.remove(self.stop_run)
+        with contextlib.suppress(ValueError):
+            self.state.db.loss_listeners.remove(self._decisions_lost)
         tasks = [*self._loops, *self._current]
         for task in tasks:
             task.cancel()
@@ -183,6 +186,16 @@ class Worker:
         for task, job in list(self._current.items()):
             if job.instance_id == instance_id:
                 task.cancel()
+
+    def _decisions_lost(self, error: BaseException) -> None:
+        """Decisions this process went on from before they were durable failed to commit (early release,
+        storage/database.py): as after a crash, stop every node running here (some ran on them) and
+        forget what was built on them; the leases in the database bring the nodes back."""
+        log.error("decisions were lost (%s): stopping this worker's %d running node(s)", error, len(self._current))
+        for task in self._current:
+            task.cancel()
+        self.executor.forget()
+        self.orchestrator.forget_versions()
 
     # -- claiming and running ------------------------------------------------------------------------
     def share(self) -> TenantShare:
@@ -267,6 +280,8 @@ class Worker:
                 if successor is not None:
                     known_context = await self.executor.context_for_successor(current, context, outcome, successor)
                     await asyncio.sleep(0)  # let the loop send this node's updates before the next one runs
+                else:  # nothing of this chain will join the open group: commit it now (early release)
+                    self.state.db.commit_soon()
                 current = successor
         except asyncio.CancelledError:
             raise

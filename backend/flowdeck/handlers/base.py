@@ -60,6 +60,9 @@ class NodeHandler(ABC):
     type_name: ClassVar[str]
     handles: ClassVar[tuple[str, ...]] = ()
     template_fields: ClassVar[tuple[str, ...]] = ()
+    confined: ClassVar[bool] = False
+    """True when ``execute`` has no effect outside the engine (no I/O): it may then run before the
+    decisions it follows are durable (early release, storage/database.py). Anything else waits."""
 
     def output_handles(self, config: Mapping[str, Any]) -> tuple[str, ...]:
         """The handles edges may leave this node from, for this config."""

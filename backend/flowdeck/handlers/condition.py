@@ -17,6 +17,7 @@ _BRANCH_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 class ConditionHandler(NodeHandler):
     type_name = "condition"
+    confined = True
 
     def output_handles(self, config: Mapping[str, Any]) -> tuple[str, ...]:
         branches = config.get("branches")

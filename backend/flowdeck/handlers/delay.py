@@ -21,6 +21,7 @@ def _seconds(value: Any) -> float | None:
 
 class DelayHandler(NodeHandler):
     type_name = "delay"
+    confined = True
     handles = ("default",)
     template_fields = ("seconds",)
 

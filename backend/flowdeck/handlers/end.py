@@ -13,6 +13,7 @@ __all__ = ("EndHandler",)
 
 class EndHandler(NodeHandler):
     type_name = "end"
+    confined = True
     handles = ()
     template_fields = ("outputParameters",)
 

@@ -26,6 +26,7 @@ def _int(value: Any) -> int | None:
 
 class LoopHandler(NodeHandler):
     type_name = "loop"
+    confined = True
     handles = ("loop", "done")
     template_fields = ("items",)
 

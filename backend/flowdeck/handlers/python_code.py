@@ -17,6 +17,7 @@ class PythonCodeHandler(NodeHandler):
     """Runs ``config.code`` with ``ctx`` in a sandbox worker; its return value is the node's output."""
 
     type_name: ClassVar[str] = "python"
+    confined = True
     handles: ClassVar[tuple[str, ...]] = ("success", "error")
     template_fields: ClassVar[tuple[str, ...]] = ()  # code is never template-resolved
 

@@ -12,6 +12,7 @@ __all__ = ("StartHandler",)
 
 class StartHandler(NodeHandler):
     type_name = "start"
+    confined = True
     handles = ("default",)
 
     async def execute(

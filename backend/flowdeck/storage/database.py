@@ -16,14 +16,25 @@ transaction does not commit alone: it runs in a savepoint of one open transactio
 back only its own writes), and the commit comes at the next turn of the event loop, after the write
 transactions that other tasks are about to start in this turn have joined (at most 64). A
 ``transaction()`` block still returns only once its writes are durable. Reads have a connection of
-their own (WAL: they see what is committed), so they never read a group's writes before its commit,
-and never wait for one.
+their own (WAL: they see what is committed), so they never read a group's writes before its commit.
+
+Early release (SQLite): a worker going on with the next node of a run does not wait for its
+decision's fsync (``transaction(defer=True)``). The writes are in the open group, the next node runs
+and its decision joins the same group, so a chain pays one fsync for several nodes. Nothing leaves
+the process before it is durable: the decision's effects (updates, wake-ups) are announced when its
+group commits (``StateTransaction.committed``); a read first waits for the open group's commit; a
+handler with effects outside the engine waits for it first (``settle``). The group commits once
+someone waits for it, at 64 members, or ``defer_seconds`` after its first early release, whichever
+is first. If such a group fails to commit, its decisions are lost as in a crash, and the
+``loss_listeners`` (the worker) drop what was built on them: the nodes running on them stop and
+their leases, which are durable, bring them back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -42,6 +53,8 @@ from flowdeck.storage.statements import statements_for
 T = TypeVar("T")
 
 __all__ = ("Connection", "Database", "StatementCounter")
+
+log = logging.getLogger(__name__)
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
@@ -71,6 +84,10 @@ class StatementCounter:
 class Connection(Protocol):
     """What the stores use of a connection: ``await conn.execute(...)`` returning a buffered result."""
 
+    committed: asyncio.Future[None] | None
+    """SQLite's early release: the commit of the group this transaction's writes are in (``None``:
+    they were durable when the block ended)."""
+
     async def execute(self, statement: Any, parameters: Any = None) -> Any: ...
 
     async def run_sync(self, fn: Callable[[sa.Connection], T]) -> T: ...
@@ -86,6 +103,7 @@ class _InlineConnection:
     def __init__(self, conn: sa.Connection, counter: StatementCounter) -> None:
         self._conn = conn
         self._counter = counter
+        self.committed: asyncio.Future[None] | None = None
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
         if isinstance(statement, CompiledStatement):
@@ -106,6 +124,8 @@ class _AsyncpgConnection:
     its own: ``Database`` opens one on the asyncpg connection itself (``asyncpg.Connection.transaction``),
     and both SQLAlchemy's statements and the compiled ones run inside it.
     """
+
+    committed: asyncio.Future[None] | None = None
 
     def __init__(self, conn: AsyncConnection, raw: Any, counter: StatementCounter) -> None:
         self._conn = conn
@@ -135,19 +155,30 @@ class _Group:
         self.conn = conn
         self.transaction = conn.begin()
         self.members = 0
+        self.released = 0
+        """Members that went on without waiting for the commit (early release)."""
         self.committed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.flush: asyncio.Task[None] | None = None
         """The task that commits the group at the next turn of the event loop."""
+        self.timer: asyncio.TimerHandle | None = None
+        """Commits the group ``defer_seconds`` after its first early release, if nothing did before."""
 
 
 class Database:
     def __init__(
-        self, url: str, *, pool_size: int = 20, one_statement: bool = True, sqlite_synchronous: str = "FULL"
+        self,
+        url: str,
+        *,
+        pool_size: int = 20,
+        one_statement: bool = True,
+        sqlite_synchronous: str = "FULL",
+        defer_seconds: float = 0.002,
     ) -> None:
         """``one_statement`` (PostgreSQL): take the common decisions and write pairs as single statements
         (data-modifying CTEs). ``False`` writes the same rows with the portable statements SQLite uses;
         tests/integration/test_one_statement_equivalence.py runs every topology both ways and compares.
-        ``sqlite_synchronous``: ``FULL`` (power-loss safe) or ``NORMAL`` (FLOWDECK_SQLITE_SYNCHRONOUS)."""
+        ``sqlite_synchronous``: ``FULL`` (power-loss safe) or ``NORMAL`` (FLOWDECK_SQLITE_SYNCHRONOUS).
+        ``defer_seconds``: how long an early-released SQLite group may stay open at most."""
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         self.counter = StatementCounter()
@@ -158,6 +189,9 @@ class Database:
                 raise ValueError(f"sqlite_synchronous must be FULL or NORMAL, not {sqlite_synchronous!r}")
             self._sqlite_lock = asyncio.Lock()
             self._group: _Group | None = None
+            self._writer: asyncio.Task[Any] | None = None
+            """The task whose write transaction holds the lock (its reads must not wait for the group)."""
+            self._defer_seconds = defer_seconds
             sync_url = make_url(url).set(drivername="sqlite+pysqlite")
             self.sync_engine = sa.create_engine(
                 sync_url,
@@ -193,6 +227,8 @@ class Database:
                 json_deserializer=_json_loads,
             )
             self.sync_engine = self.engine.sync_engine
+        self.loss_listeners: list[Callable[[BaseException], None]] = []
+        """Called when a group with early-released members failed to commit (their decisions are lost)."""
         sa.event.listen(self.sync_engine, "before_cursor_execute", self._count_statement)
         sa.event.listen(self.sync_engine, "begin", self._count_round_trip)
         sa.event.listen(self.sync_engine, "rollback", self._count_round_trip)
@@ -203,9 +239,13 @@ class Database:
         return sqlite.insert(table) if self.is_sqlite else postgresql.insert(table)
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Connection]:
+    async def transaction(self, *, defer: bool = False) -> AsyncIterator[Connection]:
         """A transaction that commits when the block ends (it returns once the writes are durable) and
-        rolls back if it raises."""
+        rolls back if it raises.
+
+        ``defer`` (SQLite): return as soon as the writes are in the open group, before its commit
+        (early release, above); the connection's ``committed`` future says when they are durable.
+        """
         if not self.is_sqlite:
             async with self._postgres(transaction="write") as conn:
                 yield conn
@@ -219,20 +259,51 @@ class Database:
             raw.execute("SAVEPOINT flowdeck_member")
             self.counter.round_trips += 2
             done = False
+            member = _InlineConnection(group.conn, self.counter)
+            self._writer = asyncio.current_task()
             try:
-                yield _InlineConnection(group.conn, self.counter)
+                yield member
                 done = True
             finally:
+                self._writer = None
                 if done:
                     group.members += 1
                 else:
                     raw.execute("ROLLBACK TO flowdeck_member")
                 raw.execute("RELEASE flowdeck_member")
+                if done and defer:
+                    group.released += 1
+                    member.committed = group.committed
+                    if group.timer is None and group.flush is None:
+                        loop = asyncio.get_running_loop()
+                        group.timer = loop.call_later(self._defer_seconds, self._commit_soon, group)
                 if group.members >= _GROUP_LIMIT:
                     self._commit_group()
-                elif group.flush is None:  # commit at the next turn: the writes ready by then join first
-                    group.flush = asyncio.get_running_loop().create_task(self._flush(group))
+                elif not defer:  # commit at the next turn: the writes ready by then join first
+                    self._commit_soon(group)
+        if defer:
+            if group.committed.done():
+                group.committed.result()  # committed at the limit: raises if that commit failed
+            return
         await asyncio.shield(group.committed)
+
+    async def settle(self) -> None:
+        """Wait until every early-released write is durable (before an effect outside the engine)."""
+        if not self.is_sqlite:
+            return
+        group = self._group
+        if group is not None and group.released:
+            self._commit_soon(group)
+            await asyncio.shield(group.committed)
+
+    def commit_soon(self) -> None:
+        """Commit the open group at the next turn of the event loop (nothing more will join it soon)."""
+        if self.is_sqlite and self._group is not None:
+            self._commit_soon(self._group)
+
+    def _commit_soon(self, group: _Group) -> None:
+        if group.flush is None and self._group is group:
+            group.flush = asyncio.get_running_loop().create_task(self._flush(group))
 
     async def _flush(self, group: _Group) -> None:
         async with self._sqlite_lock:  # behind the writers already waiting: they join the group first
@@ -244,11 +315,17 @@ class Database:
         group, self._group = self._group, None
         if group is None:
             return
+        if group.timer is not None:
+            group.timer.cancel()
         try:
             group.transaction.commit()
         except Exception as exc:  # noqa: BLE001 -- every member raises it from its own await
             group.committed.set_exception(exc)
             group.committed.exception()  # retrieved here: each member raises it from its own await
+            if group.released:
+                log.error("a group commit with %d early-released decisions failed: they are lost", group.released)
+                for lost in self.loss_listeners:
+                    lost(exc)
         else:
             group.committed.set_result(None)
         finally:
@@ -262,6 +339,8 @@ class Database:
         around it, which saves the BEGIN and ROLLBACK round trips.
         """
         if self.is_sqlite:
+            if self._writer is not asyncio.current_task():  # (a write transaction's own reads cannot wait)
+                await self.settle()  # early-released writes are read as their writers will: committed
             async with self._read_lock:
                 with self._read_engine.connect().execution_options(flowdeck_read=True) as conn:
                     yield _InlineConnection(conn, self.counter)

@@ -8,6 +8,7 @@ offers the reads. The log is append-only: nothing here updates or deletes a log 
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -47,6 +48,12 @@ class StateTransaction:
         self.db = db
         self.now = now
         self.jobs = JobTable(conn, db, now)
+
+    @property
+    def committed(self) -> asyncio.Future[None] | None:
+        """After an early-released block (``transaction(defer=True)``): the commit its writes wait for;
+        ``None`` when they were durable as the block ended."""
+        return self.conn.committed
 
     # -- the log ---------------------------------------------------------------------------------
     def _log_values(self, event: LogEvent) -> dict[str, Any]:
@@ -388,9 +395,15 @@ class StateManager:
         """Finish what is in flight (the engine stops; the database closes after)."""
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[StateTransaction]:
-        async with self.db.transaction() as conn:
+    async def transaction(self, *, defer: bool = False) -> AsyncIterator[StateTransaction]:
+        """A write transaction; ``defer``: early release (storage/database.py): the block returns before
+        its writes are durable, and ``StateTransaction.committed`` says when they are."""
+        async with self.db.transaction(defer=defer) as conn:
             yield self.transaction_class(conn, self.db, self.clock())
+
+    async def settle(self) -> None:
+        """Wait until every early-released write is durable."""
+        await self.db.settle()
 
     # -- single-statement decisions ----------------------------------------------------------------
     # The portable store takes none: each returns ``None`` ("not offered") and the engine decides the

@@ -1,0 +1,234 @@
+"""Early release on SQLite (storage/database.py): a worker goes on with a chain's next node before the
+decision that leased it is durable, so several nodes share one fsync; yet nothing leaves the process
+before it is durable (updates, handlers with outside effects, reads), and a group that fails to
+commit is a crash for what ran on it."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sqlite3
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from flowdeck.domain.statuses import NodeStatus, RunStatus
+from flowdeck.engine.engine import Engine
+from flowdeck.engine.publisher import NodeUpdate, Update
+from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
+from flowdeck.storage import database as database_module
+from flowdeck.storage.database import Database
+from flowdeck.storage.tables import tenants
+from tests.support.graphs import definition, edge, end, linear, node
+from tests.support.handlers import make_test_registry
+from tests.support.runs import read_outcome, run_to_end, start
+
+
+def _on_disk(path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """What another process would read: a connection of its own, committed rows only."""
+    with sqlite3.connect(path) as other:
+        return other.execute(sql, params).fetchall()
+
+
+def _completed_on_disk(path: Path, instance_id: str, node_id: str) -> bool:
+    sql = "SELECT 1 FROM instance_logs WHERE instance_id = ? AND node_id = ? AND event_type = 'NODE_COMPLETED'"
+    return bool(_on_disk(path, sql, instance_id, node_id))
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "flowdeck.db"
+
+
+async def _engine(path: Path, *, defer_seconds: float = 60.0, lease_seconds: float = 5.0) -> Engine:
+    """``defer_seconds`` long: a group commits only when someone waits for it (no timer in the way)."""
+    db = Database(f"sqlite+aiosqlite:///{path}", defer_seconds=defer_seconds)
+    await db.create_all()
+    registry = make_test_registry()
+    registry.add(_OutsideEffect(path))
+    registry.add(_Slow())
+    return Engine(db, registry, lease_seconds=lease_seconds, poll_interval=0.05)
+
+
+@pytest.fixture
+async def engine(path: Path) -> AsyncIterator[Engine]:
+    eng = await _engine(path)
+    await eng.start()
+    yield eng
+    await eng.stop()
+    await eng.db.dispose()
+
+
+class _OutsideEffect(NodeHandler):
+    """A node with an effect outside the engine: notes whether its predecessor's result was on disk."""
+
+    type_name = "outside"
+    handles = ("success",)
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.saw: list[bool] = []
+
+    async def execute(
+        self, config: Mapping[str, Any], context: Mapping[str, Any], helpers: NodeHelpers
+    ) -> HandlerResult:
+        self.saw.append(_completed_on_disk(self.path, helpers.instance_id, config["after"]))
+        return HandlerResult(output={"sent": True}, next_handle="success")
+
+
+class _Slow(NodeHandler):
+    """A node with no outside effect that takes a while (its first attempt says when it has begun)."""
+
+    type_name = "slow"
+    handles = ("success",)
+    confined = True
+
+    def __init__(self) -> None:
+        self.began = asyncio.Event()
+        self.ran = 0
+
+    async def execute(
+        self, config: Mapping[str, Any], context: Mapping[str, Any], helpers: NodeHelpers
+    ) -> HandlerResult:
+        self.ran += 1
+        if self.ran == 1:
+            self.began.set()
+            await asyncio.sleep(0.5)
+        return HandlerResult(output={"slow": helpers.attempt}, next_handle="success")
+
+
+async def test_a_chain_shares_its_commits_and_ends_durable(engine: Engine, path: Path) -> None:
+    tenant_id = await engine.tenants.ensure("acme")
+    workflow = await engine.create_workflow(tenant_id, linear(12))
+    engine.db.counter.reset()
+    instance_id = await engine.start_workflow_run(tenant_id, workflow.id, None)
+    run = await engine.wait_for_run(instance_id, 20)
+    assert run.status is RunStatus.COMPLETED
+    # One commit starts the run; the 14 nodes' decisions then share a few (one each before).
+    assert engine.db.counter.commits <= 5
+    assert _on_disk(path, "SELECT status FROM instances WHERE id = ?", instance_id) == [("COMPLETED",)]
+    assert _completed_on_disk(path, instance_id, "end")
+
+
+async def test_every_update_is_durable_when_it_is_announced(engine: Engine, path: Path) -> None:
+    announced: list[tuple[str, bool]] = []
+    publish = engine.publisher.publish
+
+    def checking(updates: list[Update], **kwargs: Any) -> None:
+        for update in updates:
+            if isinstance(update, NodeUpdate) and update.status is NodeStatus.COMPLETED:
+                on_disk = _completed_on_disk(path, update.instance_id, update.node_id)
+                announced.append((update.node_id, on_disk))
+        publish(updates, **kwargs)
+
+    engine.publisher.publish = checking  # type: ignore[method-assign]
+    tenant_id = await engine.tenants.ensure("acme")
+    outcome = await run_to_end(engine, tenant_id, linear(8))
+    assert outcome.run.status is RunStatus.COMPLETED
+    assert [node_id for node_id, _ in announced] == ["start", *(f"s{i}" for i in range(1, 9)), "end"]
+    assert all(on_disk for _, on_disk in announced), announced
+
+
+async def test_a_node_with_outside_effects_runs_once_what_it_follows_is_durable(engine: Engine) -> None:
+    handler = engine.registry.get("outside")
+    assert isinstance(handler, _OutsideEffect)
+    tenant_id = await engine.tenants.ensure("acme")
+    nodes = [node("start", "start"), node("s1"), node("s2"), node("send", "outside", config={"after": "s2"}), end()]
+    edges = [edge("start", "s1"), edge("s1", "s2"), edge("s2", "send"), edge("send", "end")]
+    outcome = await run_to_end(engine, tenant_id, definition(nodes, edges))
+    assert outcome.run.status is RunStatus.COMPLETED
+    assert handler.saw == [True]
+
+
+async def test_reads_see_early_released_writes(path: Path) -> None:
+    db = Database(f"sqlite+aiosqlite:///{path}", defer_seconds=60)
+    await db.create_all()
+    try:
+        async with db.transaction(defer=True) as conn:
+            await conn.execute(tenants.insert().values(id="t1", name="early", created_at=0))
+        assert conn.committed is not None and not conn.committed.done()  # released before its commit
+        assert _on_disk(path, "SELECT name FROM tenants") == []
+        async with db.read() as reader:  # waits for the commit, so it reads what its writer wrote
+            assert (await reader.execute(sa.select(tenants.c.name))).scalars().all() == ["early"]
+        assert conn.committed.done()
+        assert _on_disk(path, "SELECT name FROM tenants") == [("early",)]
+    finally:
+        await db.dispose()
+
+
+async def test_a_group_that_fails_to_commit_is_a_crash_for_what_ran_on_it(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failed: list[int] = []
+
+    class FailingOnce(database_module._Group):
+        """The first group holding three early-released decisions fails to commit (a disk error)."""
+
+        def __init__(self, conn: sa.Connection) -> None:
+            super().__init__(conn)
+            real, group = self.transaction, self
+
+            class Transaction:
+                def commit(self) -> None:
+                    if group.released >= 3 and not failed:
+                        failed.append(group.released)
+                        real.rollback()
+                        raise sqlite3.OperationalError("disk I/O error")
+                    real.commit()
+
+            self.transaction = Transaction()  # type: ignore[assignment]
+
+    monkeypatch.setattr(database_module, "_Group", FailingOnce)
+    engine = await _engine(path, lease_seconds=1.0)
+    slow = engine.registry.get("slow")
+    assert isinstance(slow, _Slow)
+    announced: list[tuple[str, int]] = []
+    publish = engine.publisher.publish
+
+    def recording(updates: list[Update], **kwargs: Any) -> None:
+        announced.extend(
+            (u.node_id, u.attempt) for u in updates if isinstance(u, NodeUpdate) and u.status is NodeStatus.COMPLETED
+        )
+        publish(updates, **kwargs)
+
+    engine.publisher.publish = recording  # type: ignore[method-assign]
+    chain = ["start", "s1", "s2", "s3", "slow", "s4", "end"]
+    nodes = [node("start", "start"), *(node(f"s{i}") for i in range(1, 5)), node("slow", "slow"), end()]
+    edges = [edge(a, b) for a, b in itertools.pairwise(chain)]
+    await engine.start()
+    try:
+        tenant_id = await engine.tenants.ensure("acme")
+        instance_id = await start(engine, tenant_id, definition(nodes, edges))
+        await slow.began.wait()  # running on s1-s3's decisions, still in the open group
+        with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+            await engine.db.settle()  # the group commits now, and fails
+        run = await engine.wait_for_run(instance_id, 30)
+        outcome = await read_outcome(engine, instance_id)
+    finally:
+        await engine.stop()
+        await engine.db.dispose()
+    assert failed, "no group failed: the test did not test anything"
+    assert run.status is RunStatus.COMPLETED
+    completed = [(r.node_id, r.node_attempt) for r in outcome.rows if r.event_type == "NODE_COMPLETED"]
+    assert sorted(n for n, _ in completed) == sorted(chain)
+    # The lost decisions are undone as by a crash: the start node's lease ran out and it was taken over,
+    # and the chain ran again from there (the slow node twice: once on the lost decisions, stopped).
+    assert outcome.nodes["start"].attempt == 2
+    assert slow.ran == 2
+    assert sorted(announced) == sorted(completed)  # nothing lost was ever announced
+
+
+async def test_a_lone_decision_waits_at_most_the_bound(path: Path) -> None:
+    db = Database(f"sqlite+aiosqlite:///{path}", defer_seconds=0.01)
+    await db.create_all()
+    try:
+        async with db.transaction(defer=True) as conn:
+            await conn.execute(tenants.insert().values(id="t1", name="alone", created_at=0))
+        assert conn.committed is not None
+        await asyncio.wait_for(asyncio.shield(conn.committed), 5)  # the timer commits it, nobody asked
+        assert _on_disk(path, "SELECT name FROM tenants") == [("alone",)]
+    finally:
+        await db.dispose()
