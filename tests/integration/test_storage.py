@@ -7,11 +7,15 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from flowdeck.domain.statuses import EventType
+from flowdeck.engine.engine import Engine
 from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import upgrade
+from flowdeck.storage.records import LogEvent
 from flowdeck.storage.schema import metadata
 from flowdeck.storage.tenants import TenantStore
 from flowdeck.storage.workflows import StaleVersionError, WorkflowStore
+from tests.support.graphs import linear
 
 
 async def test_migrations_create_exactly_the_tables_and_indexes_of_the_code(tmp_path: Path) -> None:
@@ -47,3 +51,22 @@ async def test_saving_a_workflow_makes_a_new_immutable_version(db: Database) -> 
     assert (await store.get(tenant, created.id)).title == "Two"  # type: ignore[union-attr]
     other = await TenantStore(db).ensure("other")
     assert await store.get(other, created.id) is None  # another tenant's workflow does not exist for it
+
+
+async def test_appending_to_the_log_says_which_rows_are_new(engine: Engine) -> None:
+    """A duplicate node event is a no-op the engine must recognise (SQLite answers without RETURNING)."""
+    tenant_id = await engine.tenants.ensure("acme")
+    instance_id = await engine.orchestrator.start_run(
+        tenant_id=tenant_id, graph=engine.plans.build_graph(linear(1)), run_input=None
+    )
+    await engine.wait_for_run(instance_id, 20)
+    extra = LogEvent(instance_id, EventType.NODE_SKIPPED, "x", node_status="SKIPPED", node_attempt=7)
+    other = LogEvent(instance_id, EventType.NODE_SKIPPED, "y", node_status="SKIPPED", node_attempt=7)
+    async with engine.state.transaction() as tx:
+        log_id = await tx.log_event(extra)
+        again = await tx.log_event(extra)
+        new_nodes = await tx.log_event_bulk([extra, other])
+    rows = await engine.state.read_log(instance_id)
+    assert log_id == max(r.log_id for r in rows if r.node_id == "x") and again is None
+    assert new_nodes == ["y"]
+    assert [r.node_id for r in rows if r.node_attempt == 7] == ["x", "y"]

@@ -307,6 +307,7 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         json_names: Sequence[str] = (),
         returns_rows: bool | None = None,
         json_columns: Sequence[int] = (),
+        sqlite_inserted: tuple[Any, str] | None = None,
     ) -> Any:
         if statement is None:
             return None
@@ -317,12 +318,17 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
             json_names=json_names,
             returns_rows=returns_rows,
             json_columns=json_columns,
+            sqlite_inserted=sqlite_inserted,
         )
+
+    log_without_returning = sqlite.insert(instance_logs).on_conflict_do_nothing()  # (SQLite only)
 
     return dataclasses.replace(
         core,
-        insert_log=c(core.insert_log, LOG_VALUES, ["payload"]),
-        insert_log_returning_node=c(core.insert_log_returning_node, LOG_VALUES, ["payload"]),
+        insert_log=c(core.insert_log, LOG_VALUES, ["payload"], sqlite_inserted=(log_without_returning, "rowid")),
+        insert_log_returning_node=c(
+            core.insert_log_returning_node, LOG_VALUES, ["payload"], sqlite_inserted=(log_without_returning, "node_id")
+        ),
         instance_version=c(core.instance_version),
         compare_and_swap=c(core.compare_and_swap),
         insert_job=c(core.insert_job, JOB_INSERT_COLUMNS),
