@@ -143,7 +143,7 @@ async def test_a_node_with_outside_effects_runs_once_what_it_follows_is_durable(
     assert handler.saw == [True]
 
 
-async def test_reads_see_early_released_writes(path: Path) -> None:
+async def test_settling_makes_early_released_writes_durable(path: Path) -> None:
     db = Database(f"sqlite+aiosqlite:///{path}", defer_seconds=60)
     await db.create_all()
     try:
@@ -151,12 +151,25 @@ async def test_reads_see_early_released_writes(path: Path) -> None:
             await conn.execute(tenants.insert().values(id="t1", name="early", created_at=0))
         assert conn.committed is not None and not conn.committed.done()  # released before its commit
         assert _on_disk(path, "SELECT name FROM tenants") == []
-        async with db.read() as reader:  # waits for the commit, so it reads what its writer wrote
-            assert (await reader.execute(sa.select(tenants.c.name))).scalars().all() == ["early"]
+        async with db.read() as reader:  # reads see what is committed (and do not wait for more)
+            assert (await reader.execute(sa.select(tenants.c.name))).scalars().all() == []
+        await db.settle()
         assert conn.committed.done()
         assert _on_disk(path, "SELECT name FROM tenants") == [("early",)]
     finally:
         await db.dispose()
+
+
+async def test_a_join_reads_the_branch_whose_decision_leased_it_before_it_was_durable(engine: Engine) -> None:
+    """x ends first (its decision commits: nothing follows it yet); a ends later, and its decision, still
+    in the open group, leases the join to a's worker task, which reads the join's context from the log."""
+    tenant_id = await engine.tenants.ensure("acme")
+    nodes = [node("start", "start"), node("a", config={"sleep": 0.3}), node("x"), node("c", joinMode="all")]
+    nodes.append(end(params={"a": "{{ ctx.a.node }}", "x": "{{ ctx.x.node }}"}))
+    edges = [edge("start", "a"), edge("start", "x"), edge("a", "c"), edge("x", "c"), edge("c", "end")]
+    outcome = await run_to_end(engine, tenant_id, definition(nodes, edges))
+    assert outcome.run.status is RunStatus.COMPLETED, outcome.run.error
+    assert outcome.nodes["end"].output == {"a": "a", "x": "x"}
 
 
 async def test_a_group_that_fails_to_commit_is_a_crash_for_what_ran_on_it(

@@ -30,11 +30,16 @@ class Delivery:
     claim_for: str | None
     claim_any: TenantShare | None
     """When set, the worker has more due work than slots: lease it any due job within this share."""
+    early_release: bool
+    """The caller goes on before the decision is durable (storage/database.py)."""
     done: asyncio.Future[Job | None]
 
     @staticmethod
-    def of(job: Job, outcome: NodeOutcome, claim_for: str | None, claim_any: TenantShare | None) -> Delivery:
-        return Delivery(job, outcome, claim_for, claim_any, asyncio.get_running_loop().create_future())
+    def of(
+        job: Job, outcome: NodeOutcome, claim_for: str | None, claim_any: TenantShare | None, early_release: bool
+    ) -> Delivery:
+        done = asyncio.get_running_loop().create_future()
+        return Delivery(job, outcome, claim_for, claim_any, early_release, done)
 
 
 class _LeaderGoneError(Exception):

@@ -48,22 +48,26 @@ class NodeExecutor:
         self._loops: OrderedDict[tuple[str, str, str], tuple[dict[str, Any], list[Any]]] = OrderedDict()
         """(run, loop, scope) -> the loop's context and items, for its iterations' first nodes."""
 
-    async def run(self, job: Job, context: dict[str, Any] | None = None) -> tuple[NodeOutcome, dict[str, Any] | None]:
+    async def run(
+        self, job: Job, context: dict[str, Any] | None = None, *, leased_early: bool = False
+    ) -> tuple[NodeOutcome, dict[str, Any] | None]:
         """Run one attempt; returns its outcome and the context it ran with.
 
         ``context`` may be passed when the caller already knows it (see ``context_for_successor``).
+        ``leased_early``: the job was leased by a decision that may not be durable yet (early release,
+        storage/database.py): reading its context from the log waits for that decision first.
         """
         plan = await self.plans.get(job.instance_id)
         node = plan.graph.node(job.node_id)
         current_node.set((job.instance_id, job.node_id, job.iteration))
         started = time.perf_counter()
-        outcome, context = await self._attempt(job, plan, node, context)
+        outcome, context = await self._attempt(job, plan, node, context, leased_early)
         kind = "failed" if isinstance(outcome, Failed) else "completed"
         self.observer.node_ran(node.type, time.perf_counter() - started, kind)
         return outcome, context
 
     async def _attempt(
-        self, job: Job, plan: RunPlan, node: NodeSpec, context: dict[str, Any] | None
+        self, job: Job, plan: RunPlan, node: NodeSpec, context: dict[str, Any] | None, leased_early: bool
     ) -> tuple[NodeOutcome, dict[str, Any] | None]:
         max_attempts = plan.graph.retry_policy(node.id).max_attempts
         if job.takeovers > max_attempts:
@@ -89,7 +93,7 @@ class NodeExecutor:
         )
         try:
             if context is None:
-                context = await self._context(job, plan.graph)
+                context = await self._context(job, plan.graph, leased_early)
             config = _resolve_templates(handler, node.config, context)
             if not handler.confined:  # its effects leave the engine: what it follows must be durable first
                 await self.state.settle()
@@ -163,13 +167,15 @@ class NodeExecutor:
             return None
         return {**base, "loop": {"item": items[index], "index": index, "count": len(items)}}
 
-    async def _context(self, job: Job, graph: Graph) -> dict[str, Any]:
+    async def _context(self, job: Job, graph: Graph, leased_early: bool) -> dict[str, Any]:
         key = _shared_key(job, graph)
         if key is not None:
             known = self._contexts.get(key)
             if known is not None:
                 self._contexts.move_to_end(key)
                 return known
+        if leased_early:  # the rows it folds may be in the open group: reads see what is committed
+            await self.state.settle()
         context = await self.state.assemble_context(job.instance_id, graph.ancestors(job.node_id), job.iteration)
         self._share(job, graph, context)
         return context

@@ -149,6 +149,7 @@ class Orchestrator:
         *,
         claim_for: str | None = None,
         claim_any: TenantShare | None = None,
+        early_release: bool = False,
     ) -> Job | None:
         """Record a node attempt's outcome and take the decision it leads to.
 
@@ -160,8 +161,12 @@ class Orchestrator:
 
         Results of one run that arrive while a decision of that run is being taken wait for it and
         are then decided together (engine/batching.py).
+
+        ``early_release`` (the worker, going on with the node it is leased): return before the decision
+        is durable (storage/database.py); its effects are announced once it is. Otherwise this returns
+        once it is durable.
         """
-        delivery = Delivery.of(job, outcome, claim_for, claim_any)
+        delivery = Delivery.of(job, outcome, claim_for, claim_any, early_release)
         if isinstance(outcome, Called):
             return await self._call_child(job, outcome, claim_for)
         if isinstance(outcome, Completed) and outcome.iterations is not None:
@@ -180,8 +185,7 @@ class Orchestrator:
                 taken, follow = await self._steps.try_steps(plan, job, outcome, delivery.claim_for)
                 if taken:
                     return follow
-            # A worker that goes on with the node this leases it does not wait for the commit (early release)
-            return await self._cas.decide_now(job.instance_id, decide, defer=delivery.claim_for is not None)
+            return await self._cas.decide_now(job.instance_id, decide, defer=delivery.early_release)
 
     async def _call_child(self, job: Job, called: Called, owner: str | None) -> Job | None:
         """A ``workflow`` node's call: the child run opened and the node parked, in one decision (engine/calls.py).
@@ -225,7 +229,7 @@ class Orchestrator:
                 status = own.run_status or status
             return results
 
-        defer = all(delivery.claim_for is not None for delivery in batch)
+        defer = all(delivery.early_release for delivery in batch)
         async with self._cas.serialized(instance_id):
             return await self._cas.decide_now(instance_id, decide, defer=defer) or [None] * len(batch)
 

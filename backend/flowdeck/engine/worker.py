@@ -262,6 +262,7 @@ class Worker:
         assert task is not None
         current: Job | None = job
         known_context: dict[str, Any] | None = None
+        leased_early = False  # the first job was claimed (durably); the ones a decision leases may not be yet
         try:
             while current is not None:
                 previous = self._current.get(task)
@@ -269,15 +270,17 @@ class Worker:
                     self._running.pop(previous.id, None)
                 self._current[task] = current
                 self._running[current.id] = current.tenant_id
-                outcome, context = await self.executor.run(current, known_context)
+                outcome, context = await self.executor.run(current, known_context, leased_early=leased_early)
                 claim_for = None if self._stopping else self.id
                 successor = await self.orchestrator.handle_result(
                     current,
                     outcome,
                     claim_for=claim_for,
                     claim_any=self.share() if self._saturated else None,
+                    early_release=claim_for is not None,
                 )
                 if successor is not None:
+                    leased_early = True
                     known_context = await self.executor.context_for_successor(current, context, outcome, successor)
                     await asyncio.sleep(0)  # let the loop send this node's updates before the next one runs
                 else:  # nothing of this chain will join the open group: commit it now (early release)

@@ -22,8 +22,9 @@ Early release (SQLite): a worker going on with the next node of a run does not w
 decision's fsync (``transaction(defer=True)``). The writes are in the open group, the next node runs
 and its decision joins the same group, so a chain pays one fsync for several nodes. Nothing leaves
 the process before it is durable: the decision's effects (updates, wake-ups) are announced when its
-group commits (``StateTransaction.committed``); a read first waits for the open group's commit; a
-handler with effects outside the engine waits for it first (``settle``). The group commits once
+group commits (``StateTransaction.committed``), and a handler with effects outside the engine waits
+for it first (``settle``), as does a node that reads its context from the log (reads see what is
+committed; other reads need not wait: what they see was announced). The group commits once
 someone waits for it, at 64 members, or ``defer_seconds`` after its first early release, whichever
 is first. If such a group fails to commit, its decisions are lost as in a crash, and the
 ``loss_listeners`` (the worker) drop what was built on them: the nodes running on them stop and
@@ -189,8 +190,6 @@ class Database:
                 raise ValueError(f"sqlite_synchronous must be FULL or NORMAL, not {sqlite_synchronous!r}")
             self._sqlite_lock = asyncio.Lock()
             self._group: _Group | None = None
-            self._writer: asyncio.Task[Any] | None = None
-            """The task whose write transaction holds the lock (its reads must not wait for the group)."""
             self._defer_seconds = defer_seconds
             sync_url = make_url(url).set(drivername="sqlite+pysqlite")
             self.sync_engine = sa.create_engine(
@@ -260,12 +259,10 @@ class Database:
             self.counter.round_trips += 2
             done = False
             member = _InlineConnection(group.conn, self.counter)
-            self._writer = asyncio.current_task()
             try:
                 yield member
                 done = True
             finally:
-                self._writer = None
                 if done:
                     group.members += 1
                 else:
@@ -339,8 +336,6 @@ class Database:
         around it, which saves the BEGIN and ROLLBACK round trips.
         """
         if self.is_sqlite:
-            if self._writer is not asyncio.current_task():  # (a write transaction's own reads cannot wait)
-                await self.settle()  # early-released writes are read as their writers will: committed
             async with self._read_lock:
                 with self._read_engine.connect().execution_options(flowdeck_read=True) as conn:
                     yield _InlineConnection(conn, self.counter)
