@@ -56,3 +56,26 @@ async def test_queued_writes_share_a_commit_and_a_failure_rolls_back_only_its_ow
         assert names == ["t0", "t1", "t2", "t4", "t5", "t6", "t7"]
     finally:
         await db.dispose()
+
+
+async def test_a_read_sees_one_snapshot_and_the_next_read_sees_what_committed_since(tmp_path: Path) -> None:
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'flowdeck.db'}")
+    await db.create_all()
+
+    async def add(name: str) -> None:
+        async with db.transaction() as conn:
+            await conn.execute(tenants.insert().values(id=name, name=name, created_at=0))
+
+    count = sa.select(sa.func.count()).select_from(tenants)
+    try:
+        await add("t1")
+        async with db.read() as reader:
+            before = (await reader.execute(count)).scalar_one()
+            await add("t2")  # commits while the read is open
+            assert (await reader.execute(count)).scalar_one() == before == 1  # the same snapshot
+        async with db.read(snapshot=False) as reader:
+            assert (await reader.execute(count)).scalar_one() == 2
+        async with db.read() as reader:
+            assert (await reader.execute(count)).scalar_one() == 2
+    finally:
+        await db.dispose()

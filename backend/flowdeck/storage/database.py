@@ -16,7 +16,8 @@ transaction does not commit alone: it runs in a savepoint of one open transactio
 back only its own writes), and the commit comes at the next turn of the event loop, after the write
 transactions that other tasks are about to start in this turn have joined (at most 64). A
 ``transaction()`` block still returns only once its writes are durable. Reads have a connection of
-their own (WAL: they see what is committed), so they never read a group's writes before its commit.
+their own, kept open (WAL: they see what is committed), so they never read a group's writes before
+its commit; their BEGIN and ROLLBACK go to sqlite3 directly.
 
 Early release (SQLite): a worker going on with the next node of a run does not wait for its
 decision's fsync (``transaction(defer=True)``). The writes are in the open group, the next node runs
@@ -209,8 +210,9 @@ class Database:
                 json_deserializer=_json_loads,
             )
             sa.event.listen(self._read_engine, "connect", _sqlite_connect(sqlite_synchronous))
-            sa.event.listen(self._read_engine, "begin", _sqlite_begin)
             sa.event.listen(self._read_engine, "before_cursor_execute", self._count_statement)
+            self._reader: sa.Connection | None = None
+            """The reads' connection, kept open (a check-out and a BEGIN through SQLAlchemy cost ~100 us a read)."""
             sa.event.listen(self.sync_engine, "begin", _sqlite_begin)
         else:
             # A fixed pool: past it, callers wait for a connection instead of opening one. Overflow
@@ -337,8 +339,20 @@ class Database:
         """
         if self.is_sqlite:
             async with self._read_lock:
-                with self._read_engine.connect().execution_options(flowdeck_read=True) as conn:
-                    yield _InlineConnection(conn, self.counter)
+                reader = self._reader
+                if reader is None or reader.closed or reader.invalidated:
+                    # SQLAlchemy opens and ends no transaction on it: BEGIN and ROLLBACK go to sqlite3 directly
+                    reader = self._reader = self._read_engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+                raw = reader.connection.driver_connection
+                assert raw is not None
+                if snapshot:  # a deferred transaction: every statement in it reads the same snapshot
+                    raw.execute("BEGIN")
+                    self.counter.round_trips += 2
+                try:
+                    yield _InlineConnection(reader, self.counter)
+                finally:
+                    if raw.in_transaction:
+                        raw.execute("ROLLBACK")
         else:
             async with self._postgres(transaction="read" if snapshot else None) as conn:
                 yield conn
@@ -396,6 +410,9 @@ class Database:
         if self.is_sqlite:
             self._commit_group()  # a group whose commit was still due
             self.sync_engine.dispose()
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
             self._read_engine.dispose()
         else:
             await self.engine.dispose()
@@ -431,4 +448,4 @@ def _sqlite_connect(synchronous: str) -> Callable[[Any, Any], None]:
 
 
 def _sqlite_begin(conn: sa.Connection) -> None:
-    conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("flowdeck_read") else "BEGIN IMMEDIATE")
+    conn.exec_driver_sql("BEGIN IMMEDIATE")  # writes only: the write lock up front
