@@ -6,18 +6,15 @@ import asyncio
 import signal
 from collections.abc import Callable
 
-__all__ = ("StopSignals",)
+__all__ = ("StopRequests", "StopSignals")
 
 
-class StopSignals:
-    """``await signals.first()`` returns at the first signal; a later one calls every ``on_second`` callback."""
+class StopRequests:
+    """``await requests.first()`` returns at the first stop request; a later one calls every ``on_second``."""
 
     def __init__(self) -> None:
         self._stop = asyncio.Event()
         self.on_second: list[Callable[[], None]] = []
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self._received)
 
     def _received(self) -> None:
         if self._stop.is_set():
@@ -27,3 +24,13 @@ class StopSignals:
 
     async def first(self) -> None:
         await self._stop.wait()
+
+
+class StopSignals(StopRequests):
+    """Stop requests from SIGINT and SIGTERM."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._received)

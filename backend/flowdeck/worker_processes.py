@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from flowdeck.lifecycle import StopRequests
+
 __all__ = ("ParentOrders", "WorkerProcesses", "worker_command")
 
 log = logging.getLogger(__name__)
@@ -196,18 +198,17 @@ def _tell(process: subprocess.Popen[str], word: str) -> None:
         process.stdin.flush()
 
 
-class ParentOrders:
-    """The supervised worker's side: orders read from stdin, with the interface of ``lifecycle.StopSignals``.
+class ParentOrders(StopRequests):
+    """The supervised worker's side: stop requests read from stdin (``stop``, then ``hurry``).
 
     SIGINT and SIGTERM are ignored from now on. ``await orders.first()`` returns at the first ``stop``
     (or end-of-file: the parent is gone); a ``hurry`` after it calls every ``on_second``.
     """
 
     def __init__(self) -> None:
+        super().__init__()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_IGN)
-        self.on_second: list[Callable[[], None]] = []
-        self._stop = asyncio.Event()
         self._reader = asyncio.create_task(self._read(), name="flowdeck-parent-orders")
 
     async def _read(self) -> None:
@@ -222,10 +223,4 @@ class ParentOrders:
                 sys.stdout = sys.stderr  # nobody reads the stdout it relayed any more: print to the log
                 self._stop.set()
                 return
-            if self._stop.is_set():
-                for call in self.on_second:
-                    call()
-            self._stop.set()
-
-    async def first(self) -> None:
-        await self._stop.wait()
+            self._received()

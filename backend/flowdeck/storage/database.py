@@ -192,24 +192,11 @@ class Database:
             self._sqlite_lock = asyncio.Lock()
             self._group: _Group | None = None
             self._defer_seconds = defer_seconds
-            sync_url = make_url(url).set(drivername="sqlite+pysqlite")
-            self.sync_engine = sa.create_engine(
-                sync_url,
-                poolclass=sa.pool.SingletonThreadPool,
-                json_serializer=_json_dumps,
-                json_deserializer=_json_loads,
-            )
-            sa.event.listen(self.sync_engine, "connect", _sqlite_connect(sqlite_synchronous))
+            self.sync_engine = _sqlite_engine(url, sqlite_synchronous)
             # Reads have a connection of their own: in WAL mode they see what is committed, never wait for
             # a group to commit, and never make one commit early (docs/engine.md "Durable commits").
             self._read_lock = asyncio.Lock()
-            self._read_engine = sa.create_engine(
-                sync_url,
-                poolclass=sa.pool.SingletonThreadPool,
-                json_serializer=_json_dumps,
-                json_deserializer=_json_loads,
-            )
-            sa.event.listen(self._read_engine, "connect", _sqlite_connect(sqlite_synchronous))
+            self._read_engine = _sqlite_engine(url, sqlite_synchronous)
             sa.event.listen(self._read_engine, "before_cursor_execute", self._count_statement)
             self._reader: sa.Connection | None = None
             """The reads' connection, kept open (a check-out and a BEGIN through SQLAlchemy cost ~100 us a read)."""
@@ -428,6 +415,18 @@ class Database:
     def _count_commit(self, *_: Any) -> None:
         self.counter.round_trips += 1
         self.counter.commits += 1
+
+
+def _sqlite_engine(url: str, synchronous: str) -> sa.Engine:
+    """A synchronous engine on the database file (sqlite3), one connection per thread, set up by ``_sqlite_connect``."""
+    engine = sa.create_engine(
+        make_url(url).set(drivername="sqlite+pysqlite"),
+        poolclass=sa.pool.SingletonThreadPool,
+        json_serializer=_json_dumps,
+        json_deserializer=_json_loads,
+    )
+    sa.event.listen(engine, "connect", _sqlite_connect(synchronous))
+    return engine
 
 
 def _sqlite_connect(synchronous: str) -> Callable[[Any, Any], None]:
