@@ -67,15 +67,42 @@ def test_text_logs_stay_readable(captured: io.StringIO) -> None:
         ({"FLOWDECK_METRICS": "off"}, "metrics", False),
         ({"FLOWDECK_METRICS": "ON"}, "metrics", True),
         ({"FLOWDECK_LOG_FORMAT": "json"}, "log_format", "json"),
-        ({"FLOWDECK_METRICS_PORT": "9464"}, "metrics_port", 9464),
+        ({}, "metrics_addr", None),
+        ({"FLOWDECK_METRICS_ADDR": "127.0.0.1:9464"}, "metrics_addr", ("127.0.0.1", 9464)),
+        ({"FLOWDECK_METRICS_ADDR": "[::1]:9464"}, "metrics_addr", ("::1", 9464)),
+        ({"FLOWDECK_METRICS_ADDR": "metrics.internal:9100"}, "metrics_addr", ("metrics.internal", 9100)),
+        ({"FLOWDECK_METRICS_PORT": "9464"}, "metrics_addr", ("127.0.0.1", 9464)),  # the older name, on FLOWDECK_HOST
+        ({"FLOWDECK_METRICS_PORT": "9464", "FLOWDECK_HOST": "10.0.0.5"}, "metrics_addr", ("10.0.0.5", 9464)),
+        ({}, "metrics_token", None),
+        ({"FLOWDECK_METRICS_TOKEN": "s3cret-scraper-token"}, "metrics_token", "s3cret-scraper-token"),
     ],
 )
 def test_observability_settings_are_read_from_the_environment(env: dict[str, str], field: str, value: object) -> None:
     assert getattr(Settings.from_env(env), field) == value
 
 
-@pytest.mark.parametrize("env", [{"FLOWDECK_METRICS": "maybe"}, {"FLOWDECK_LOG_FORMAT": "xml"}])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"FLOWDECK_METRICS": "maybe"},
+        {"FLOWDECK_LOG_FORMAT": "xml"},
+        {"FLOWDECK_METRICS_ADDR": "9464"},
+        {"FLOWDECK_METRICS_ADDR": "127.0.0.1"},
+        {"FLOWDECK_METRICS_ADDR": "127.0.0.1:99999"},
+        {"FLOWDECK_METRICS_ADDR": "127.0.0.1:0"},
+        {"FLOWDECK_METRICS_ADDR": ":9464"},
+        {"FLOWDECK_METRICS_ADDR": "http://127.0.0.1:9464"},
+        {"FLOWDECK_METRICS_PORT": "nine"},
+        {"FLOWDECK_METRICS_TOKEN": "short"},
+        {"FLOWDECK_METRICS_TOKEN": "a token with spaces in it"},
+    ],
+)
 def test_a_bad_observability_setting_names_the_variable(env: dict[str, str]) -> None:
     (name,) = env
     with pytest.raises(ValueError, match=name):
         Settings.from_env(env)
+
+
+def test_the_metrics_address_is_set_one_way_only() -> None:
+    with pytest.raises(ValueError, match="FLOWDECK_METRICS_ADDR or the older FLOWDECK_METRICS_PORT"):
+        Settings.from_env({"FLOWDECK_METRICS_ADDR": "127.0.0.1:9464", "FLOWDECK_METRICS_PORT": "9465"})
