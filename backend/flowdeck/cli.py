@@ -81,7 +81,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     beside = f", {workers} worker process{'es' if workers != 1 else ''} beside it" if workers else ""
     print(f"Flowdeck is starting on http://{host}:{port}/ (database: {_shown_url(settings.database_url)}{beside})")
     if settings.metrics and settings.metrics_addr is not None:
-        print(f"metrics on http://{settings.metrics_addr[0]}:{settings.metrics_addr[1]}/metrics", flush=True)
+        from flowdeck.observability.listener import listener_url
+
+        print(f"metrics on {listener_url(*settings.metrics_addr)}", flush=True)
     children = serve_worker_processes(workers, _echo_line, settings.db_pool_size) if workers else None
     announce = _announce(_public_url(host, port))
 

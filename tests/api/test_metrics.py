@@ -122,6 +122,18 @@ async def test_the_listener_serves_metrics_and_nothing_else(listener_url: str, a
         assert (await client.post("/metrics")).status_code == 405
 
 
+async def test_the_listener_shrugs_off_bad_requests(server: Server, listener_url: str) -> None:
+    host, port = listener_url.removeprefix("http://").split(":")
+    for request in (b"GET /metrics HTTP/1.1\r\nX-Junk: " + b"x" * 20_000 + b"\r\n\r\n", b"\x16\x03\x01garbage"):
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(request)
+        writer.write_eof()
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # closed without an answer
+        writer.close()
+    async with httpx.AsyncClient(base_url=listener_url, timeout=10) as client:
+        assert "flowdeck_runs_started_total" in await scrape(client)
+
+
 async def test_the_app_port_answers_only_the_metrics_token(
     server: Server, alice: Account, anonymous: httpx.AsyncClient
 ) -> None:

@@ -15,7 +15,7 @@ import logging
 
 from flowdeck.observability.metrics import CONTENT_TYPE, Metrics
 
-__all__ = ("MetricsListener", "open_metrics_listener")
+__all__ = ("MetricsListener", "listener_url", "open_metrics_listener")
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +23,10 @@ _MAX_HEAD = 8192
 """Bytes of request line and headers read at most (a scraper sends a few hundred)."""
 _READ_SECONDS = 10.0
 """How long a connection may take to send its request."""
+
+
+def listener_url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}/metrics" if ":" in host else f"http://{host}:{port}/metrics"
 
 
 class MetricsListener:
@@ -34,8 +38,7 @@ class MetricsListener:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
+        return listener_url(self.host, self.port)
 
     async def start(self) -> None:
         try:
