@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -10,7 +11,9 @@ import pytest
 
 from flowdeck.engine.log_scope import current_node
 from flowdeck.observability.logs import configure_logging
+from flowdeck.observability.metrics import Metrics
 from flowdeck.settings import Settings
+from flowdeck.storage.queue_stats import QueueStats
 
 
 @pytest.fixture
@@ -106,3 +109,30 @@ def test_a_bad_observability_setting_names_the_variable(env: dict[str, str]) -> 
 def test_the_metrics_address_is_set_one_way_only() -> None:
     with pytest.raises(ValueError, match="FLOWDECK_METRICS_ADDR or the older FLOWDECK_METRICS_PORT"):
         Settings.from_env({"FLOWDECK_METRICS_ADDR": "127.0.0.1:9464", "FLOWDECK_METRICS_PORT": "9465"})
+
+
+async def test_scrapes_share_one_read_a_second_and_a_failing_read_keeps_the_last_values() -> None:
+    now = [100.0]
+    metrics = Metrics(clock=lambda: now[0])
+    answers: list[QueueStats | Exception] = [QueueStats(3, 7.0), RuntimeError("database down"), QueueStats(1, 0.5)]
+    reads = 0
+
+    async def queue() -> QueueStats:
+        nonlocal reads
+        reads += 1
+        await asyncio.sleep(0.01)  # scrapes arriving meanwhile wait for this read
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    metrics.sources.queue = queue
+    texts = await asyncio.gather(*(metrics.render() for _ in range(50)))
+    assert reads == 1 and all(b"flowdeck_queue_due_jobs 3.0" in text for text in texts)
+    now[0] += 0.9
+    assert b"flowdeck_queue_due_jobs 3.0" in await metrics.render() and reads == 1  # cached
+    now[0] += 0.2
+    assert b"flowdeck_queue_due_jobs 3.0" in await metrics.render() and reads == 2  # failed: the last values
+    assert b"flowdeck_queue_due_jobs 3.0" in await metrics.render() and reads == 2  # not asked again at once
+    now[0] += 1.0
+    assert b"flowdeck_queue_due_jobs 1.0" in await metrics.render() and reads == 3
