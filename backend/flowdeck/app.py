@@ -19,6 +19,7 @@ from flowdeck.api.application import announce_ready, create_api
 from flowdeck.api.config import ApiConfig, RuntimeFactory, RuntimeLike
 from flowdeck.api.context import AppContext, Services
 from flowdeck.api.live import ServicesBackend
+from flowdeck.observability.listener import open_metrics_listener
 from flowdeck.observability.metrics import Metrics, observe_engine
 from flowdeck.realtime.server import RealtimeServer
 from flowdeck.runtime import Runtime, freeze_startup_heap, open_runtime
@@ -63,14 +64,19 @@ def build_app(settings: Settings, config: ApiConfig | None = None) -> Flowdeck:
                 observe_engine(metrics, runtime.engine, sandbox=sandbox)
             await realtime.start(runtime.engine.publisher)
             freeze_startup_heap()
+            listener = None
             try:
+                if metrics is not None and settings.metrics_addr is not None:
+                    listener = await open_metrics_listener(metrics, settings.metrics_addr)
                 await announce_ready(services, config)
                 yield
             finally:
                 await realtime.stop()
+                if listener is not None:
+                    await listener.close()
                 context.close()
 
-    api = create_api(config, context, lifespan, metrics)
+    api = create_api(config, context, lifespan, metrics, settings.metrics_token)
     asgi: Any = socketio.ASGIApp(realtime.sio, other_asgi_app=api, socketio_path="socket.io")
     if settings.trusted_proxies:
         # The client address (login limits) and scheme (Secure cookies) from X-Forwarded-For/-Proto, but only

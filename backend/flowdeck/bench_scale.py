@@ -34,7 +34,7 @@ from flowdeck.domain.graph import Graph
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.runtime import Runtime, open_runtime
 from flowdeck.serving import pool_share
-from flowdeck.settings import Settings
+from flowdeck.settings import METRICS_LISTENER_VARIABLES, Settings
 from flowdeck.storage.tables import instances
 from flowdeck.worker_processes import WorkerProcesses, worker_command
 
@@ -147,7 +147,7 @@ class _ScaleBench(_Bench):
 
 
 def _child_env(settings: Settings) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "FLOWDECK_METRICS_PORT"}
+    env = {k: v for k, v in os.environ.items() if k not in METRICS_LISTENER_VARIABLES}
     env["FLOWDECK_DATABASE_URL"] = settings.database_url
     # One tenant: every slot of every worker is the benchmark's (as for the bench process's own worker).
     env["FLOWDECK_TENANT_CONCURRENCY"] = str(settings.worker_concurrency)

@@ -16,6 +16,7 @@ from flowdeck.settings import Settings
 if TYPE_CHECKING:
     from flowdeck.api.config import ReadyInfo
     from flowdeck.handlers.base import NodeHandler
+    from flowdeck.observability.listener import MetricsListener
     from flowdeck.runtime import Runtime
 
 __all__ = ("main",)
@@ -79,6 +80,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = dataclasses.replace(settings, db_pool_size=connection_share(settings, workers))
     beside = f", {workers} worker process{'es' if workers != 1 else ''} beside it" if workers else ""
     print(f"Flowdeck is starting on http://{host}:{port}/ (database: {_shown_url(settings.database_url)}{beside})")
+    if settings.metrics and settings.metrics_addr is not None:
+        from flowdeck.observability.listener import listener_url
+
+        print(f"metrics on {listener_url(*settings.metrics_addr)}", flush=True)
     children = serve_worker_processes(workers, _echo_line, settings.db_pool_size) if workers else None
     announce = _announce(_public_url(host, port))
 
@@ -117,7 +122,7 @@ async def _worker(settings: Settings, *, supervised: bool = False, bench_nodes: 
     extra = _bench_handlers() if bench_nodes else ()
     async with open_runtime(settings, with_worker=True, migrate=False, extra_handlers=extra) as runtime:
         signals.on_second.append(runtime.engine.worker.hurry)
-        exporter = await _serve_worker_metrics(settings, runtime) if settings.metrics_port else None
+        listener = await _worker_metrics(settings, runtime)
         freeze_startup_heap()
         print(f"worker {runtime.engine.worker.id} running (concurrency {settings.worker_concurrency})", flush=True)
         await signals.first()
@@ -126,23 +131,23 @@ async def _worker(settings: Settings, *, supervised: bool = False, bench_nodes: 
             f"(a second signal{' to the parent' if supervised else ''} stops now)",
             flush=True,
         )
-        if exporter is not None:
-            exporter.cancel()
+        if listener is not None:
+            await listener.close()
     print("worker stopped; what was left running was handed back", flush=True)
 
 
-async def _serve_worker_metrics(settings: Settings, runtime: Runtime) -> asyncio.Task[None]:
-    """``FLOWDECK_METRICS_PORT``: the worker's metrics on their own port (a worker serves no HTTP otherwise)."""
-    from prometheus_client import start_http_server
-
+async def _worker_metrics(settings: Settings, runtime: Runtime) -> MetricsListener | None:
+    """``FLOWDECK_METRICS_ADDR``: the worker's metrics on a listener of their own (it serves no HTTP otherwise)."""
+    if not settings.metrics or settings.metrics_addr is None:
+        return None
+    from flowdeck.observability.listener import open_metrics_listener
     from flowdeck.observability.metrics import Metrics, observe_engine
 
     metrics = Metrics()
     observe_engine(metrics, runtime.engine, sandbox=runtime.sandbox)
-    await metrics.refresh()  # the first scrape already sees every gauge
-    start_http_server(settings.metrics_port, addr=settings.host, registry=metrics.registry)
-    print(f"metrics on http://{settings.host}:{settings.metrics_port}/metrics", flush=True)
-    return asyncio.create_task(metrics.refresh_every(5.0), name="flowdeck-metrics-refresh")
+    listener = await open_metrics_listener(metrics, settings.metrics_addr)
+    print(f"metrics on {listener.url}", flush=True)
+    return listener
 
 
 def _bench_handlers() -> tuple[NodeHandler, ...]:

@@ -11,7 +11,7 @@ from types import FrameType
 
 import uvicorn
 
-from flowdeck.settings import Settings
+from flowdeck.settings import METRICS_LISTENER_VARIABLES, Settings
 from flowdeck.worker_processes import WorkerProcesses
 
 __all__ = ("DrainingServer", "connection_share", "pool_share", "serve_worker_count", "serve_worker_processes")
@@ -74,10 +74,10 @@ def serve_worker_count(settings: Settings, requested: int | None) -> int:
 
 
 def serve_worker_processes(count: int, echo: Callable[[str], None], pool_size: int) -> WorkerProcesses:
-    """``count`` supervised ``flowdeck worker`` processes with serve's environment (FLOWDECK_METRICS_PORT
-    left out: each would bind the same port; ``serve`` answers ``/metrics`` itself), each keeping at most
+    """``count`` supervised ``flowdeck worker`` processes with serve's environment (FLOWDECK_METRICS_ADDR
+    left out: each would bind the same address; ``serve`` listens there itself), each keeping at most
     ``pool_size`` database connections."""
-    env = {k: v for k, v in os.environ.items() if k != "FLOWDECK_METRICS_PORT"}
+    env = {k: v for k, v in os.environ.items() if k not in METRICS_LISTENER_VARIABLES}
     env["FLOWDECK_DB_POOL_SIZE"] = str(pool_size)
     return WorkerProcesses(count, env=env, echo=echo)
 

@@ -8,9 +8,11 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-__all__ = ("DEFAULT_DATABASE_URL", "Settings")
+__all__ = ("DEFAULT_DATABASE_URL", "METRICS_LISTENER_VARIABLES", "Settings")
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./flowdeck.db"
+METRICS_LISTENER_VARIABLES = ("FLOWDECK_METRICS_ADDR", "FLOWDECK_METRICS_PORT")
+"""Left out of the environment of the worker processes a command starts: each would bind the same address."""
 
 
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
@@ -69,6 +71,28 @@ def _proxies(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _metrics_addr(env: Mapping[str, str]) -> tuple[str, int] | None:
+    """FLOWDECK_METRICS_ADDR (``host:port``, ``[::1]:9464``), or the older FLOWDECK_METRICS_PORT (on FLOWDECK_HOST)."""
+    raw = (env.get("FLOWDECK_METRICS_ADDR") or "").strip()
+    port_only = _int(env, "FLOWDECK_METRICS_PORT", 0, minimum=0)
+    if raw and port_only:
+        raise ValueError("set FLOWDECK_METRICS_ADDR or the older FLOWDECK_METRICS_PORT, not both")
+    if not raw:
+        return (env.get("FLOWDECK_HOST") or "127.0.0.1", port_only) if port_only else None
+    host, _, port = raw.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535 or any(c in host for c in "/[] "):
+        raise ValueError(f"FLOWDECK_METRICS_ADDR must be host:port (e.g. 127.0.0.1:9464), got {raw!r}")
+    return host, int(port)
+
+
+def _metrics_token(env: Mapping[str, str]) -> str | None:
+    raw = env.get("FLOWDECK_METRICS_TOKEN") or ""
+    if raw and (len(raw) < 16 or any(c.isspace() for c in raw)):
+        raise ValueError("FLOWDECK_METRICS_TOKEN must be at least 16 characters, without spaces")
+    return raw or None
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -90,9 +114,12 @@ class Settings:
     shutdown_grace: float = 30.0
     """FLOWDECK_SHUTDOWN_GRACE: on SIGTERM/SIGINT, seconds the running nodes may take to finish."""
     metrics: bool = True
-    """``GET /metrics`` (Prometheus); FLOWDECK_METRICS=off turns it off."""
-    metrics_port: int = 0
-    """FLOWDECK_METRICS_PORT: where ``flowdeck worker`` serves its own ``/metrics`` (0: not at all)."""
+    """Prometheus metrics at all; FLOWDECK_METRICS=off turns every way of reading them off."""
+    metrics_addr: tuple[str, int] | None = None
+    """FLOWDECK_METRICS_ADDR (host, port): a listener of its own for ``/metrics``, in ``serve`` and ``worker``
+    (FLOWDECK_METRICS_PORT, the older name, means FLOWDECK_HOST:port)."""
+    metrics_token: str | None = None
+    """FLOWDECK_METRICS_TOKEN: the bearer token that reads ``/metrics`` on the app's port (unset: 404 there)."""
     log_format: str = "text"
     """FLOWDECK_LOG_FORMAT: ``text`` for people, ``json`` (one object per line) for log collectors."""
     trusted_proxies: tuple[str, ...] = ()
@@ -124,7 +151,8 @@ class Settings:
             http_allow=_list(env, "FLOWDECK_HTTP_ALLOW", ","),
             shutdown_grace=_float(env, "FLOWDECK_SHUTDOWN_GRACE", 30.0),
             metrics=_choice(env, "FLOWDECK_METRICS", "on", ("on", "off")) == "on",
-            metrics_port=_int(env, "FLOWDECK_METRICS_PORT", 0, minimum=0),
+            metrics_addr=_metrics_addr(env),
+            metrics_token=_metrics_token(env),
             log_format=_choice(env, "FLOWDECK_LOG_FORMAT", "text", ("text", "json")),
             trusted_proxies=_proxies(env, "FLOWDECK_TRUSTED_PROXIES"),
             sqlite_synchronous=_choice(env, "FLOWDECK_SQLITE_SYNCHRONOUS", "full", ("full", "normal")).upper(),

@@ -1,18 +1,27 @@
-"""options.onFailure / onSlaBreach: the signed POST, its retries, the error workflow, the secret, the test button."""
+"""options.onFailure / onSlaBreach: the signed POST, its retries, the error workflow, the secret, the test button.
+
+Deliveries are checked as receivers check them: with the ``standardwebhooks`` package (the Standard
+Webhooks reference library for Python) and with the receiver docs/operations.md shows, run from the
+page itself so the documentation cannot drift from what is sent.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import hmac
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from aiohttp import web
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from flowdeck.queries.secrets import SecretBox
 from tests.api.conftest import Account, Server
@@ -95,8 +104,28 @@ async def _wait_status(account: Account, run_id: str, statuses: set[str]) -> dic
 
 
 def _verified(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """Verified the Standard Webhooks way (the key as docs/operations.md says to pass it), and the old way."""
+    try:
+        Webhook("whsec_" + base64.b64encode(secret.encode()).decode()).verify(body, headers)
+    except WebhookVerificationError:
+        return False
     expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, headers["X-Flowdeck-Signature"])
+    assert hmac.compare_digest(expected, headers["X-Flowdeck-Signature"])  # deprecated, still sent
+    return True
+
+
+OPERATIONS_MD = Path(__file__).parents[2] / "docs" / "operations.md"
+
+
+def _documented_receiver() -> dict[str, Any]:
+    """The Python receiver of docs/operations.md "Notifications", as a fresh module (nothing handled yet)."""
+    text = OPERATIONS_MD.read_text(encoding="utf-8")
+    blocks = [m for m in re.finditer(r"```python\n(.*?)```", text, re.DOTALL) if "def verify(" in m[1]]
+    (block,) = blocks
+    code = "\n" * text.count("\n", 0, block.start(1)) + block[1]  # tracebacks point at the page's lines
+    namespace: dict[str, Any] = {}
+    exec(compile(code, str(OPERATIONS_MD), "exec"), namespace)  # the project's own documentation, as written
+    return namespace
 
 
 async def test_a_failed_run_notifies_the_url_signed_retries_after_500_and_starts_the_error_workflow(
@@ -117,9 +146,15 @@ async def test_a_failed_run_notifies_the_url_signed_retries_after_500_and_starts
     first_headers, first_body, first_status = await receiver.next_call()
     second_headers, second_body, second_status = await receiver.next_call()
     assert (first_status, second_status) == (500, 200)
-    assert first_body == second_body and first_headers["X-Flowdeck-Delivery"] == second_headers["X-Flowdeck-Delivery"]
-    assert _verified(secret, second_headers, second_body)
+    assert first_body == second_body
+    # The retry is the same delivery (same webhook-id), signed again at the time it was sent.
+    assert first_headers["webhook-id"] == second_headers["webhook-id"] == second_headers["X-Flowdeck-Delivery"]
+    assert first_headers["webhook-id"].startswith("msg_")
+    assert int(first_headers["webhook-timestamp"]) <= int(second_headers["webhook-timestamp"])
+    assert _verified(secret, first_headers, first_body) and _verified(secret, second_headers, second_body)
     assert not _verified("fdn_wrong", second_headers, second_body)
+    receiver_doc = _documented_receiver()
+    assert receiver_doc["verify"](secret, second_headers, second_body) == second_headers["webhook-id"]
     payload = json.loads(second_body)
     assert payload["event"] == "failure"
     assert payload["workflow"] == {"id": flow["id"], "title": "test"}
@@ -231,3 +266,54 @@ async def test_a_url_without_a_secret_key_is_refused_before_anything_is_saved(se
     assert "FLOWDECK_SECRET_KEY" in response.text
     listed = (await alice.client.get("/api/workflows")).json()["items"]
     assert listed == []
+
+
+async def test_a_captured_delivery_cannot_be_replayed_to_the_documented_receiver(
+    alice: Account, receiver: Receiver
+) -> None:
+    flow = await _create(alice, _fine(onFailure={"url": receiver.url}))
+    secret = (await alice.client.get(f"/api/workflows/{flow['id']}/notifications")).json()["secret"]
+    answer = await alice.client.post(f"/api/workflows/{flow['id']}/notifications/test", json={})
+    assert answer.json()["ok"] is True
+    headers, body, _ = await receiver.next_call()
+    Webhook(secret.encode()).verify(body, headers)  # the library also takes the key's bytes as they are
+
+    doc = _documented_receiver()
+    verify, rejected, repeated = doc["verify"], doc["Rejected"], doc["Repeated"]
+    sent_at = int(headers["webhook-timestamp"])
+    msg_id = verify(secret, headers, body)
+    assert msg_id == headers["webhook-id"]
+    doc["done"](msg_id)
+    with pytest.raises(repeated):  # the same delivery again: handled already
+        verify(secret, headers, body)
+
+    forged: list[tuple[str, dict[str, str], bytes, float | None]] = [
+        ("captured, replayed later", headers, body, sent_at + 301),
+        ("a fresh timestamp on a captured delivery", {**headers, "webhook-timestamp": str(sent_at + 60)}, body, None),
+        ("another id on a captured delivery", {**headers, "webhook-id": "msg_new"}, body, None),
+        ("a changed body", headers, body.replace(b'"test"', b'"failure"'), None),
+        ("no signature", {k: v for k, v in headers.items() if k != "webhook-signature"}, body, None),
+    ]
+    for what, sent_headers, sent_body, now in forged:
+        with pytest.raises(rejected) as refused:
+            verify(secret, sent_headers, sent_body, now=now)
+        assert not isinstance(refused.value, repeated), what
+        if now is None:  # the reference library refuses them too
+            with pytest.raises(WebhookVerificationError):
+                Webhook(secret.encode()).verify(sent_body, sent_headers)
+    doc["handled"].clear()
+    with pytest.raises(rejected):
+        verify("fdn_another_workflows_secret", headers, body)
+
+
+async def test_every_notification_has_a_delivery_id_of_its_own(alice: Account, receiver: Receiver) -> None:
+    """Ids are never reused, even where the outbox reuses the row id of a sent notice (SQLite)."""
+    flow = await _create(alice, _failing(onFailure={"url": receiver.url}))
+    ids = []
+    for _ in range(2):
+        run_id = (await alice.client.post(f"/api/workflows/{flow['id']}/runs", json={"input": {}})).json()["instanceId"]
+        await _wait_status(alice, run_id, {"FAILED"})
+        headers, body, _ = await receiver.next_call()
+        assert json.loads(body)["run"]["instanceId"] == run_id
+        ids.append(headers["webhook-id"])
+    assert ids[0] != ids[1]

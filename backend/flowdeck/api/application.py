@@ -53,7 +53,14 @@ def _openapi() -> OpenAPIConfig:
     )
 
 
-def create_api(config: ApiConfig, context: AppContext, lifespan: Lifespan, metrics: Metrics | None = None) -> Litestar:
+def create_api(
+    config: ApiConfig,
+    context: AppContext,
+    lifespan: Lifespan,
+    metrics: Metrics | None = None,
+    metrics_token: str | None = None,
+) -> Litestar:
+    state = {"context": context, "embed_page": config.static_dir / "embed.html", "metrics": metrics}
     return Litestar(
         route_handlers=[*API_ROUTES, metrics_route, *spa_routes(config.static_dir)],  # the SPA catch-all last
         dependencies=DEPENDENCIES,
@@ -63,7 +70,7 @@ def create_api(config: ApiConfig, context: AppContext, lifespan: Lifespan, metri
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=_openapi(),
         lifespan=[lifespan],
-        state=State({"context": context, "embed_page": config.static_dir / "embed.html", "metrics": metrics}),
+        state=State({**state, "metrics_token": metrics_token}),
         request_max_body_size=config.max_body_bytes,
         response_headers=[ResponseHeader(name="X-Content-Type-Options", value="nosniff")],
         # Logging is the command's (flowdeck.observability.logs: quiet text or JSON lines); Litestar's own

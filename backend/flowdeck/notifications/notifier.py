@@ -2,11 +2,11 @@
 
 Each notice is leased to one process at a time (``NoticeOutbox.claim``), so it is handled once across
 processes; a process that dies while sending leaves it due again after the lease (a receiver can tell a
-repeat by ``X-Flowdeck-Delivery``). The error workflow's run has an id derived from the notice, so a
-retried notice never starts it twice. A run started by an error workflow (trigger ``error``) never
-starts an error workflow itself: neither a workflow that handles its own failure nor a chain of them
-can loop. A URL that keeps failing is retried for about ten minutes (``RETRY_DELAYS``), then dropped
-with a log line.
+repeat by its ``webhook-id``, derived from the notice and never reused). The error workflow's run has an
+id derived from the notice too, so a retried notice never starts it twice. A run started by an error
+workflow (trigger ``error``) never starts an error workflow itself: neither a workflow that handles its
+own failure nor a chain of them can loop. A URL that keeps failing is retried for about ten minutes
+(``RETRY_DELAYS``), then dropped with a log line.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import httpx
 
 from flowdeck.domain.problems import Problem
 from flowdeck.engine.engine import Engine
-from flowdeck.notifications.payload import SIGNATURE_HEADER, body_bytes, build_payload, sign
+from flowdeck.notifications.payload import body_bytes, build_payload, signed_headers
 from flowdeck.notifications.secrets import NotificationSecrets
 from flowdeck.notifications.targets import OPTION_OF_EVENT, Target, target_of, urls_of
 from flowdeck.outbound.addresses import OutboundPolicy
@@ -40,6 +40,17 @@ RETRY_DELAYS: Final = (5.0, 15.0, 30.0, 60.0, 120.0, 180.0, 240.0)
 """Seconds before each retry of a URL; after the last, the notice is dropped (about 11 minutes in all)."""
 LEASE_SECONDS: Final = 60.0
 _RUN_IDS = uuid.UUID("5b0d7f3e-2a4c-4f21-9c55-6f0e4a1d2b77")
+_DELIVERY_IDS = uuid.UUID("0c3f9a52-7d1e-4b8a-a6f4-2e9d5c7b1a30")
+
+
+def _notice_key(notice: Notice) -> str:
+    """What tells one notice from every other, ever (not its id alone: SQLite reuses a deleted row's id)."""
+    return f"{notice.instance_id}/{notice.event}/{notice.created_at!r}/{notice.id}"
+
+
+def delivery_id(notice: Notice) -> str:
+    """The notice's ``webhook-id`` (and ``X-Flowdeck-Delivery``): the same on every retry, unique otherwise."""
+    return "msg_" + uuid.uuid5(_DELIVERY_IDS, _notice_key(notice)).hex
 
 
 class DeliveryError(Exception):
@@ -164,12 +175,11 @@ class Notifier:
         if target.workflow_id is not None and run.trigger != ERROR_TRIGGER:
             await self._start_error_workflow(notice, target, payload)
         if target.url is not None:
-            await self._post(notice.tenant_id, run.workflow_id, target.url, payload, str(notice.id))
+            await self._post(notice.tenant_id, run.workflow_id, target.url, payload, delivery_id(notice))
 
     async def _start_error_workflow(self, notice: Notice, target: Target, payload: Any) -> None:
         assert target.workflow_id is not None
-        # Not the notice id alone: SQLite reuses the id of a deleted row.
-        run_id = str(uuid.uuid5(_RUN_IDS, f"{notice.instance_id}/{notice.event}/{notice.created_at!r}/{notice.id}"))
+        run_id = str(uuid.uuid5(_RUN_IDS, _notice_key(notice)))
         if await self.engine.state.get_instance(run_id) is not None:
             return  # started by an earlier attempt
         try:
@@ -191,7 +201,7 @@ class Notifier:
         body = body_bytes(payload)
         headers = {
             "Content-Type": "application/json",
-            SIGNATURE_HEADER: sign(secret, body),
+            **signed_headers(secret, delivery, int(self.clock()), body),  # signed at each attempt, with its time
             "X-Flowdeck-Event": str(payload.get("event", "")) if isinstance(payload, dict) else "",
             "X-Flowdeck-Delivery": delivery,
             "User-Agent": "Flowdeck-Notifications/1",
@@ -224,7 +234,7 @@ class Notifier:
             "event": "test",
         }
         try:
-            status = await self._post(tenant_id, workflow_id, url, payload, f"test-{uuid.uuid4().hex[:12]}")
+            status = await self._post(tenant_id, workflow_id, url, payload, f"msg_test_{uuid.uuid4().hex}")
         except DeliveryError as exc:
             return TestResult(url, False, exc.status, str(exc))
         except Exception as exc:  # noqa: BLE001 - the panel shows why (refused address, timeout, no key …)

@@ -1,5 +1,8 @@
 """Prometheus metrics (``GET /metrics``): what the engine, the queue, the sandbox and Socket.IO are doing.
 
+A scrape reads gauges cached for ``max_age`` (1 s): however many scrapers, a process reads the
+database for them at most once a second, and scrapes that arrive during that read share it.
+
 One registry per process, never the library's global one, so two apps in one test process don't
 share counters. No label names a tenant, a workflow or a run: their number is unbounded (every new
 run would be a new time series) and they would tell a scraper who runs what.
@@ -46,9 +49,13 @@ class ScrapeSources:
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, *, max_age: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.registry = CollectorRegistry()
         self.sources = ScrapeSources()
+        self.max_age = max_age
+        self._clock = clock
+        self._refreshed_at: float | None = None
+        self._refreshing: asyncio.Future[None] | None = None
         r = self.registry
         self.runs_started = Counter("flowdeck_runs_started", "Runs created, by trigger.", ["trigger"], registry=r)
         self.runs_finished = Counter(
@@ -92,18 +99,25 @@ class Metrics:
 
     # -- the scrape -----------------------------------------------------------------------------------
     async def render(self) -> bytes:
-        """The text exposition format, with the gauges read just now."""
-        await self.refresh()
+        """The text exposition format, with gauges at most ``max_age`` old."""
+        await self._fresh()
         return generate_latest(self.registry)
 
-    async def refresh_every(self, seconds: float) -> None:
-        """Keep the gauges fresh for an exporter that cannot await (prometheus_client's own HTTP server)."""
-        while True:
-            try:
-                await self.refresh()
-            except Exception:
-                log.warning("could not refresh the metrics gauges", exc_info=True)
-            await asyncio.sleep(seconds)
+    async def _fresh(self) -> None:
+        if self._refreshed_at is not None and self._clock() - self._refreshed_at < self.max_age:
+            return
+        if self._refreshing is None:
+            self._refreshing = asyncio.ensure_future(self._refresh_once())
+        await asyncio.shield(self._refreshing)  # a scraper that hangs up does not cancel the others' read
+
+    async def _refresh_once(self) -> None:
+        try:
+            await self.refresh()
+        except Exception:
+            log.warning("could not refresh the metrics gauges (the scrape shows the last values)", exc_info=True)
+        finally:
+            self._refreshed_at = self._clock()  # a failing database is asked again a second later, not per scrape
+            self._refreshing = None
 
     async def refresh(self) -> None:
         sources = self.sources

@@ -98,8 +98,10 @@ export function NotificationSection({
     <section className="settings-section" data-testid="notifications">
       <h3 className="section-title">Notifications</h3>
       <p className="muted small">
-        Start an error workflow (its input is <code>{'{run, workflow, event}'}</code>) and/or POST that JSON to a URL, signed with{' '}
-        <code>X-Flowdeck-Signature: sha256=…</code> (HMAC-SHA256 of the body with the secret below). Failed calls are retried for about 10 minutes.
+        Start an error workflow (its input is <code>{'{run, workflow, event}'}</code>) and/or POST that JSON to a URL, signed the{' '}
+        Standard Webhooks way: <code>webhook-id</code>, <code>webhook-timestamp</code> and <code>webhook-signature: v1,…</code>{' '}
+        (HMAC-SHA256 of id, timestamp and body with the secret below; the old <code>X-Flowdeck-Signature</code> is deprecated).
+        Failed calls are retried for about 10 minutes.
       </p>
       {TARGETS.map(({ key, label }) => {
         const target = notificationOf(options, key);
