@@ -108,8 +108,9 @@ async def test_a_busy_tenants_heavy_runs_do_not_starve_a_quiet_tenants_python_ru
     finally:
         for run_id in busy_runs:
             await engine.cancel_run(run_id)
+    database = "SQLite" if engine.db.is_sqlite else "PostgreSQL"
     print(  # the figures for the report (pytest -s)
-        f"\n{kind}: quiet tenant's python run p50 {sorted(durations)[len(durations) // 2]:.3f} s,"
+        f"\n{database} {kind}: quiet tenant's python run p50 {sorted(durations)[len(durations) // 2]:.3f} s,"
         f" p95 {_p95(durations):.3f} s, max {max(durations):.3f} s over {len(durations)} runs;"
         f" busy runs unfinished at the end: {unfinished} of {BUSY_RUNS}"
     )
