@@ -14,7 +14,7 @@ from flowdeck.settings import Settings
 
 SPIN = (
     "import datetime\n"
-    "end = datetime.datetime.now() + datetime.timedelta(seconds=2)\n"
+    "end = datetime.datetime.now() + datetime.timedelta(seconds=3)\n"
     "while datetime.datetime.now() < end:\n"
     "    pass\n"
     "return {'spun': True}"
