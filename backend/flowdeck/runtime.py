@@ -69,7 +69,9 @@ async def open_runtime(
     db = Database(
         settings.database_url, pool_size=settings.db_pool_size, sqlite_synchronous=settings.sqlite_synchronous
     )
-    sandbox = SandboxPool(settings.sandbox_workers)
+    sandbox = SandboxPool(
+        settings.sandbox_workers, max_size=settings.sandbox_max_workers, idle_seconds=settings.sandbox_idle_seconds
+    )
     # Secrets are keyed by the configured FLOWDECK_SECRET_KEY only: a generated key would make
     # stored secrets unreadable after a restart.
     sources = DataSourceStore(db, SecretBox(settings.secret_key or None))

@@ -50,6 +50,16 @@ def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0
     return value
 
 
+def _sandbox_ceiling(env: Mapping[str, str]) -> int | None:
+    ceiling = _optional_int(env, "FLOWDECK_SANDBOX_MAX_WORKERS")
+    floor = _int(env, "FLOWDECK_SANDBOX_WORKERS", 2)
+    if ceiling is not None and ceiling < floor:
+        raise ValueError(
+            f"FLOWDECK_SANDBOX_MAX_WORKERS ({ceiling}) must be at least FLOWDECK_SANDBOX_WORKERS ({floor})"
+        )
+    return ceiling
+
+
 def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
     raw = (env.get(name) or default).strip().lower()
     if raw not in choices:
@@ -102,6 +112,12 @@ class Settings:
     tenant_concurrency: int | None = None
     """FLOWDECK_TENANT_CONCURRENCY: running nodes of one tenant per worker (unset: half the worker's, at least 1)."""
     sandbox_workers: int = 2
+    """FLOWDECK_SANDBOX_WORKERS: sandbox processes kept running (the floor), and the most one tenant holds."""
+    sandbox_max_workers: int | None = None
+    """FLOWDECK_SANDBOX_MAX_WORKERS: the most sandbox processes, grown for tenants that wait while others hold
+    every process (unset: FLOWDECK_SANDBOX_WORKERS + 4)."""
+    sandbox_idle_seconds: float = 30.0
+    """FLOWDECK_SANDBOX_IDLE_SECONDS: how long a grown sandbox process may stay idle before it stops."""
     host: str = "127.0.0.1"
     port: int = 8000
     lease_seconds: float = 30.0
@@ -145,6 +161,8 @@ class Settings:
             tenant_concurrency=_int(env, "FLOWDECK_TENANT_CONCURRENCY", 0) or None,
             lease_seconds=_float(env, "FLOWDECK_LEASE_SECONDS", 30.0, minimum=1.0),
             sandbox_workers=_int(env, "FLOWDECK_SANDBOX_WORKERS", 2),
+            sandbox_max_workers=_sandbox_ceiling(env),
+            sandbox_idle_seconds=_float(env, "FLOWDECK_SANDBOX_IDLE_SECONDS", 30.0, minimum=0.1),
             host=env.get("FLOWDECK_HOST") or "127.0.0.1",
             port=_int(env, "FLOWDECK_PORT", 8000),
             sqlite_dirs=_list(env, "FLOWDECK_SQLITE_DIRS", os.pathsep) or None,

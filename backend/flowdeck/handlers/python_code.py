@@ -37,5 +37,7 @@ class PythonCodeHandler(NodeHandler):
         code = config.get("code")
         if not isinstance(code, str) or not code.strip():
             raise NodeError("config.code must be a non-empty string", retryable=False, error_type="ConfigError")
-        result = await self._pool.run(code, context, timeout_seconds=helpers.timeout_seconds, memory_mb=self._memory_mb)
+        result = await self._pool.run(
+            code, context, timeout_seconds=helpers.timeout_seconds, memory_mb=self._memory_mb, tenant=helpers.tenant_id
+        )
         return HandlerResult(output=result.output, next_handle="success", logs=result.logs or None)

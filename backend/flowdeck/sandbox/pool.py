@@ -12,6 +12,10 @@ tests/bench/bench_sandbox.py), so the loop never blocks on a worker. A call that
 timeout gets its process killed; a process that dies (CPU limit, crash, kill from outside) fails
 its call if it had one. Either way a replacement starts in the background while the other workers
 keep serving.
+
+Calls wait for a process in per-tenant lines served in turn, and the pool grows past its floor by a
+process for a tenant that waits while every process is held by others, shrinking back when idle
+(the rules: :mod:`flowdeck.sandbox.fair_share`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import signal
 import socket
 import struct
 import sys
+from collections import deque
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +38,7 @@ import msgspec
 
 import flowdeck
 from flowdeck.domain.errors import NodeError
+from flowdeck.sandbox.fair_share import NO_TENANT, PoolBounds, TenantLines
 from flowdeck.sandbox.messages import (
     Ready,
     RunFailure,
@@ -53,6 +59,8 @@ _log = logging.getLogger(__name__)
 
 _MIB: Final = 1024 * 1024
 _REAP_TIMEOUT: Final = 5.0
+_EXTRA_WORKERS: Final = 4
+"""The default ceiling is the floor plus this many processes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +107,7 @@ class _Worker(asyncio.Protocol):
         self.alive = True
         self.in_service = False
         self.retired = False
+        self.idle_since = 0.0
         self._loop = asyncio.get_running_loop()
         self._on_gone = on_gone
         self._transport: asyncio.Transport | None = None
@@ -202,42 +211,54 @@ def _worker_environment() -> dict[str, str]:
 
 
 class SandboxPool:
-    """``size`` pre-started sandbox workers; ``run`` borrows one per call, callers beyond ``size`` wait."""
+    """``size`` pre-started sandbox workers, growing to ``max_size`` for tenants held out; ``run``
+    borrows one per call, and callers that cannot have one wait in their tenant's line."""
 
     def __init__(
         self,
         size: int = 2,
         *,
+        max_size: int | None = None,
+        idle_seconds: float = 30.0,
         memory_mb: int = 256,
         max_output_bytes: int = 16 * _MIB,
         max_log_chars: int = 256 * 1024,
         start_timeout: float = 10.0,
     ) -> None:
-        if size < 1:
-            raise ValueError("a sandbox pool needs at least one worker")
-        self._size = size
+        self._bounds = PoolBounds(size, size + _EXTRA_WORKERS if max_size is None else max_size, idle_seconds)
         self._memory_mb = memory_mb
         self._settings = WorkerSettings(max_output_bytes=max_output_bytes, max_log_chars=max_log_chars)
         self._start_timeout = start_timeout
         self._environment = _worker_environment()
-        self._idle: asyncio.Queue[_Worker | None] = asyncio.Queue()
+        self._idle: deque[_Worker] = deque()
+        """Idle workers, the longest idle first."""
+        self._lines: TenantLines[asyncio.Future[_Worker | None]] = TenantLines(size)
         self._workers: set[_Worker] = set()
-        self._replacing: set[asyncio.Task[None]] = set()
+        self._starting: set[asyncio.Task[None]] = set()
         self._reaping: set[asyncio.Task[None]] = set()
-        self._waiting = 0
+        self._shrink_timer: asyncio.TimerHandle | None = None
         self._started = False
         self._closed = False
 
     @property
     def size(self) -> int:
-        return self._size
+        """The floor: processes kept even when idle, and the most one tenant holds at a time."""
+        return self._bounds.floor
+
+    @property
+    def max_size(self) -> int:
+        return self._bounds.ceiling
 
     @property
     def usage(self) -> tuple[int, int]:
         """(busy, idle) live processes right now."""
-        idle = 0 if self._closed else self._idle.qsize()
-        alive = sum(1 for worker in self._workers if worker.alive)
-        return max(0, alive - idle), idle
+        idle = 0 if self._closed else len(self._idle)
+        return max(0, self._live() - idle), idle
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for a process."""
+        return self._lines.waiting
 
     @property
     def closed(self) -> bool:
@@ -260,11 +281,12 @@ class SandboxPool:
         if self._started:
             return
         self._started = True
-        results = await asyncio.gather(*(self._spawn() for _ in range(self._size)), return_exceptions=True)
+        results = await asyncio.gather(*(self._spawn() for _ in range(self.size)), return_exceptions=True)
         for result in results:
             if isinstance(result, _Worker):
                 result.in_service = True
-                self._idle.put_nowait(result)
+                result.idle_since = asyncio.get_running_loop().time()
+                self._idle.append(result)
         errors = [result for result in results if isinstance(result, BaseException)]
         if errors:
             await self.close()
@@ -275,19 +297,31 @@ class SandboxPool:
         if self._closed:
             return
         self._closed = True
-        for _ in range(self._waiting):
-            self._idle.put_nowait(None)
-        for task in list(self._replacing):
+        for waiter in self._lines.drain():
+            if not waiter.done():
+                waiter.set_result(None)
+        if self._shrink_timer is not None:
+            self._shrink_timer.cancel()
+        for task in list(self._starting):
             task.cancel()
-        await asyncio.gather(*self._replacing, return_exceptions=True)
+        await asyncio.gather(*self._starting, return_exceptions=True)
         for worker in list(self._workers):
             self._retire(worker)
         await asyncio.gather(*self._reaping, return_exceptions=True)
 
     async def run(
-        self, code: str, ctx: Mapping[str, Any], *, timeout_seconds: float, memory_mb: int | None = None
+        self,
+        code: str,
+        ctx: Mapping[str, Any],
+        *,
+        timeout_seconds: float,
+        memory_mb: int | None = None,
+        tenant: str = NO_TENANT,
     ) -> SandboxResult:
-        """Run ``code`` (a function body of ``ctx``) in a worker; raise a SandboxError subclass on failure."""
+        """Run ``code`` (a function body of ``ctx``) in a worker; raise a SandboxError subclass on failure.
+
+        ``tenant``: whose line the call waits in for a worker (``timeout_seconds`` starts once it has one).
+        """
         if timeout_seconds <= 0:
             raise ValueError("timeout_seconds must be positive")
         memory = memory_mb or self._memory_mb
@@ -295,7 +329,7 @@ class SandboxPool:
             payload = encode(RunRequest(code, dict(ctx), float(timeout_seconds), memory))
         except (TypeError, ValueError, msgspec.EncodeError) as exc:
             raise NodeError(f"the context cannot be passed to the sandbox: {exc}", retryable=False) from None
-        worker = await self._acquire()
+        worker = await self._acquire(tenant)
         reusable = False
         try:
             reply = decode_reply(await worker.call(payload, timeout_seconds))
@@ -307,10 +341,7 @@ class SandboxPool:
         except msgspec.DecodeError:
             raise SandboxCrashError("the sandbox worker sent an unreadable reply") from None
         finally:
-            if reusable:
-                self._release(worker)
-            else:
-                self._retire(worker)
+            self._release(worker, tenant, reusable=reusable)
         if isinstance(reply, RunFailure):
             raise error_from_failure(reply)
         if isinstance(reply, Ready):
@@ -322,40 +353,96 @@ class SandboxPool:
             return SandboxUnavailableError("the sandbox pool was closed during the call")
         return SandboxCrashError(_death_message(await worker.exit_code(1.0)))
 
-    async def _acquire(self) -> _Worker:
-        while True:
-            if self._closed or not self._started:
-                raise SandboxUnavailableError("the sandbox pool is not running")
-            try:
-                worker = self._idle.get_nowait()
-            except asyncio.QueueEmpty:
-                self._waiting += 1
-                try:
-                    worker = await self._idle.get()
-                finally:
-                    self._waiting -= 1
-            if worker is None:
-                raise SandboxUnavailableError("the sandbox pool was closed")
-            if worker.alive:
-                return worker
-            # It died while idle; its replacement is already starting.
+    async def _acquire(self, tenant: str) -> _Worker:
+        if self._closed or not self._started:
+            raise SandboxUnavailableError("the sandbox pool is not running")
+        # After every change the free workers have gone to whoever may take them, so a free worker
+        # now means no one waiting may take it: the caller goes first if it may.
+        if self._idle and self._lines.may_take(tenant):
+            self._lines.take(tenant)
+            return self._idle.pop()
+        waiter: asyncio.Future[_Worker | None] = asyncio.get_running_loop().create_future()
+        self._lines.join(tenant, waiter)
+        self._grow()
+        try:
+            worker = await waiter
+        except asyncio.CancelledError:
+            if not self._lines.leave(tenant, waiter) and waiter.done() and not waiter.cancelled():
+                handed = waiter.result()  # handed a worker just as it gave up
+                if handed is not None:
+                    self._release(handed, tenant, reusable=True)
+            raise
+        if worker is None:
+            raise SandboxUnavailableError("the sandbox pool was closed")
+        return worker
 
-    def _release(self, worker: _Worker) -> None:
-        if worker.alive and not self._closed:
-            self._idle.put_nowait(worker)
+    def _release(self, worker: _Worker, tenant: str, *, reusable: bool) -> None:
+        self._lines.give_back(tenant)
+        if reusable and worker.alive and not self._closed:
+            worker.idle_since = asyncio.get_running_loop().time()
+            self._idle.append(worker)
         else:
             self._retire(worker)
+        self._dispatch()
+        self._schedule_shrink()
+
+    def _dispatch(self) -> None:
+        """Hand the free workers to the waiting calls, tenants in turn."""
+        while self._idle and not self._closed:
+            chosen = self._lines.next_in_turn()
+            if chosen is None:
+                return
+            tenant, waiter = chosen
+            if waiter.done():  # cancelled while waiting; its task takes it out of the line
+                self._lines.give_back(tenant)
+                continue
+            waiter.set_result(self._idle.pop())
+
+    def _live(self) -> int:
+        """Workers in service (busy or idle), not counting those still starting."""
+        return sum(1 for worker in self._workers if worker.in_service and worker.alive)
+
+    def _grow(self) -> None:
+        """Start a worker for each tenant that waits while holding none, up to the ceiling."""
+        if self._closed:
+            return
+        wanted = self._bounds.to_start(live=self._live(), starting=len(self._starting), starving=self._lines.starving())
+        for _ in range(wanted):
+            self._background(self._starting, self._start_worker())
+
+    def _schedule_shrink(self) -> None:
+        if self._shrink_timer is not None or self._closed or not self._idle or self._live() <= self.size:
+            return
+        loop = asyncio.get_running_loop()
+        # A little late: the loop may run a timer a clock tick early, before it is due.
+        due = self._idle[0].idle_since + self._bounds.idle_seconds + 0.05
+        self._shrink_timer = loop.call_at(due, self._shrink)
+
+    def _shrink(self) -> None:
+        """Stop the workers above the floor that have been idle long enough."""
+        self._shrink_timer = None
+        now = asyncio.get_running_loop().time()
+        surplus = self._bounds.to_stop(live=self._live(), idle_for=[now - worker.idle_since for worker in self._idle])
+        for _ in range(surplus):
+            worker = self._idle.popleft()
+            worker.in_service = False  # stopped on purpose: no replacement
+            self._retire(worker)
+        self._schedule_shrink()
 
     def _retire(self, worker: _Worker) -> None:
-        """Kill and reap ``worker``; if it was serving, start its replacement. Idempotent."""
+        """Kill and reap ``worker``; if it was serving, refill the pool. Idempotent."""
         if worker.retired:
             return
         worker.retired = True
         worker.kill()
         self._workers.discard(worker)
+        with contextlib.suppress(ValueError):
+            self._idle.remove(worker)
         self._background(self._reaping, self._reap(worker))
         if worker.in_service and not self._closed:
-            self._background(self._replacing, self._replace())
+            for _ in range(self.size - self._live() - len(self._starting)):
+                self._background(self._starting, self._start_worker())
+            self._grow()
 
     def _background(self, tasks: set[asyncio.Task[None]], coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
@@ -396,12 +483,13 @@ class SandboxPool:
             raise
         return worker
 
-    async def _replace(self) -> None:
+    async def _start_worker(self) -> None:
+        """Start a worker and put it in service, retrying until it starts: the pool must refill."""
         delay = 0.05
         while not self._closed:
             try:
                 worker = await self._spawn()
-            except Exception:  # noqa: BLE001 - whatever failed, keep trying: the pool must refill
+            except Exception:  # noqa: BLE001 - whatever failed, keep trying
                 _log.exception("sandbox worker failed to start; retrying in %.2f s", delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
@@ -410,7 +498,10 @@ class SandboxPool:
                 self._retire(worker)
                 return
             worker.in_service = True
-            self._idle.put_nowait(worker)
+            worker.idle_since = asyncio.get_running_loop().time()
+            self._idle.append(worker)
+            self._dispatch()
+            self._schedule_shrink()
             return
 
     async def _reap(self, worker: _Worker) -> None:
