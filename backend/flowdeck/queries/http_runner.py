@@ -26,7 +26,14 @@ from urllib.parse import quote
 import httpx
 
 from flowdeck.domain.errors import NodeError
-from flowdeck.outbound import AddressRefusedError, OutboundPolicy, guarded_transport
+from flowdeck.outbound import (
+    AddressRefusedError,
+    OutboundPolicy,
+    URLRefusedError,
+    guarded_transport,
+    join_path,
+    parse_url,
+)
 from flowdeck.queries.models import DataSource, SavedQuery
 from flowdeck.queries.placeholders import as_text, render
 from flowdeck.queries.values import json_safe
@@ -96,7 +103,7 @@ class HttpRunner:
     ) -> dict[str, Any]:
         spec = query.definition
         path = str(render(spec.get("path") or "", args, _segment))
-        url = str(source.config["baseUrl"]).rstrip("/") + ("/" + path.lstrip("/") if path else "")
+        url = join_path(str(source.config["baseUrl"]), path)
         params = {
             key: [as_text(v) for v in value] if isinstance(value, list) else as_text(value)
             for key, value in render(spec.get("query") or {}, args).items()
@@ -134,6 +141,10 @@ class HttpRunner:
         self, source: DataSource, request: dict[str, Any], where: str, timeout: float
     ) -> tuple[bytes, httpx.Response]:
         limits = httpx.Timeout(timeout, connect=min(timeout, self.connect_timeout))
+        try:  # a source saved before a rule existed, or arguments that make the path unreadable
+            request = {**request, "url": parse_url(request["url"])}
+        except URLRefusedError as exc:
+            raise NodeError(f"{where}: the URL {exc}", retryable=False, error_type="ConfigError") from None
         try:
             async with asyncio.timeout(timeout), self._http().stream(**request, timeout=limits) as response:
                 return await self._read(response, where), response
