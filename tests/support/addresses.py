@@ -40,7 +40,8 @@ MALFORMED_URLS: Final = {
     "http://xn--abc.example/": "IDNA", "http://xn--ls8h.example/": "IDNA", "http://xn--a.xn--b/": "IDNA",
     "http://a..b.example/": "host name", "http://-bad.example/": "host name", "http://ex%41mple.com/": "host name",
     f"http://{'a' * 64}.example/": "host name", "http://①②⑦.0.0.1/": "cannot be read",
-    "http://\uff10x7f.1/": "cannot be read",  # a fullwidth zero "http://[::1%25eth0]/": "host name", "http://256.1.1.1/": "cannot be read",
+    "http://\uff10x7f.1/": "cannot be read",  # a fullwidth zero
+    "http://[::1%25eth0]/": "host name", "http://256.1.1.1/": "cannot be read",
     # ports out of range
     "http://example.com:0/": "port 0", "http://example.com:65536/": "port 65536",
     "http://example.com:99999/": "port 99999", "http://example.com:abc/": "cannot be read",
