@@ -38,7 +38,8 @@ _UNSAFE: Final = re.compile(r"[\x00-\x20\x7f\\]")
 
 
 class URLRefusedError(ValueError):
-    """A URL Flowdeck will not request; the message says why, after a subject the caller adds (\"baseUrl \")."""
+    """A URL Flowdeck will not request; the message says why and reads after a subject the caller adds
+    (``f"baseUrl {exc}"``: "baseUrl has port 99999, outside 1-65535")."""
 
 
 def _check_host(host: str) -> None:

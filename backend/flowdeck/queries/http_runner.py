@@ -3,7 +3,8 @@
 The request is ``method baseUrl + path`` with the query's ``query`` parameters, ``headers`` and
 ``body`` (placeholders resolved from the arguments). Headers merge in this order, later winning: the
 data source's ``config.headers``, the query's ``headers``, the data source's secret headers. Path
-values are percent-encoded as one segment, so an argument cannot leave the base URL; redirects are not
+values are percent-encoded as one segment, so an argument cannot leave the base URL, and the whole URL
+is read by ``flowdeck.outbound.parse_url`` (unreadable: a ``ConfigError``, not retried); redirects are not
 followed and proxy settings from the environment are ignored. Every connection goes through
 ``flowdeck.outbound``: the host is resolved once and refused when it is (or resolves to) loopback,
 link-local, private ... unless ``FLOWDECK_HTTP_ALLOW`` lists it; that is not retried. The response is read up to

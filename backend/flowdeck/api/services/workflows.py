@@ -25,7 +25,7 @@ from flowdeck.notifications.notifier import Notifier
 from flowdeck.storage.workflows import WorkflowRecord
 from flowdeck.validation.inputs import workflow_inputs
 
-__all__ = ("WorkflowService", "definition_of")
+__all__ = ("WorkflowService",)
 
 
 def _out(record: WorkflowRecord) -> WorkflowOut:
