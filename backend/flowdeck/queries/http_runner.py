@@ -145,7 +145,8 @@ class HttpRunner:
         try:  # a source saved before a rule existed, or arguments that make the path unreadable
             request = {**request, "url": parse_url(request["url"])}
         except URLRefusedError as exc:
-            raise NodeError(f"{where}: the URL {exc}", retryable=False, error_type="ConfigError") from None
+            message = f"{where}: the URL (config.baseUrl with the path) {exc}"
+            raise NodeError(message, retryable=False, error_type="ConfigError") from None
         try:
             async with asyncio.timeout(timeout), self._http().stream(**request, timeout=limits) as response:
                 return await self._read(response, where), response
