@@ -52,11 +52,12 @@ class Services:
         notifier = getattr(runtime, "notifier", None) or Notifier(
             engine, runtime.data.store.secret_box, runtime.data.engine.outbound
         )
+        workflows = WorkflowService(engine, notifier)
         return cls(
             engine,
             accounts,
-            WorkflowService(engine, notifier),
-            RunService(engine, queries),
+            workflows,
+            RunService(engine, queries, workflows.checks),
             runtime.data,
             WidgetService(widgets, on_revoke=revoke),
             WidgetDataService(widgets, engine),

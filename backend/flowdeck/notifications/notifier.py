@@ -28,6 +28,7 @@ from flowdeck.notifications.secrets import NotificationSecrets
 from flowdeck.notifications.targets import OPTION_OF_EVENT, Target, target_of, urls_of
 from flowdeck.outbound.addresses import OutboundPolicy
 from flowdeck.outbound.transport import guarded_transport
+from flowdeck.outbound.urls import URLRefusedError, parse_url
 from flowdeck.queries.secrets import SecretBox, SecretKeyMissingError
 from flowdeck.storage.notices import Notice, NoticeOutbox
 
@@ -106,12 +107,10 @@ class Notifier:
                 message = f"{path}: FLOWDECK_SECRET_KEY is not set (it encrypts the secret that signs notifications)"
                 problems.append(Problem("invalid_notification", message, path=path))
                 continue
-            host = httpx.URL(url).host
-            reason = self.policy.name_refusal(host)
-            if reason is not None:
-                problems.append(
-                    Problem("invalid_notification", f"{path}: {host} may not be reached: {reason}", path=path)
-                )
+            try:
+                parse_url(url, self.policy)
+            except URLRefusedError as exc:
+                problems.append(Problem("invalid_notification", f"{path}: the URL {exc}", path=path))
         return problems
 
     async def saved(self, tenant_id: str, workflow_id: str, definition: Any) -> None:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from flowdeck.domain.problems import Problem
+from flowdeck.outbound.urls import URLRefusedError, parse_url
 from flowdeck.storage.notices import FAILURE, SLA_BREACH
 
 __all__ = ("OPTION_OF_EVENT", "Target", "shape_problems", "target_of", "urls_of")
 
 OPTION_OF_EVENT: Final = {FAILURE: "onFailure", SLA_BREACH: "onSlaBreach"}
-MAX_URL_CHARS = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +67,8 @@ def shape_problems(options: dict[str, Any]) -> list[Problem]:
             problems.append(_bad(f"{path}.workflowId", "expected a workflow id"))
         url = raw.get("url")
         if url is not None and url != "":
-            parts = urlsplit(url) if isinstance(url, str) and len(url) <= MAX_URL_CHARS else None
-            if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-                problems.append(_bad(f"{path}.url", "expected an http(s) URL"))
+            try:
+                parse_url(url)
+            except URLRefusedError as exc:
+                problems.append(_bad(f"{path}.url", f"the URL {exc}"))
     return problems

@@ -9,6 +9,9 @@ swap it), keeping the host name for TLS (SNI, certificate) and the ``Host`` head
 is checked, so a redirect that a client follows is checked again. A refusal raises
 ``AddressRefusedError``.
 
+``parse_url`` is the one reading of a URL a user types (``flowdeck.outbound.urls``): what cannot be
+read, or is refused by the policy, is a ``URLRefusedError`` the caller reports with the field's name.
+
 Use: ``httpx.AsyncClient(transport=guarded_transport(policy), trust_env=False)``.
 """
 
@@ -16,5 +19,6 @@ from __future__ import annotations
 
 from flowdeck.outbound.addresses import AddressRefusedError, OutboundPolicy
 from flowdeck.outbound.transport import guarded_transport
+from flowdeck.outbound.urls import URLRefusedError, join_path, parse_url
 
-__all__ = ("AddressRefusedError", "OutboundPolicy", "guarded_transport")
+__all__ = ("AddressRefusedError", "OutboundPolicy", "URLRefusedError", "guarded_transport", "join_path", "parse_url")

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-__all__ = ("METADATA_HOSTS", "AddressRefusedError", "IPAddress", "OutboundPolicy", "address_refusal")
+__all__ = ("HOST_NAME", "METADATA_HOSTS", "AddressRefusedError", "IPAddress", "OutboundPolicy", "address_refusal")
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -42,7 +42,8 @@ METADATA_HOSTS: Final = frozenset(
 _SHARED: Final = ipaddress.ip_network("100.64.0.0/10")
 _UNIQUE_LOCAL: Final = ipaddress.ip_network("fc00::/7")
 _NAT64: Final = ipaddress.ip_network("64:ff9b::/96")
-_HOST_NAME: Final = re.compile(r"(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*")
+# A host name as DNS and the resolver take it (``_`` too: some internal names have one).
+HOST_NAME: Final = re.compile(r"(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*")
 
 
 class AddressRefusedError(Exception):
@@ -134,7 +135,7 @@ class OutboundPolicy:
             except ValueError:
                 pass
             name = _normal_name(entry)
-            if not _HOST_NAME.fullmatch(name):
+            if not HOST_NAME.fullmatch(name):
                 raise ValueError(f"{setting}: {entry!r} is not a host name, an address or a CIDR network")
             hosts.add(name)
         return cls(frozenset(hosts), tuple(networks))

@@ -19,12 +19,11 @@ import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from sqlalchemy.engine import make_url
 
 from flowdeck.domain.errors import ConfigIssue, NodeError
-from flowdeck.outbound import OutboundPolicy
+from flowdeck.outbound import OutboundPolicy, URLRefusedError, parse_url
 from flowdeck.queries.http_runner import HttpRunner
 from flowdeck.queries.models import SQL, DataSource, SavedQuery
 from flowdeck.queries.sql_guard import SourceRefusedError, SqlitePolicy
@@ -121,11 +120,11 @@ class QueryEngine:
             except (ValueError, SourceRefusedError) as exc:
                 return [ConfigIssue("config.url", str(exc))]
             return []
-        host = urlsplit(str(config.get("baseUrl", ""))).hostname or ""
-        reason = self.outbound.name_refusal(host)
-        if reason is None:
-            return []
-        return [ConfigIssue("config.baseUrl", f"{reason} (an operator can allow it with FLOWDECK_HTTP_ALLOW)")]
+        try:
+            parse_url(config.get("baseUrl"), self.outbound)
+        except URLRefusedError as exc:
+            return [ConfigIssue("config.baseUrl", f"baseUrl {exc}")]
+        return []
 
     async def probe(self, source: DataSource, secrets: Mapping[str, str]) -> dict[str, Any]:
         """Test a connection: ``{ok, message, latencyMs}`` (SQL: ``SELECT 1``; HTTP: ``GET`` the base URL)."""

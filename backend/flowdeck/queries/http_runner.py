@@ -3,7 +3,8 @@
 The request is ``method baseUrl + path`` with the query's ``query`` parameters, ``headers`` and
 ``body`` (placeholders resolved from the arguments). Headers merge in this order, later winning: the
 data source's ``config.headers``, the query's ``headers``, the data source's secret headers. Path
-values are percent-encoded as one segment, so an argument cannot leave the base URL; redirects are not
+values are percent-encoded as one segment, so an argument cannot leave the base URL, and the whole URL
+is read by ``flowdeck.outbound.parse_url`` (unreadable: a ``ConfigError``, not retried); redirects are not
 followed and proxy settings from the environment are ignored. Every connection goes through
 ``flowdeck.outbound``: the host is resolved once and refused when it is (or resolves to) loopback,
 link-local, private ... unless ``FLOWDECK_HTTP_ALLOW`` lists it; that is not retried. The response is read up to
@@ -26,7 +27,14 @@ from urllib.parse import quote
 import httpx
 
 from flowdeck.domain.errors import NodeError
-from flowdeck.outbound import AddressRefusedError, OutboundPolicy, guarded_transport
+from flowdeck.outbound import (
+    AddressRefusedError,
+    OutboundPolicy,
+    URLRefusedError,
+    guarded_transport,
+    join_path,
+    parse_url,
+)
 from flowdeck.queries.models import DataSource, SavedQuery
 from flowdeck.queries.placeholders import as_text, render
 from flowdeck.queries.values import json_safe
@@ -96,7 +104,7 @@ class HttpRunner:
     ) -> dict[str, Any]:
         spec = query.definition
         path = str(render(spec.get("path") or "", args, _segment))
-        url = str(source.config["baseUrl"]).rstrip("/") + ("/" + path.lstrip("/") if path else "")
+        url = join_path(str(source.config["baseUrl"]), path)
         params = {
             key: [as_text(v) for v in value] if isinstance(value, list) else as_text(value)
             for key, value in render(spec.get("query") or {}, args).items()
@@ -134,6 +142,11 @@ class HttpRunner:
         self, source: DataSource, request: dict[str, Any], where: str, timeout: float
     ) -> tuple[bytes, httpx.Response]:
         limits = httpx.Timeout(timeout, connect=min(timeout, self.connect_timeout))
+        try:  # a source saved before a rule existed, or arguments that make the path unreadable
+            request = {**request, "url": parse_url(request["url"])}
+        except URLRefusedError as exc:
+            message = f"{where}: the URL (config.baseUrl with the path) {exc}"
+            raise NodeError(message, retryable=False, error_type="ConfigError") from None
         try:
             async with asyncio.timeout(timeout), self._http().stream(**request, timeout=limits) as response:
                 return await self._read(response, where), response

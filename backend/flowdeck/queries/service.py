@@ -195,7 +195,8 @@ class DataService:
         return await self.engine.probe(source, secrets)
 
     async def test_saved_data_source(self, tenant_id: str, source_id: str) -> dict[str, Any]:
-        """Try one of the tenant's saved data sources as it is stored: ``{ok, message, latencyMs}``."""
+        """Try one of the tenant's saved data sources as it is stored: ``{ok, message, latencyMs}`` (one saved
+        before a rule that now refuses it answers ``ok: false`` saying why)."""
         source = await self.store.get_source(tenant_id, source_id)
         if source is None:
             raise NotFoundError("data source", source_id)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from flowdeck.domain.errors import ConfigIssue
+from flowdeck.outbound.urls import URLRefusedError, join_path, parse_url
 from flowdeck.queries.errors import QueryValidationError
 from flowdeck.queries.models import KINDS, SQL
 from flowdeck.queries.placeholders import IDENTIFIER, placeholders
@@ -129,14 +129,11 @@ def _sql_source_issues(config: Mapping[str, Any], secrets: Mapping[str, Any]) ->
 
 def _http_source_issues(config: Mapping[str, Any], secrets: Mapping[str, Any]) -> list[ConfigIssue]:
     issues = _header_issues(dict(secrets), "secrets")
-    base = config.get("baseUrl")
-    parts = urlsplit(base) if isinstance(base, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        issues.append(ConfigIssue("config.baseUrl", "baseUrl must be an http:// or https:// URL"))
-    elif parts.username or parts.password:
-        issues.append(ConfigIssue("config.baseUrl", "put credentials in secrets (as headers), not in the URL"))
-    elif parts.query or parts.fragment:
-        issues.append(ConfigIssue("config.baseUrl", "baseUrl takes no query or fragment (saved queries add them)"))
+    try:
+        if parse_url(config.get("baseUrl")).query:
+            issues.append(ConfigIssue("config.baseUrl", "baseUrl takes no query (saved queries add one)"))
+    except URLRefusedError as exc:
+        issues.append(ConfigIssue("config.baseUrl", f"baseUrl {exc}"))
     issues += _header_issues(config.get("headers"), "config.headers")
     timeout = config.get("timeoutSeconds")
     if timeout is not None and (
@@ -217,6 +214,10 @@ def _http_path_issues(path: Any) -> list[ConfigIssue]:
         return [ConfigIssue("path", "path is relative to the data source's baseUrl; put parameters in 'query'")]
     if any(segment in (".", "..") for segment in static.split("/")):
         return [ConfigIssue("path", "path must not contain '.' or '..' segments")]
+    try:
+        parse_url(join_path("http://base.example", static))  # how it is read on the data source's baseUrl
+    except URLRefusedError as exc:
+        return [ConfigIssue("path", f"path (on the baseUrl) {exc}")]
     return []
 
 

@@ -8,27 +8,11 @@ import pytest
 
 from flowdeck.outbound import AddressRefusedError, OutboundPolicy
 from flowdeck.outbound.addresses import address_refusal, numeric_host
+from tests.support.addresses import INTERNAL_HOSTS
 
 NOBODY = OutboundPolicy()
 
-REFUSED = {
-    # loopback, in the spellings a resolver accepts
-    "127.0.0.1": "loopback", "127.1": "loopback", "2130706433": "loopback", "0177.0.0.1": "loopback",
-    "0x7f.0.0.1": "loopback", "0x7f000001": "loopback", "127.000.000.001": "loopback", "[::1]": "loopback",
-    "[::ffff:127.0.0.1]": "loopback", "[::ffff:7f00:1]": "loopback", "[0:0:0:0:0:ffff:7f00:1]": "loopback",
-    "[64:ff9b::7f00:1]": "loopback", "[2002:7f00:1::]": "loopback",
-    "0": "unspecified", "0.0.0.0": "unspecified", "[::]": "unspecified",
-    # metadata services and link-local
-    "169.254.169.254": "link-local", "2852039166": "link-local", "[::ffff:169.254.169.254]": "link-local",
-    "[fe80::1]": "link-local", "[fd00:ec2::254]": "unique-local", "100.100.100.200": "shared",
-    "metadata.google.internal": "metadata", "METADATA.GOOGLE.INTERNAL.": "metadata", "metadata": "metadata",
-    "instance-data": "metadata",
-    # private, unique-local, multicast, reserved
-    "10.0.0.1": "private", "172.16.5.4": "private", "192.168.1.1": "private", "012.0.0.1": "private",
-    "[fc00::1]": "unique-local", "[fdff::1]": "unique-local", "224.0.0.1": "multicast", "[ff02::1]": "multicast",
-    "240.0.0.1": "", "255.255.255.255": "", "192.0.2.1": "",
-    "localhost": "loopback", "LocalHost.": "loopback", "db.localhost": "loopback",
-}  # fmt: skip
+REFUSED = INTERNAL_HOSTS
 
 
 @pytest.mark.parametrize(("host", "kind"), REFUSED.items())

@@ -67,7 +67,7 @@ def test_sql_urls_get_an_async_driver() -> None:
             "http",
             {"baseUrl": "https://u:p@api.example.com"},
             {},
-            [("config.baseUrl", "put credentials in secrets (as headers), not in the URL")],
+            [("config.baseUrl", "baseUrl must not contain a user name or password (send credentials in headers)")],
         ),
         (
             "http",

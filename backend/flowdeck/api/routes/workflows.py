@@ -68,7 +68,11 @@ class WorkflowController(Controller):
             ),
         ] = None,
     ) -> ValidationOut:
-        """Every problem of a definition (errors and warnings) without saving it."""
+        """What saving this body would answer, without saving it: every problem (errors and warnings).
+
+        The body is read as the body of ``POST /api/workflows`` (unknown fields included) and meets the
+        same checks as create, save and a test run; ``valid`` is false exactly when those refuse it.
+        """
         return await services.workflows.validate(principal.tenant_id, data, len(await request.body()), workflow_id)
 
     @get("/{workflow_id:str}", raises=errors(400, 404))

@@ -20,10 +20,9 @@ from flowdeck.api.schemas import (
     TimelinePage,
     TimelineRowOut,
 )
-from flowdeck.api.services.workflows import definition_of
-from flowdeck.domain.problems import has_errors
+from flowdeck.api.services.definition_checks import SaveChecks, definition_of
 from flowdeck.domain.statuses import RunStatus
-from flowdeck.engine.engine import DefinitionInvalidError, Engine
+from flowdeck.engine.engine import Engine
 from flowdeck.engine.orchestrator import RunStateError
 from flowdeck.engine.projection import NodeView
 from flowdeck.engine.run_timing import RunTiming, TimingError
@@ -86,9 +85,11 @@ def _missing(instance_id: str, what: str = "run") -> NotFoundException:
 
 
 class RunService:
-    def __init__(self, engine: Engine, queries: RunQueries) -> None:
+    def __init__(self, engine: Engine, queries: RunQueries, checks: SaveChecks) -> None:
         self.engine = engine
         self.queries = queries
+        self.checks = checks
+        """The checks of a save: a test run refuses what saving the same graph would."""
 
     # -- starting and stopping -----------------------------------------------------------------------
     async def start(self, tenant_id: str, workflow_id: str, run_input: Any, timing: RunTiming | None = None) -> str:
@@ -107,9 +108,7 @@ class RunService:
             and await self.engine.workflows.latest_version(tenant_id, body.workflow_id) is None
         ):
             raise NotFoundException(detail=f"workflowId: workflow {body.workflow_id} not found")
-        problems = await self.engine.call_problems(tenant_id, definition, body.workflow_id)
-        if has_errors(problems):
-            raise DefinitionInvalidError(problems)
+        await self.checks.require(tenant_id, definition, body.workflow_id)
         return await self.engine.start_test_run(
             tenant_id, definition, body.input, pinned=body.pinned, workflow_id=body.workflow_id
         )

@@ -7,10 +7,8 @@ from typing import Any
 from litestar.exceptions import NotFoundException
 
 from flowdeck.accounts.revocation import workflow_key
-from flowdeck.api.inputs import check_json, json_problems
 from flowdeck.api.pagination import NumberKey, TimeKey, decode_cursor, encode_cursor
 from flowdeck.api.schemas import (
-    DefinitionFields,
     ValidationOut,
     VersionOut,
     VersionPage,
@@ -20,25 +18,14 @@ from flowdeck.api.schemas import (
     WorkflowSave,
     WorkflowSummaryOut,
 )
+from flowdeck.api.services.definition_checks import SaveChecks, definition_of, read_body
 from flowdeck.domain.problems import has_errors
-from flowdeck.engine.engine import DefinitionInvalidError, Engine
+from flowdeck.engine.engine import Engine
 from flowdeck.notifications.notifier import Notifier
-from flowdeck.notifications.targets import shape_problems
 from flowdeck.storage.workflows import WorkflowRecord
 from flowdeck.validation.inputs import workflow_inputs
 
-__all__ = ("WorkflowService", "definition_of")
-
-
-def definition_of(body: DefinitionFields) -> dict[str, Any]:
-    """The definition JSON a body describes (only the fields that were given), checked for unstorable values."""
-    definition: dict[str, Any] = {"nodes": body.nodes, "edges": body.edges}
-    for key in ("title", "description", "options", "notes"):
-        value = getattr(body, key)
-        if value is not None:
-            definition[key] = value
-    check_json(nodes=body.nodes, edges=body.edges, options=body.options, notes=body.notes)
-    return definition
+__all__ = ("WorkflowService",)
 
 
 def _out(record: WorkflowRecord) -> WorkflowOut:
@@ -69,20 +56,11 @@ class WorkflowService:
         self.engine = engine
         self.store = engine.workflows
         self.notifier = notifier
-
-    async def _check_references(self, tenant_id: str, definition: dict[str, Any], own_id: str | None = None) -> None:
-        """What the definition points at must be the tenant's: the workflows its ``workflow`` nodes call, the
-        error workflows of options.onFailure / onSlaBreach; and a notification URL must be reachable."""
-        problems = await self.engine.call_problems(tenant_id, definition, own_id)
-        options = definition.get("options")
-        if isinstance(options, dict) and not shape_problems(options):  # else validation reports the form
-            problems += await self.notifier.target_problems(tenant_id, definition)
-        if has_errors(problems):
-            raise DefinitionInvalidError(problems)
+        self.checks = SaveChecks(engine, notifier)
 
     async def create(self, tenant_id: str, body: WorkflowCreate) -> WorkflowOut:
         definition = definition_of(body)
-        await self._check_references(tenant_id, definition)
+        await self.checks.require(tenant_id, definition)
         record = await self.engine.create_workflow(tenant_id, definition)
         await self.notifier.saved(tenant_id, record.id, definition)
         return _out(record)
@@ -97,7 +75,7 @@ class WorkflowService:
         if await self.store.get(tenant_id, workflow_id) is None:
             raise _missing(workflow_id)
         definition = definition_of(body)
-        await self._check_references(tenant_id, definition, workflow_id)
+        await self.checks.require(tenant_id, definition, workflow_id)
         try:
             version = await self.engine.save_workflow(tenant_id, workflow_id, body.version, definition)
         except LookupError as exc:  # deleted in between
@@ -140,9 +118,9 @@ class WorkflowService:
     async def validate(
         self, tenant_id: str, raw: Any, raw_size: int | None, workflow_id: str | None = None
     ) -> ValidationOut:
-        """Every problem of a definition; ``workflow_id``: the saved workflow it is an edit of (a node that
-        calls that workflow gets a warning)."""
-        problems = json_problems(raw, "") or self.engine.validate(raw, raw_size=raw_size)
-        if not problems or not has_errors(problems):
-            problems = [*problems, *await self.engine.call_problems(tenant_id, raw, workflow_id)]
+        """What saving ``raw`` (a create body) would answer, as problems; ``workflow_id``: the saved workflow
+        it is an edit of (a node that calls that workflow gets a warning)."""
+        body, problems = read_body(raw)
+        if body is not None:
+            problems = await self.checks.problems(tenant_id, definition_of(body), workflow_id, raw_size)
         return ValidationOut(valid=not has_errors(problems), problems=problems)
