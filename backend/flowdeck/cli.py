@@ -296,6 +296,10 @@ def _copy_progress(what: str, copied: int, total: int) -> None:
         print(f"\r{what}: {copied}/{total} pages ({percent}%)", end=end, file=sys.stderr, flush=True)
 
 
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def cmd_backup(args: argparse.Namespace) -> int:
     from flowdeck.storage.backup import BackupError, backup_sqlite, postgres_backup_advice, sqlite_file
 
@@ -323,7 +327,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
         if database is None:
             print(postgres_restore_advice(settings.database_url, args.path))
             return 0
-        migration = asyncio.run(restore_sqlite(Path(args.path), database, _copy_progress))
+        migration = asyncio.run(restore_sqlite(Path(args.path), database, _copy_progress, _say))
     except BackupError as exc:
         print(f"flowdeck restore: {exc}", file=sys.stderr)
         return 1

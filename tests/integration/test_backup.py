@@ -132,6 +132,7 @@ async def test_a_backup_taken_while_50_runs_execute_restores_them_finished_or_re
     restored = flowdeck("restore", str(backup), env=env)  # over the database, now that nothing uses it
     assert restored.returncode == 0, restored.stderr
     assert "restore: " in restored.stderr and "pages (100%)" in restored.stderr
+    assert f"checking {backup} (SQLite quick_check, schema revision)" in restored.stderr
     assert logs_of(database, finished) == before
     assert statuses(database) == in_backup
 
@@ -159,6 +160,7 @@ def test_backup_refuses_to_overwrite_a_file_unless_forced(tmp_path: Path) -> Non
     forced = flowdeck("backup", "--force", str(target), env=env)
     assert forced.returncode == 0, forced.stderr
     assert read(target, "SELECT version_num FROM alembic_version") == [(HEAD,)]
+    assert target.stat().st_mode & 0o777 == 0o600  # it holds hashes, encrypted secrets and every run
     assert not list(tmp_path.glob("*.partial")) and not (tmp_path / "copy.db-wal").exists()  # one file
 
 

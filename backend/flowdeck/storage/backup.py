@@ -99,6 +99,8 @@ def backup_sqlite(
         revision = _revision(source, database)
         partial = target.with_name(f".{target.name}.partial")
         with _removed_on_failure(partial):
+            # Owner-only: a backup holds password and token hashes, encrypted secrets and every run's data.
+            os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
             pages = _copy(source, partial, "backup", progress)
             partial.replace(target)
         source.execute("ROLLBACK")
@@ -107,8 +109,14 @@ def backup_sqlite(
     return BackupResult(target, revision, pages)
 
 
-async def restore_sqlite(backup: Path, database: Path, progress: Progress | None = None) -> Migration:
-    """Replace the contents of ``database`` with ``backup``, migrated to the latest revision."""
+async def restore_sqlite(
+    backup: Path, database: Path, progress: Progress | None = None, say: Callable[[str], None] | None = None
+) -> Migration:
+    """Replace the contents of ``database`` with ``backup``, migrated to the latest revision.
+
+    ``say`` is told each stage that shows no page counts (checking the backup, migrating the copy)."""
+    tell = say or (lambda _: None)
+    tell(f"checking {backup} (SQLite quick_check, schema revision)")
     _check_backup(backup)
     if database_in_use(database):  # before the copies, so a refusal costs nothing
         raise BackupError(_in_use(database))
@@ -122,6 +130,7 @@ async def restore_sqlite(backup: Path, database: Path, progress: Progress | None
             _copy(source, staging, "copy", progress)
         finally:
             source.close()
+        tell("bringing the copy to the latest schema revision")
         migration = await upgrade(f"sqlite+aiosqlite:///{staging}")
         with _exclusive(database) as live:
             staged = _connect(staging, read_only=True)
