@@ -288,12 +288,11 @@ def _add_account_commands(sub: Any) -> None:
 
 
 def _copy_progress(what: str, copied: int, total: int) -> None:
-    """One line per step of a copy on stderr (overwritten in place on a terminal)."""
+    """A line per step of a copy on stderr (about twenty), rewritten in place on a terminal."""
     terminal = sys.stderr.isatty()
-    if terminal or copied == total or total == 0 or copied * 4 // total != (copied - 1) * 4 // total:
-        percent = 100 * copied // total if total else 100
-        end = "\n" if copied == total or not terminal else ""
-        print(f"\r{what}: {copied}/{total} pages ({percent}%)", end=end, file=sys.stderr, flush=True)
+    percent = 100 * copied // total if total else 100
+    end = "\n" if copied == total or not terminal else ""
+    print(f"\r{what}: {copied}/{total} pages ({percent}%)", end=end, file=sys.stderr, flush=True)
 
 
 def _say(line: str) -> None:
