@@ -9,6 +9,10 @@ The revisions come from the versions folder: a new migration is covered without 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -39,9 +43,11 @@ from flowdeck.storage.tables import instances, node_jobs
 from flowdeck.storage.webhooks import WebhookStore
 from flowdeck.storage.widgets import WidgetStore
 from tests.conftest import POSTGRES_URL, _admin_execute
+from tests.integration.test_drain import process, read_until
 from tests.support.old_schemas import HEAD, REVISIONS, SECRET_KEY, SINCE, Seed, at_or_after, make_seed, write_seed
 
 EARLIER = REVISIONS[:-1]
+FLOWDECK = [sys.executable, "-m", "flowdeck"]
 
 
 @pytest.fixture(scope="session")
@@ -148,3 +154,38 @@ async def test_a_database_at_an_earlier_revision_upgrades_with_every_run_and_sec
         assert target is not None and target.secret_hash == hash_secret(seed.webhook_secret)
     if "0009" in REVISIONS and at_or_after(revision, "0009"):
         assert await NotificationSecrets(db, box).key(seed.notification_workflow) == seed.notification_key
+
+
+async def test_a_worker_refuses_a_database_at_another_revision_until_it_is_migrated(fresh_url: str) -> None:
+    """Processes that do not migrate (workers; serve on PostgreSQL) run only on their own version's schema."""
+    env = {**os.environ, "FLOWDECK_DATABASE_URL": fresh_url, "FLOWDECK_SANDBOX_WORKERS": "1"}
+
+    def worker() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*FLOWDECK, "worker"], env=env, capture_output=True, text=True, timeout=60, check=False)
+
+    empty = worker()
+    assert empty.returncode == 2 and "the database has no Flowdeck schema yet: run `flowdeck migrate`" in empty.stderr
+    older = REVISIONS[-2]
+    await asyncio.to_thread(command.upgrade, alembic_config(fresh_url), older)
+    behind = worker()
+    assert behind.returncode == 2, behind.stderr
+    assert f"the database is at schema revision {older} and this version of Flowdeck needs {HEAD}" in behind.stderr
+    await _set_revision(fresh_url, "9999")  # as a newer version would leave it
+    ahead = worker()
+    assert ahead.returncode == 2 and "is at schema revision 9999, which this version of Flowdeck" in ahead.stderr
+
+    await _set_revision(fresh_url, older)
+    assert (await upgrade(fresh_url)).head == HEAD
+    with process([*FLOWDECK, "worker"], env) as started:
+        read_until(started, "running")
+        os.killpg(started.pid, signal.SIGTERM)
+        assert started.wait(30) == 0
+
+
+async def _set_revision(url: str, revision: str) -> None:
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(sa.text("UPDATE alembic_version SET version_num = :r"), {"r": revision})
+    finally:
+        await engine.dispose()
