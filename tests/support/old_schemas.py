@@ -38,6 +38,7 @@ from flowdeck.sandbox.pool import SandboxPool
 from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import alembic_config
 from flowdeck.storage.schema import metadata
+from flowdeck.storage.tables import instances
 from flowdeck.storage.webhooks import WebhookStore
 from flowdeck.storage.widgets import WidgetFields, WidgetStore
 from tests.support.graphs import definition, edge, end, node
@@ -156,6 +157,13 @@ async def _logged(engine: Engine, run_id: str, event_type: str, node_id: str) ->
     return any(r.event_type == event_type and r.node_id == node_id for r in await engine.state.read_log(run_id))
 
 
+async def _child_napping(engine: Engine, parent_id: str) -> bool:
+    async with engine.db.read() as conn:
+        called = sa.select(instances.c.id).where(instances.c.parent_instance_id == parent_id)
+        child = (await conn.execute(called)).first()
+    return child is not None and await _logged(engine, child.id, "NODE_COMPLETED", "nap")
+
+
 async def make_seed(database_url: str) -> Seed:
     """Run the workloads on a fresh database at the latest schema and take every row it holds."""
     db = Database(database_url)
@@ -215,7 +223,7 @@ async def _workloads(engine: Engine, seed: Seed) -> None:
         await _until(lambda r=run_id: _logged(engine, r, "NODE_COMPLETED", "nap"), "a delay started")
     await _until(lambda: _logged(engine, half, "NODE_COMPLETED", "quick"), "one branch of the diamond ended")
     await _until(lambda: _logged(engine, looping, "NODE_COMPLETED", "work"), "an iteration ended")
-    await _until(lambda: _logged(engine, calling, "NODE_STARTED", "call"), "the child run started")
+    await _until(lambda: _child_napping(engine, calling), "the child run is in its delay")
     await engine.stop(grace=10)  # runs mid-way: delays pending, a barrier half resolved, a loop, a child
     await engine.start_workflow_run(tenant, triage, {"items": [1, 2]})  # queued, never claimed
 
