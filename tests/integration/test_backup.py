@@ -82,6 +82,16 @@ GRAPH = definition(
     ],
     [edge("start", "wait"), edge("wait", "double"), edge("double", "end", "success")],
 )
+BUSY = definition(  # writes all along: 10 iterations of at least 0.4 s each, one after another
+    [
+        node("start", "start"),
+        node("each", "loop", config={"items": "{{ ctx.input.items }}", "concurrency": 1}),
+        node("nap", "delay", config={"seconds": 0.4}),
+        node("work", "python", config={"code": "return {'ok': True}"}),
+        end(params={"count": "{{ ctx.each.count }}"}),
+    ],
+    [edge("start", "each"), edge("each", "nap", "loop"), edge("nap", "work"), edge("each", "end", "done")],
+)
 
 
 @pytest.mark.slow
@@ -102,12 +112,17 @@ async def test_a_backup_taken_while_50_runs_execute_restores_them_finished_or_re
         read_until(serve, "Flowdeck is ready")
         await _until_listening(url)
         workflow_id = _call(url, token, "POST", "/api/workflows", GRAPH)["id"]
+        busy_id = _call(url, token, "POST", "/api/workflows", BUSY)["id"]
         fast, slow = [], []
-        for n in range(50):  # every other run waits 10 s in its delay node: still unfinished at the backup
+        for n in range(40):  # every other run waits 10 s in its delay node: still unfinished at the backup
             wait = 10 if n % 2 else 0
             run = _call(url, token, "POST", f"/api/workflows/{workflow_id}/runs", {"input": {"n": n, "wait": wait}})
             (slow if wait else fast).append(run["instanceId"])
         await wait_for(url, token, fast)
+        busy = [  # running, and writing their log, while the backup is taken
+            _call(url, token, "POST", f"/api/workflows/{busy_id}/runs", {"input": {"items": list(range(10))}})
+            for _ in range(10)
+        ]
 
         taken = flowdeck("backup", str(backup), env=env)  # while serve runs
         assert taken.returncode == 0, taken.stderr
@@ -123,8 +138,10 @@ async def test_a_backup_taken_while_50_runs_execute_restores_them_finished_or_re
     in_backup = statuses(backup)
     finished = sorted(run_id for run_id, status in in_backup.items() if status in FINISHED)
     unfinished = sorted(run_id for run_id, status in in_backup.items() if status not in FINISHED)
+    busy_ids = {run["instanceId"] for run in busy}
     assert set(fast) <= set(finished) and len(in_backup) == 50
-    assert unfinished and set(unfinished) <= set(slow)  # some slow runs were still in their 10 s delay
+    assert set(unfinished) - busy_ids <= set(slow) and set(unfinished) & set(slow)  # some still in their delay
+    assert set(unfinished) & busy_ids  # taken mid-way through the busy runs' loops
     assert all(in_backup[run_id] == "COMPLETED" for run_id in finished)
     before = logs_of(database, finished)  # the served database, as serve left it
     assert all(len(rows) >= 8 for rows in before.values())
@@ -141,8 +158,8 @@ async def test_a_backup_taken_while_50_runs_execute_restores_them_finished_or_re
         await _until_listening(url)
         await wait_for(url, token, unfinished)
         for run_id in unfinished:
-            detail = _call(url, token, "GET", f"/api/runs/{run_id}")
-            assert detail["output"]["n"] % 2 == 0 and detail["nodes"]["double"]["status"] == "COMPLETED"
+            output = _call(url, token, "GET", f"/api/runs/{run_id}")["output"]
+            assert output == {"count": 10} if run_id in busy_ids else output["n"] % 2 == 0
         os.killpg(serve.pid, signal.SIGTERM)
         serve.wait(60)
     assert logs_of(database, finished) == before  # serving the restored database changed no finished run
