@@ -149,6 +149,8 @@ async def test_a_database_at_an_earlier_revision_upgrades_with_every_run_and_sec
         widget = await widgets.get(tenant, seed.widget_id)
         assert widget is not None and widget.config == {"valuePath": "score", "label": "Score"}
         assert await widgets.completed_runs(tenant, widget.workflow_id)  # what the widget shows
+        grant = await widgets.grant(hash_secret(seed.embed_token))  # an embed page's token
+        assert grant is not None and grant.widget.id == widget.id and grant.token.revoked_at is None
     if "0007" in REVISIONS and at_or_after(revision, "0007"):
         target = await WebhookStore(db).target(seed.webhook_workflow)
         assert target is not None and target.secret_hash == hash_secret(seed.webhook_secret)

@@ -23,7 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic.script import ScriptDirectory
 
-from flowdeck.accounts.credentials import hash_secret
+from flowdeck.accounts.credentials import hash_secret, new_embed_token
 from flowdeck.accounts.passwords import PasswordService
 from flowdeck.accounts.rate_limit import LoginRateLimiter
 from flowdeck.accounts.service import AccountsService
@@ -79,6 +79,7 @@ class Seed:
     notification_workflow: str = ""
     notification_key: str = ""
     widget_id: str = ""
+    embed_token: str = ""
     taken_at: float = 0.0
     """When the rows were taken: their times are moved by ``write_seed`` as if the old version stopped just now."""
 
@@ -248,6 +249,8 @@ async def _other_rows(db: Database, seed: Seed) -> None:
     widget = await WidgetStore(db).create(seed.tenant_id, fields, now)
     assert widget is not None
     seed.widget_id = widget.id
+    seed.embed_token, prefix = new_embed_token()
+    await WidgetStore(db).create_token(widget, hash_secret(seed.embed_token), prefix, now, now + 30 * 86400)
     seed.webhook_workflow = seed.notification_workflow = triage
     seed.webhook_secret = "fdw_upgrade-test-webhook-secret"
     assert await WebhookStore(db).set_secret(seed.tenant_id, triage, hash_secret(seed.webhook_secret), now)
