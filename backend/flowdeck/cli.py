@@ -289,6 +289,70 @@ def _add_account_commands(sub: Any) -> None:
     token.set_defaults(func=cmd_tokens_create)
 
 
+# --- flowdeck backup / flowdeck restore (issue 22; the logic is storage/backup.py) ---
+
+
+def _copy_progress(what: str, copied: int, total: int) -> None:
+    """A line per step of a copy on stderr (about twenty), rewritten in place on a terminal."""
+    terminal = sys.stderr.isatty()
+    percent = 100 * copied // total if total else 100
+    end = "\n" if copied == total or not terminal else ""
+    print(f"\r{what}: {copied}/{total} pages ({percent}%)", end=end, file=sys.stderr, flush=True)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    from flowdeck.storage.backup import BackupError, backup_sqlite, postgres_backup_advice, sqlite_file
+
+    settings = Settings.from_env()
+    try:
+        database = sqlite_file(settings.database_url)
+        if database is None:
+            print(postgres_backup_advice(settings.database_url, args.path))
+            return 0
+        result = backup_sqlite(database, Path(args.path), force=args.force, progress=_copy_progress)
+    except BackupError as exc:
+        print(f"flowdeck backup: {exc}", file=sys.stderr)
+        return 1
+    size = result.path.stat().st_size / 1e6
+    print(f"backed up {database} (revision {result.revision}) to {result.path}: {size:.1f} MB", file=sys.stderr)
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from flowdeck.storage.backup import BackupError, postgres_restore_advice, restore_sqlite, sqlite_file
+
+    settings = Settings.from_env()
+    try:
+        database = sqlite_file(settings.database_url)
+        if database is None:
+            print(postgres_restore_advice(settings.database_url, args.path))
+            return 0
+        migration = asyncio.run(restore_sqlite(Path(args.path), database, _copy_progress, _say))
+    except BackupError as exc:
+        print(f"flowdeck restore: {exc}", file=sys.stderr)
+        return 1
+    was = f"taken at revision {migration.before}, now at {migration.head}"
+    print(f"restored {args.path} into {database} ({was}): start flowdeck serve", file=sys.stderr)
+    return 0
+
+
+def _add_backup_commands(sub: Any) -> None:
+    backup = sub.add_parser("backup", help="a consistent copy of the SQLite database, also while it serves")
+    backup.add_argument("path", help="where to write the copy (one SQLite file)")
+    backup.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
+    backup.set_defaults(func=cmd_backup)
+    restore = sub.add_parser("restore", help="replace the SQLite database with a backup (refused while it is in use)")
+    restore.add_argument("path", help="a file written by `flowdeck backup`")
+    restore.set_defaults(func=cmd_restore)
+
+
+# --- end of flowdeck backup / restore ---
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flowdeck", description="Flowdeck workflow engine")
     parser.add_argument("-v", "--verbose", action="store_true", help="log everything (default: warnings only)")
@@ -345,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate.set_defaults(func=cmd_generate)
 
     _add_account_commands(sub)
+    _add_backup_commands(sub)
     return parser
 
 

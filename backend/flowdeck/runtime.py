@@ -28,7 +28,7 @@ from flowdeck.queries.store import DataSourceStore
 from flowdeck.sandbox.pool import SandboxPool
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
-from flowdeck.storage.migrate import upgrade
+from flowdeck.storage.migrate import require_latest, upgrade
 from flowdeck.triggers.schedules import Scheduler
 
 __all__ = ("Runtime", "build_query_engine", "freeze_startup_heap", "open_runtime")
@@ -66,6 +66,8 @@ async def open_runtime(
     queries = build_query_engine(settings)  # first: a bad FLOWDECK_HTTP_ALLOW is refused before anything opens
     if migrate:
         await upgrade(settings.database_url)
+    else:
+        await require_latest(settings.database_url)  # a process of one version on another's schema: refused
     db = Database(
         settings.database_url, pool_size=settings.db_pool_size, sqlite_synchronous=settings.sqlite_synchronous
     )
