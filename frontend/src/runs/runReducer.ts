@@ -69,6 +69,8 @@ function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRu
     startedAt: base.startedAt ?? (msg.status === 'RUNNING' || terminal ? msg.at : null),
     completedAt: terminal ? msg.at : base.completedAt,
     output: msg.status === 'COMPLETED' || msg.status === 'SKIPPED' ? msg.output : base.output,
+    // Too large to send: its size and where to read it in full (engine/output_view.py).
+    outputTruncated: msg.status === 'COMPLETED' || msg.status === 'SKIPPED' ? (msg.outputTruncated ?? null) : base.outputTruncated,
     error: msg.error ?? (msg.status === 'COMPLETED' ? null : base.error),
     pinned: msg.pinned ?? base.pinned ?? false,
     // RETRYING: when the next attempt starts; DISPATCHED: when a delayed node falls due.

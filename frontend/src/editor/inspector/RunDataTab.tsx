@@ -3,7 +3,8 @@ import { useState } from 'react';
 
 import { DEFAULT_RETRY, type EditorNode } from '../../graph/model';
 import { attemptLabel, displayStatus, timeSpan } from '../../runs/runReducer';
-import { formatDuration, formatJson } from '../../shared/format';
+import type { OutputTruncatedOut } from '../../generated/api';
+import { formatBytes, formatDuration, formatJson } from '../../shared/format';
 import { PinIcon } from '../../shared/ui/icons';
 import { JsonView } from '../../shared/ui/JsonView';
 import { StatusBadge } from '../../shared/ui/StatusBadge';
@@ -71,6 +72,21 @@ function PinEditor({ node }: { node: EditorNode }) {
         isPinned && <JsonView value={pinned} testId="pinned-json" />
       )}
     </section>
+  );
+}
+
+/** An output too large to show here: its size, the start of its JSON and a link that opens it in full. */
+function TruncatedOutput({ truncated, testId }: { truncated: OutputTruncatedOut; testId: string }) {
+  return (
+    <div className="truncated-output" data-testid={testId}>
+      <p className="muted small">
+        Too large to show here: <span data-testid={`${testId}-size`}>{truncated.bytes.toLocaleString('en')} bytes</span> ({formatBytes(truncated.bytes)}).{' '}
+        <a href={truncated.href} target="_blank" rel="noreferrer" data-testid={`${testId}-link`}>
+          Open the full output
+        </a>
+      </p>
+      <pre className="logs">{truncated.preview}…</pre>
+    </div>
   );
 }
 
@@ -149,7 +165,11 @@ export function RunDataTab({
           <h4 className="section-title">Input context</h4>
           <JsonView value={context} testId="run-data-input" />
           <h4 className="section-title">Output</h4>
-          <JsonView value={nodeRun.output} testId="run-data-output" empty="no output" />
+          {nodeRun.outputTruncated ? (
+            <TruncatedOutput truncated={nodeRun.outputTruncated} testId="run-data-output-truncated" />
+          ) : (
+            <JsonView value={nodeRun.output} testId="run-data-output" empty="no output" />
+          )}
           {nodeRun.logs && (
             <>
               <h4 className="section-title">Logs</h4>
@@ -169,7 +189,16 @@ export function RunDataTab({
                       <td>
                         <StatusBadge status={it.status} />
                       </td>
-                      <td className="mono truncate">{it.error ?? formatJson(it.output)}</td>
+                      <td className="mono truncate">
+                        {it.error ??
+                          (it.outputTruncated ? (
+                            <a href={it.outputTruncated.href} target="_blank" rel="noreferrer" data-testid="iteration-output-link">
+                              {formatBytes(it.outputTruncated.bytes)}: open
+                            </a>
+                          ) : (
+                            formatJson(it.output)
+                          ))}
+                      </td>
                       {iterations.some(([, i]) => i.childInstanceId) && (
                         <td>{it.childInstanceId && <ChildRunLink runId={it.childInstanceId} testId="iteration-child-run" />}</td>
                       )}
