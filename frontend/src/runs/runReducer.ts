@@ -1,6 +1,7 @@
 /** A run as the editor shows it: a pure fold of REST snapshots and Socket.IO messages (SPEC §5, §9). */
 import type { NodeUpdateMessage, RealtimeMessage } from '../api/realtime-types';
 import type { NodeState, NodeStatus, RunDetail, RunStatus } from '../api/types';
+import type { OutputTruncatedOut } from '../generated/api';
 import { NODE_STATUS_RANK, TERMINAL_NODE_STATUSES } from '../generated/statuses';
 import { dict, dictOf, own, withKey, type Dict } from '../shared/dict';
 
@@ -21,6 +22,8 @@ export type RunView = {
   status: RunStatus;
   input: unknown;
   output: unknown;
+  /** The run's output when too large to send: its size and where to read it in full. */
+  outputTruncated?: OutputTruncatedOut | null;
   error: string | null;
   /** By node id: a null-prototype record (ids such as `__proto__` are valid), built with shared/dict. */
   nodes: Dict<NodeRun>;
@@ -153,6 +156,7 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
         status: d.status,
         input: d.input,
         output: d.output,
+        outputTruncated: d.outputTruncated ?? null,
         error: d.error,
         nodes: nodesOf(d.nodes),
         log: state?.runId === d.instanceId ? state.log : [],
@@ -175,7 +179,13 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
     case 'node':
       return nodeUpdate(state, action);
     case 'status':
-      return { ...state, status: action.status, output: action.output ?? state.output, error: action.error };
+      return {
+        ...state,
+        status: action.status,
+        output: action.output ?? state.output,
+        outputTruncated: action.outputTruncated ?? state.outputTruncated ?? null,
+        error: action.error,
+      };
     case 'sla':
       return { ...state, slaBreachedAt: state.slaBreachedAt ?? action.at };
   }

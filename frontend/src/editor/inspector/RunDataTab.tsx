@@ -3,11 +3,11 @@ import { useState } from 'react';
 
 import { DEFAULT_RETRY, type EditorNode } from '../../graph/model';
 import { attemptLabel, displayStatus, timeSpan } from '../../runs/runReducer';
-import type { OutputTruncatedOut } from '../../generated/api';
 import { formatBytes, formatDuration, formatJson } from '../../shared/format';
 import { PinIcon } from '../../shared/ui/icons';
 import { JsonView } from '../../shared/ui/JsonView';
 import { StatusBadge } from '../../shared/ui/StatusBadge';
+import { TruncatedOutput } from '../../shared/ui/TruncatedOutput';
 import { ChildRunLink } from '../nodes/FlowNode';
 import { useEditor, useEditorStoreApi } from '../storeContext';
 import { CodeEditor } from './LazyCodeEditor';
@@ -72,21 +72,6 @@ function PinEditor({ node }: { node: EditorNode }) {
         isPinned && <JsonView value={pinned} testId="pinned-json" />
       )}
     </section>
-  );
-}
-
-/** An output too large to show here: its size, the start of its JSON and a link that opens it in full. */
-function TruncatedOutput({ truncated, testId }: { truncated: OutputTruncatedOut; testId: string }) {
-  return (
-    <div className="truncated-output" data-testid={testId}>
-      <p className="muted small">
-        Too large to show here: <span data-testid={`${testId}-size`}>{truncated.bytes.toLocaleString('en')} bytes</span> ({formatBytes(truncated.bytes)}).{' '}
-        <a href={truncated.href} target="_blank" rel="noreferrer" data-testid={`${testId}-link`}>
-          Open the full output
-        </a>
-      </p>
-      <pre className="logs">{truncated.preview}…</pre>
-    </div>
   );
 }
 
