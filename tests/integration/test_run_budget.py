@@ -5,12 +5,15 @@ the budget fails, naming the setting, with nothing of its output stored. Both da
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from flowdeck.engine.engine import Engine
+from flowdeck.runtime import open_runtime
+from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 from flowdeck.storage.tables import instances
 from tests.support.graphs import definition, edge, end, linear, node
@@ -108,3 +111,29 @@ async def test_the_end_output_counts_twice(small_engine: Engine) -> None:
     assert past.run.output is None
     again = await read_outcome(small_engine, past.run.id)
     assert again.count("NODE_COMPLETED", "end") == 0
+
+
+def test_the_budget_is_read_from_the_environment_with_a_clear_error() -> None:
+    assert Settings.from_env({}).max_run_bytes == 64 * 1024 * 1024
+    assert Settings.from_env({"FLOWDECK_MAX_RUN_BYTES": "1048576"}).max_run_bytes == 1_048_576
+    with pytest.raises(ValueError, match="FLOWDECK_MAX_RUN_BYTES must be an integer"):
+        Settings.from_env({"FLOWDECK_MAX_RUN_BYTES": "64MiB"})
+    with pytest.raises(ValueError, match="FLOWDECK_MAX_RUN_BYTES must be at least 1024"):
+        Settings.from_env({"FLOWDECK_MAX_RUN_BYTES": "10"})
+
+
+async def test_a_running_flowdeck_applies_the_configured_budget(tmp_path: Path) -> None:
+    env = {
+        "FLOWDECK_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'flowdeck.db'}",
+        "FLOWDECK_MAX_RUN_BYTES": "5000",
+    }
+    async with open_runtime(Settings.from_env(env), with_scheduler=False) as runtime:
+        engine = runtime.engine
+        tenant_id = await engine.tenants.ensure("acme")
+        d = definition(
+            [node("start", "start"), end(params={"v": "{{ 'z' * 3000 }}"})],  # stored twice: 6,000 bytes
+            [edge("start", "end")],
+        )
+        outcome = await run_to_end(engine, tenant_id, d)
+    assert outcome.run.status == "FAILED"
+    assert "past the run's budget of 5,000 bytes (FLOWDECK_MAX_RUN_BYTES)" in (outcome.run.error or "")
