@@ -77,7 +77,7 @@ class Decision:
     async def record_completion(self, job: Job, outcome: Completed, status: RunStatus) -> Job | None:
         node = self.graph.node(job.node_id)
         charge = charge_of(self.graph, node.id, outcome)
-        if not await charge_output(self.tx.conn, job.instance_id, charge, self.max_run_bytes):
+        if not await self._charge(job.instance_id, charge):
             if await result_logged(self.tx.conn, job):
                 raise DuplicateDeliveryError  # nothing was written
             self.refused_output = True
@@ -96,7 +96,7 @@ class Decision:
         )
         logged, job_removed = await self.tx.record_result(event, job.id, job.attempt)
         if not logged:
-            await charge_output(self.tx.conn, job.instance_id, -charge, self.max_run_bytes)  # a batch goes on
+            await self._charge(job.instance_id, -charge)  # nothing was written: a batch goes on without it
             raise DuplicateDeliveryError
         self.effects.node(job_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
         if not job_removed or status is not RunStatus.RUNNING:
@@ -107,6 +107,13 @@ class Decision:
             job.iteration, self.graph.loop_of(job.node_id), claim=claimed is None, scope_is_idle=closing
         )
         return claimed or settled
+
+    async def _charge(self, instance_id: str, charge: int) -> bool:
+        """Count ``charge`` bytes against the run's output budget, if they fit (engine/run_budget.py)."""
+        tx = self.tx
+        return await charge_output(
+            tx.conn, is_sqlite=tx.db.is_sqlite, instance_id=instance_id, charge=charge, budget=self.max_run_bytes
+        )
 
     async def record_failure(self, job: Job, outcome: Failed, status: RunStatus) -> Job | None:
         graph, node_id, tx = self.graph, job.node_id, self.tx
