@@ -137,3 +137,30 @@ async def test_a_running_flowdeck_applies_the_configured_budget(tmp_path: Path) 
         outcome = await run_to_end(engine, tenant_id, d)
     assert outcome.run.status == "FAILED"
     assert "past the run's budget of 5,000 bytes (FLOWDECK_MAX_RUN_BYTES)" in (outcome.run.error or "")
+
+
+async def test_a_result_delivered_twice_is_charged_once_even_when_the_second_would_not_fit(db: Database) -> None:
+    """A duplicate delivery changes nothing: not the counter, and no NODE_FAILED for an attempt that completed."""
+    engine = Engine(db, make_test_registry(), lease_seconds=60.0, max_run_bytes=BUDGET)
+    await engine.start(with_worker=False)
+    try:
+        tenant_id = await engine.tenants.ensure("acme")
+        d = definition(
+            [node("start", "start"), node("big", config={"output": "{{ 'x' * 60000 }}"}), end()],
+            [edge("start", "big"), edge("big", "end")],
+        )
+        workflow = await engine.create_workflow(tenant_id, d)
+        run_id = await engine.start_workflow_run(tenant_id, workflow.id)
+        for node_id in ("start", "big"):
+            [job] = await engine.state.claim_jobs("driver", 1, 60.0)
+            assert job.node_id == node_id
+            outcome, _ = await engine.executor.run(job)
+            await engine.orchestrator.handle_result(job, outcome)
+        counted = await _stored_bytes(db, run_id)
+        await engine.orchestrator.handle_result(job, outcome)  # 60,002 more would not fit: a duplicate all the same
+        assert await _stored_bytes(db, run_id) == counted
+        outcome_now = await read_outcome(engine, run_id)
+        assert outcome_now.count("NODE_FAILED") == 0 and outcome_now.count("NODE_COMPLETED", "big") == 1
+        assert outcome_now.run.status == "RUNNING"  # the end node is queued, nothing else happened
+    finally:
+        await engine.stop()
