@@ -86,6 +86,7 @@ async def open_runtime(
         concurrency=settings.worker_concurrency,
         tenant_concurrency=settings.tenant_concurrency,
         lease_seconds=settings.lease_seconds,
+        max_run_bytes=settings.max_run_bytes,
         poll_interval=settings.poll_interval_seconds,
     )
     notifier = Notifier(engine, SecretBox(settings.secret_key or None), queries.outbound)

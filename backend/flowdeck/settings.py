@@ -8,11 +8,12 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-__all__ = ("DEFAULT_DATABASE_URL", "METRICS_LISTENER_VARIABLES", "Settings")
+__all__ = ("DEFAULT_DATABASE_URL", "DEFAULT_MAX_RUN_BYTES", "METRICS_LISTENER_VARIABLES", "Settings")
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./flowdeck.db"
 METRICS_LISTENER_VARIABLES = ("FLOWDECK_METRICS_ADDR", "FLOWDECK_METRICS_PORT")
 """Left out of the environment of the worker processes a command starts: each would bind the same address."""
+DEFAULT_MAX_RUN_BYTES = 64 * 1024 * 1024
 
 
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
@@ -149,6 +150,9 @@ class Settings:
     serve_workers: int | None = None
     """FLOWDECK_SERVE_WORKERS: worker processes ``flowdeck serve`` starts beside itself (unset: one per core
     beyond the first on PostgreSQL, none on SQLite; ``serving.serve_worker_count``)."""
+    max_run_bytes: int = DEFAULT_MAX_RUN_BYTES
+    """FLOWDECK_MAX_RUN_BYTES: the bytes of output one run may store (node outputs, loop items, the end's
+    output, as JSON); the node whose output would go past it fails (engine/run_budget.py)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -176,6 +180,7 @@ class Settings:
             sqlite_synchronous=_choice(env, "FLOWDECK_SQLITE_SYNCHRONOUS", "full", ("full", "normal")).upper(),
             serve_workers=_optional_int(env, "FLOWDECK_SERVE_WORKERS"),
             db_pool_size=_int(env, "FLOWDECK_DB_POOL_SIZE", 20),
+            max_run_bytes=_int(env, "FLOWDECK_MAX_RUN_BYTES", DEFAULT_MAX_RUN_BYTES, minimum=1024),
         )
 
     def with_generated_secret(self) -> Settings:

@@ -109,8 +109,10 @@ async def serve(
     }  # fmt: skip
 
     @asynccontextmanager
-    async def runtime(_: Settings) -> AsyncIterator[_Runtime]:
-        engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05)
+    async def runtime(given: Settings) -> AsyncIterator[_Runtime]:
+        engine = Engine(
+            db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, max_run_bytes=given.max_run_bytes
+        )
         queries = QueryEngine(**query_options)
         await engine.start()
         try:

@@ -7,12 +7,14 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+import sqlalchemy as sa
 
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.database import Database
 from flowdeck.storage.state_postgres import PostgresStateManager
 from flowdeck.storage.steps import ChainStepInput
+from flowdeck.storage.tables import instances
 from tests.support.graphs import linear
 from tests.support.handlers import make_test_registry
 from tests.support.runs import read_outcome
@@ -57,9 +59,9 @@ async def test_a_lost_compare_and_swap_in_a_batch_rolls_back_only_its_own_run(id
     state = idle.state
     assert isinstance(state, PostgresStateManager)
 
-    def step(instance_id: str, expected: int) -> ChainStepInput:
+    def step(instance_id: str, expected: int, charge: int = 100) -> ChainStepInput:
         payload = {"output": {"started": True}, "handle": "default"}
-        return ChainStepInput(jobs[instance_id], expected, "start", payload, "s1", "stepper", 60)
+        return ChainStepInput(jobs[instance_id], expected, "start", payload, charge, 1_000, "s1", "stepper", 60)
 
     # The first step goes at once, alone; the two submitted while it is in flight go together.
     _, good, stale = await asyncio.gather(
@@ -76,3 +78,34 @@ async def test_a_lost_compare_and_swap_in_a_batch_rolls_back_only_its_own_run(id
     assert won.per_node("NODE_COMPLETED") == {"start": 1} and won.status_of("s1") == "RUNNING"
     assert lost.per_node("NODE_COMPLETED") == {} and lost.status_of("start") == "RUNNING"
     assert (won.run.version, lost.run.version) == (2, 1)  # the stale one left its run untouched
+
+
+async def test_a_step_past_its_runs_output_budget_in_a_batch_writes_nothing_and_the_others_go_on(
+    idle: Engine, db: Database
+) -> None:
+    """FLOWDECK_MAX_RUN_BYTES in the batch statement: the same condition as the one-run statements."""
+    tenant_id = await idle.tenants.ensure("acme")
+    workflow = await idle.create_workflow(tenant_id, linear(2))
+    lead, fits, past = [await idle.start_workflow_run(tenant_id, workflow.id) for _ in range(3)]
+    jobs = {job.instance_id: job for job in await idle.state.claim_jobs("stepper", 10, 60)}
+    state = idle.state
+    assert isinstance(state, PostgresStateManager)
+
+    def step(instance_id: str, charge: int) -> ChainStepInput:
+        payload = {"output": {"started": True}, "handle": "default"}
+        return ChainStepInput(jobs[instance_id], 1, "start", payload, charge, 1_000, "s1", "stepper", 60)
+
+    _, good, refused = await asyncio.gather(
+        state.chain_batches.submit(step(lead, 10)),
+        state.chain_batches.submit(step(fits, 1_000)),
+        state.chain_batches.submit(step(past, 1_001)),
+    )
+
+    assert state.chain_batches.largest == 2
+    assert good.status is RunStatus.RUNNING and good.logged
+    assert (refused.status, refused.logged, refused.job_removed, refused.next_job) == (None, False, False, None)
+    async with db.read() as conn:
+        rows = (await conn.execute(sa.select(instances.c.id, instances.c.output_bytes, instances.c.version))).all()
+    counters = {row[0]: (row[1], row[2]) for row in rows}
+    assert counters[fits] == (1_000, 2)
+    assert counters[past] == (0, 1)  # untouched: the general decision fails the node

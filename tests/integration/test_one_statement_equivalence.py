@@ -46,6 +46,8 @@ class Topology:
     """Deliver every result twice: the second must change nothing, on either path."""
     timing: RunTiming | None = None
     """A scheduled start and/or a deadline (``availableAt``, ``deadlineAt``) for the production run."""
+    max_run_bytes: int = 64 * 1024 * 1024
+    """FLOWDECK_MAX_RUN_BYTES: a small one makes a step fail at the output budget."""
 
 
 def _condition_skip() -> dict[str, Any]:
@@ -213,6 +215,18 @@ def _pinnable() -> dict[str, Any]:
     )
 
 
+def _big_pair() -> list[dict[str, Any]]:
+    """A loop body whose two nodes store 300-character strings each (the second twice: it is the sink)."""
+    return [node("a", config={"output": "{{ 'x' * 300 }}"}), node("b", config={"output": "{{ 'y' * 300 }}"})]
+
+
+def _big_end() -> dict[str, Any]:
+    return definition(
+        [node("start", "start"), node("s1"), end(params={"v": "{{ 'z' * 600 }}"})],
+        [edge("start", "s1"), edge("s1", "end")],
+    )
+
+
 TOPOLOGIES = [
     Topology("linear", linear(4), {"order": 7}),
     Topology("linear, every result delivered twice", linear(3), redeliver=True),
@@ -240,6 +254,17 @@ TOPOLOGIES = [
         linear(2),
         timing=RunTiming(available_at=FakeClock().now + 30, deadline_at=FakeClock().now + 600),
     ),
+    Topology(
+        "a chain step past the output budget (in a loop)",
+        _loop([1, 2, 3, 4, 5, 6], _big_pair(), [edge("a", "b")], concurrency=2),
+        max_run_bytes=2_000,
+    ),
+    Topology(
+        "an iteration step past the output budget",
+        _loop([1, 2, 3, 4, 5, 6], _big_pair(), [edge("a", "b")], concurrency=2),
+        max_run_bytes=2_200,
+    ),
+    Topology("an end step past the output budget", _big_end(), max_run_bytes=1_000),
     Topology("pins (a test run)", _pinnable(), pinned={"fetch": {"rows": [1, 2]}, "cond": {"branch": "else"}}),
 ]
 
@@ -299,7 +324,9 @@ async def _run(url: str, topology: Topology, *, one_statement: bool) -> Trace:
     """Drive one run to its end, one node at a time in a fixed order, recording every step."""
     clock = FakeClock()
     db = Database(url, one_statement=one_statement)
-    engine = Engine(db, make_test_registry(), lease_seconds=LEASE_SECONDS, clock=clock)
+    engine = Engine(
+        db, make_test_registry(), lease_seconds=LEASE_SECONDS, clock=clock, max_run_bytes=topology.max_run_bytes
+    )
     trace = Trace()
     try:
         tenant_id = await engine.tenants.ensure("equivalence")

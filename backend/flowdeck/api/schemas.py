@@ -290,6 +290,17 @@ class RunPage(Camel):
     next_cursor: str | None
 
 
+class OutputTruncatedOut(Camel):
+    """An output too large to show in full (engine/output_view.py); ``output`` is null beside it."""
+
+    bytes: int
+    """Its size as JSON."""
+    preview: str
+    """The start of its JSON."""
+    href: str
+    """Where it is read in full (``GET``, the same credentials)."""
+
+
 class NodeStateOut(Camel, omit_defaults=True):
     status: NodeStatus
     attempt: int
@@ -297,6 +308,8 @@ class NodeStateOut(Camel, omit_defaults=True):
     completed_at: float | None
     output: Any
     error: str | None
+    output_truncated: OutputTruncatedOut | None = None
+    """Set (and ``output`` null) when the output is too large to show: read it at ``href``."""
     pinned: bool = False
     logs: str | None = None
     next_attempt_at: float | None = None
@@ -315,6 +328,8 @@ class NodeStateOut(Camel, omit_defaults=True):
 class RunDetail(RunSummary):
     input: Any = None
     output: Any = None
+    output_truncated: OutputTruncatedOut | None = None
+    """Set (and ``output`` null) when the run's output is too large to show: read it at ``href``."""
     nodes: dict[str, NodeStateOut] = {}
     retry: int = 0
     """How many partial retries the run has had (0: none)."""
@@ -339,6 +354,8 @@ class EventOut(Camel):
     error_message: str | None
     node_attempt: int
     created_at: float
+    payload_truncated: OutputTruncatedOut | None = None
+    """Set (and ``payload`` null) when the row is too large to show; ``href`` reads its node's output."""
 
 
 class EventPage(Camel):

@@ -24,14 +24,17 @@ from flowdeck.engine.effects import Effects, job_key
 from flowdeck.engine.outcomes import Completed, Failed, completed_payload
 from flowdeck.engine.plans import RunPlan
 from flowdeck.engine.retry import backoff_seconds
+from flowdeck.engine.run_budget import budget_failure, charge_of
 from flowdeck.engine.run_timing import RunTiming, deadline_for
 from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict
 from flowdeck.handlers.loop import loop_concurrency
+from flowdeck.settings import DEFAULT_MAX_RUN_BYTES
 from flowdeck.storage.jobs import NewJob, TenantShare
 from flowdeck.storage.log_fold import unfinished_nodes
 from flowdeck.storage.log_rows import started_event
 from flowdeck.storage.notices import FAILURE, add_notice
 from flowdeck.storage.records import Job, LogEvent
+from flowdeck.storage.run_bytes import charge_output, result_logged
 from flowdeck.storage.state import StateTransaction
 
 __all__ = ("Decision", "Dispatch", "end_run", "fail_run", "run_status_event")
@@ -45,7 +48,14 @@ class Dispatch:
 
 class Decision:
     def __init__(
-        self, tx: StateTransaction, plan: RunPlan, effects: Effects, *, owner: str | None, lease_seconds: float
+        self,
+        tx: StateTransaction,
+        plan: RunPlan,
+        effects: Effects,
+        *,
+        owner: str | None,
+        lease_seconds: float,
+        max_run_bytes: int = DEFAULT_MAX_RUN_BYTES,
     ) -> None:
         self.tx = tx
         self.plan = plan
@@ -53,6 +63,11 @@ class Decision:
         self.owner = owner
         """The worker that may take (lease) the first job this decision starts, if due now."""
         self.lease_seconds = lease_seconds
+        self.max_run_bytes = max_run_bytes
+        """FLOWDECK_MAX_RUN_BYTES: what the run may store in all (engine/run_budget.py)."""
+        self.refused_output = False
+        """A completion was refused for the budget and decided as a failure: this decision leases no job,
+        since the worker would otherwise build its next context from the output that was not stored."""
 
     @property
     def graph(self) -> Graph:
@@ -61,6 +76,12 @@ class Decision:
     # -- results -----------------------------------------------------------------------------------
     async def record_completion(self, job: Job, outcome: Completed, status: RunStatus) -> Job | None:
         node = self.graph.node(job.node_id)
+        charge = charge_of(self.graph, node.id, outcome)
+        if not await self._charge(job.instance_id, charge):
+            if await result_logged(self.tx.conn, job):
+                raise DuplicateDeliveryError  # nothing was written
+            self.refused_output = True
+            return await self.record_failure(job, budget_failure(node.id, charge, self.max_run_bytes), status)
         if outcome.iterations is not None and self.graph.is_loop(node.id):
             return await self.start_loop(job, outcome.iterations, status)
         event = LogEvent(
@@ -75,6 +96,7 @@ class Decision:
         )
         logged, job_removed = await self.tx.record_result(event, job.id, job.attempt)
         if not logged:
+            await self._charge(job.instance_id, -charge)  # nothing was written: a batch goes on without it
             raise DuplicateDeliveryError
         self.effects.node(job_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
         if not job_removed or status is not RunStatus.RUNNING:
@@ -85,6 +107,13 @@ class Decision:
             job.iteration, self.graph.loop_of(job.node_id), claim=claimed is None, scope_is_idle=closing
         )
         return claimed or settled
+
+    async def _charge(self, instance_id: str, charge: int) -> bool:
+        """Count ``charge`` bytes against the run's output budget, if they fit (engine/run_budget.py)."""
+        tx = self.tx
+        return await charge_output(
+            tx.conn, is_sqlite=tx.db.is_sqlite, instance_id=instance_id, charge=charge, budget=self.max_run_bytes
+        )
 
     async def record_failure(self, job: Job, outcome: Failed, status: RunStatus) -> Job | None:
         graph, node_id, tx = self.graph, job.node_id, self.tx
@@ -136,7 +165,7 @@ class Decision:
                 )
             )
             self.effects.node(key, NodeStatus.COMPLETED, job.attempt, output={"error": error})
-            claimed = await self.advance(job.iteration, [(node_id, "error")], None, claim=True)
+            claimed = await self.advance(job.iteration, [(node_id, "error")], None, claim=not self.refused_output)
             await self.settle(job.iteration, graph.loop_of(node_id))
             return claimed
         self.effects.node(key, NodeStatus.FAILED, job.attempt, error=outcome.message)

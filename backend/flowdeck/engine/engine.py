@@ -24,6 +24,7 @@ from flowdeck.engine.run_timing import RunTiming
 from flowdeck.engine.worker import Worker
 from flowdeck.handlers.registry import HandlerRegistry
 from flowdeck.handlers.workflow_call import WorkflowCallHandler
+from flowdeck.settings import DEFAULT_MAX_RUN_BYTES
 from flowdeck.storage.children import ChildRuns
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import InstanceRecord
@@ -56,6 +57,7 @@ class Engine:
         concurrency: int = 16,
         tenant_concurrency: int | None = None,
         lease_seconds: float = 30.0,
+        max_run_bytes: int = DEFAULT_MAX_RUN_BYTES,
         poll_interval: float = 0.5,
         worker_id: str | None = None,
         observer: EngineObserver | None = None,
@@ -70,7 +72,9 @@ class Engine:
         self.tenants = TenantStore(db)
         self.plans = PlanCache(self.state, self.workflows, registry.default_handles())
         self.publisher = publisher or LocalPublisher()
-        self.orchestrator = Orchestrator(self.state, self.plans, self.publisher, lease_seconds=lease_seconds)
+        self.orchestrator = Orchestrator(
+            self.state, self.plans, self.publisher, lease_seconds=lease_seconds, max_run_bytes=max_run_bytes
+        )
         self.executor = NodeExecutor(self.state, self.plans, registry, self.observer)
         self.worker = Worker(
             self.state,

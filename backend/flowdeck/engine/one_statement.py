@@ -15,6 +15,7 @@ from flowdeck.engine.decision import Decision
 from flowdeck.engine.effects import Effects, job_key
 from flowdeck.engine.outcomes import Completed, completed_payload
 from flowdeck.engine.plans import RunPlan
+from flowdeck.engine.run_budget import charge_of
 from flowdeck.engine.scheduling import loop_entry, sole_successor
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.storage.records import Job
@@ -25,26 +26,33 @@ __all__ = ("OneStatementSteps",)
 
 
 class OneStatementSteps:
-    def __init__(self, cas: Cas, lease_seconds: float) -> None:
+    def __init__(self, cas: Cas, lease_seconds: float, max_run_bytes: int) -> None:
         self.cas = cas
         self.state = cas.state
         self.lease_seconds = lease_seconds
+        self.max_run_bytes = max_run_bytes
+        """A step that would take the run past it writes nothing: the general decision fails the node."""
 
     async def try_steps(
         self, plan: RunPlan, job: Job, outcome: Completed, owner: str | None
     ) -> tuple[bool, Job | None]:
         """Offer the result to the store as one of the one-statement steps; (taken, the job leased to
         ``owner``). Not taken: nothing was written, the general decision takes it."""
+        if not self.state.db.one_statement:
+            return False, None  # the portable store takes no step in one statement
+        charge = charge_of(plan.graph, job.node_id, outcome)
         if owner is not None:
-            taken, follow = await self._chain_step(plan, job, outcome, owner)
+            taken, follow = await self._chain_step(plan, job, outcome, charge, owner)
             if taken:
                 return True, follow
-            taken, follow = await self._iteration_step(plan, job, outcome, owner)
+            taken, follow = await self._iteration_step(plan, job, outcome, charge, owner)
             if taken:
                 return True, follow
-        return await self._end_step(plan, job, outcome), None
+        return await self._end_step(plan, job, outcome, charge), None
 
-    async def _chain_step(self, plan: RunPlan, job: Job, outcome: Completed, owner: str) -> tuple[bool, Job | None]:
+    async def _chain_step(
+        self, plan: RunPlan, job: Job, outcome: Completed, charge: int, owner: str
+    ) -> tuple[bool, Job | None]:
         """A chain's step (one successor, nothing else decided): the same rows as the general decision, in
         one round trip instead of five.
 
@@ -62,7 +70,9 @@ class OneStatementSteps:
         variable = graph.node(job.node_id).variable
         payload = completed_payload(outcome)
         step = await self.state.chain_step(
-            ChainStepInput(job, known, variable, payload, successor, owner, self.lease_seconds)
+            ChainStepInput(
+                job, known, variable, payload, charge, self.max_run_bytes, successor, owner, self.lease_seconds
+            )
         )
         if step is None:
             return False, None  # the store takes no chain steps in one statement
@@ -80,14 +90,18 @@ class OneStatementSteps:
 
             async def settle(tx: StateTransaction, status: RunStatus, effects: Effects) -> None:
                 if status is RunStatus.RUNNING:
-                    await Decision(tx, plan, effects, owner=None, lease_seconds=self.lease_seconds).settle(
-                        job.iteration, loop_id
+                    budget = self.max_run_bytes
+                    decision = Decision(
+                        tx, plan, effects, owner=None, lease_seconds=self.lease_seconds, max_run_bytes=budget
                     )
+                    await decision.settle(job.iteration, loop_id)
 
             await self.cas.decide_now(job.instance_id, settle)
         return True, step.next_job
 
-    async def _iteration_step(self, plan: RunPlan, job: Job, outcome: Completed, owner: str) -> tuple[bool, Job | None]:
+    async def _iteration_step(
+        self, plan: RunPlan, job: Job, outcome: Completed, charge: int, owner: str
+    ) -> tuple[bool, Job | None]:
         """The node that ends a loop iteration: one more finished iteration and the next item started,
         as the general decision writes them. Not taken (nothing written) when this is not one or the
         loop finishes with it."""
@@ -108,6 +122,8 @@ class OneStatementSteps:
                 known,
                 graph.node(job.node_id).variable,
                 completed_payload(outcome),
+                charge,
+                self.max_run_bytes,
                 loop_id,
                 tuple(graph.bodies[loop_id]),
                 entry,
@@ -125,7 +141,7 @@ class OneStatementSteps:
         self._announce_step(step, job, outcome)
         return True, step.next_job
 
-    async def _end_step(self, plan: RunPlan, job: Job, outcome: Completed) -> bool:
+    async def _end_step(self, plan: RunPlan, job: Job, outcome: Completed, charge: int) -> bool:
         """A top-level end node's result: the same rows as the general decision. ``False``: not one, or
         nothing was written."""
         versions = self.cas.versions
@@ -136,7 +152,9 @@ class OneStatementSteps:
         if node.type != "end" or outcome.iterations is not None or plan.graph.edges_from(job.node_id):
             return False
         payload = completed_payload(outcome, end=True)
-        step = await self.state.end_step(EndStepInput(job, known, node.variable, payload, outcome.output))
+        step = await self.state.end_step(
+            EndStepInput(job, known, node.variable, payload, charge, self.max_run_bytes, outcome.output)
+        )
         if step is None:
             return False  # the store takes no end steps in one statement
         if step.status is None:

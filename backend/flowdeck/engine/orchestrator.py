@@ -35,6 +35,7 @@ from flowdeck.engine.retry_plan import plan_retry
 from flowdeck.engine.run_start import open_run
 from flowdeck.engine.run_timing import RunTiming, deadline_for
 from flowdeck.engine.sla import arm_sla
+from flowdeck.settings import DEFAULT_MAX_RUN_BYTES
 from flowdeck.storage.children import ParentRef
 from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.log_fold import RETRY_REASON
@@ -53,11 +54,13 @@ class Orchestrator:
         publisher: Publisher,
         *,
         lease_seconds: float = 30.0,
+        max_run_bytes: int = DEFAULT_MAX_RUN_BYTES,
     ) -> None:
         self.state = state
         self.plans = plans
         self.publisher = publisher
         self.lease_seconds = lease_seconds
+        self.max_run_bytes = max_run_bytes
         self._announce = Announcer(publisher)
         self.job_listeners = self._announce.job_listeners
         """Called with the due time of newly queued jobs (in-process wake-ups)."""
@@ -66,7 +69,7 @@ class Orchestrator:
         self.end_listeners = self._announce.end_listeners
         """Called with the id and status of a run that failed or was cancelled (engine/calls.py)."""
         self._cas = Cas(state, self._announce)
-        self._steps = OneStatementSteps(self._cas, lease_seconds)
+        self._steps = OneStatementSteps(self._cas, lease_seconds, max_run_bytes)
         self._batches = Batcher(self._decide_alone, self._decide_together)
 
     def forget_versions(self) -> None:
@@ -74,7 +77,9 @@ class Orchestrator:
         self._cas.versions.clear()
 
     def _decision(self, tx: StateTransaction, plan: RunPlan, effects: Effects, owner: str | None = None) -> Decision:
-        return Decision(tx, plan, effects, owner=owner, lease_seconds=self.lease_seconds)
+        return Decision(
+            tx, plan, effects, owner=owner, lease_seconds=self.lease_seconds, max_run_bytes=self.max_run_bytes
+        )
 
     # -- starting ----------------------------------------------------------------------------------
     async def start_run(
@@ -243,7 +248,7 @@ class Orchestrator:
         else:
             assert isinstance(outcome, Failed), "a call is decided by _call_child, never batched"
             follow = await decision.record_failure(job, outcome, status)
-        if follow is None and delivery.claim_any is not None:
+        if follow is None and delivery.claim_any is not None and not decision.refused_output:
             follow = await decision.claim_due(delivery.claim_any)
         return follow
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, TypedDict
 
+from flowdeck.engine.output_view import ShownOutputs
 from flowdeck.engine.publisher import NodeUpdate, RunUpdate
 from flowdeck.storage.run_queries import RunView
 
@@ -54,6 +55,8 @@ NodeStatusName = Annotated[str, TsType("NodeStatus")]
 RunStatusName = Annotated[str, TsType("RunStatus")]
 NodeStateJson = Annotated[dict[str, Any], TsType("NodeState")]
 """``NodeView.to_json()``: the ``NodeStateOut`` of the REST API."""
+OutputTruncatedJson = Annotated[dict[str, Any] | None, TsType("OutputTruncated | null")]
+"""An output too large to send (engine/output_view.py): its bytes, the start of its JSON and where to read it."""
 
 
 class NodeMessage(TypedDict):
@@ -65,6 +68,8 @@ class NodeMessage(TypedDict):
     status: NodeStatusName
     attempt: int
     output: Any
+    outputTruncated: OutputTruncatedJson
+    """Set (and ``output`` null) when the output is too large to send: read it at ``href``."""
     error: str | None
     at: float
     pinned: bool
@@ -80,6 +85,8 @@ class StatusMessage(TypedDict):
     instanceID: str
     status: RunStatusName
     output: Any
+    outputTruncated: OutputTruncatedJson
+    """Set (and ``output`` null) when the run's output is too large to send: read it at ``href``."""
     error: str | None
 
 
@@ -102,13 +109,15 @@ class SnapshotMessage(TypedDict):
 
 
 def node_message(update: NodeUpdate) -> NodeMessage:
+    output, truncated = ShownOutputs(update.instance_id).show(update.output, update.node_id, update.iteration)
     return {
         "instanceID": update.instance_id,
         "nodeID": update.node_id,
         "iteration": update.iteration,
         "status": update.status.value,
         "attempt": update.attempt,
-        "output": update.output,
+        "output": output,
+        "outputTruncated": truncated,
         "error": update.error,
         "at": update.at,
         "pinned": update.pinned,
@@ -118,10 +127,12 @@ def node_message(update: NodeUpdate) -> NodeMessage:
 
 
 def status_message(update: RunUpdate) -> StatusMessage:
+    output, truncated = ShownOutputs(update.instance_id).show(update.output, None)
     return {
         "instanceID": update.instance_id,
         "status": update.status.value,
-        "output": update.output,
+        "output": output,
+        "outputTruncated": truncated,
         "error": update.error,
     }
 
@@ -136,9 +147,10 @@ def update_message(update: NodeUpdate | RunUpdate) -> tuple[str, NodeMessage | S
 
 
 def snapshot_message(view: RunView) -> SnapshotMessage:
+    shown = ShownOutputs(view.run.id)  # the whole snapshot shows a bounded amount of output
     return {
         "instanceID": view.run.id,
         "status": view.run.status.value,
         "slaBreachedAt": view.run.sla_breached_at,
-        "nodes": {node_id: node.to_json() for node_id, node in view.nodes.items()},
+        "nodes": {node_id: shown.node_json(node.to_json(), node_id) for node_id, node in view.nodes.items()},
     }

@@ -5,7 +5,8 @@ A chain step is one run's decision: CAS the instance, log the node's NODE_COMPLE
 and, when the run is RUNNING and the job was still there, dispatch the successor with its job leased
 to the worker and its NODE_STARTED row; each part only if the one before it wrote. ``_CHAIN_STEPS``
 takes a batch of them as a set: every part joins the batch's rows, so each row's compare-and-swap
-decides for its own run only (a run whose CAS fails gets no row in ``cas``, writes nothing, and the
+decides for its own run only (a run whose CAS fails, or whose step would go past its output budget
+(storage/run_bytes.py), gets no row in ``cas``, writes nothing, and the
 others go on; its step then returns no status and the general decision takes it), and the rows
 written are those the general decision (engine/decision.py) writes, run by run
 (tests/integration/test_one_statement_equivalence.py runs every topology through here).
@@ -31,6 +32,7 @@ from flowdeck.domain.statuses import EventType, NodeStatus, RunStatus
 from flowdeck.storage.compiled import compile_statement
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import Job
+from flowdeck.storage.run_bytes import add_charge, charge_fits
 from flowdeck.storage.statements import JOB_COLUMNS, JOB_INSERT_COLUMNS
 from flowdeck.storage.statements_postgres import postgres_statements
 from flowdeck.storage.steps import ChainStep, ChainStepInput
@@ -55,14 +57,17 @@ WITH input AS (
         CAST(:p_instance_ids AS VARCHAR[]), CAST(:p_expected AS INTEGER[]), CAST(:p_node_ids AS VARCHAR[]),
         CAST(:p_iterations AS VARCHAR[]), CAST(:p_attempts AS INTEGER[]), CAST(:p_jobs AS BIGINT[]),
         CAST(:p_output_variables AS VARCHAR[]), CAST(:p_successors AS VARCHAR[]), CAST(:p_owners AS VARCHAR[]),
-        CAST(:p_tenant_ids AS VARCHAR[]), CAST(:p_lease_untils AS DOUBLE PRECISION[])
+        CAST(:p_tenant_ids AS VARCHAR[]), CAST(:p_lease_untils AS DOUBLE PRECISION[]),
+        CAST(:p_charges AS BIGINT[]), CAST(:p_budgets AS BIGINT[])
     ) WITH ORDINALITY AS t(instance_id, expected, node_id, iteration, attempt, job, output_variable, successor,
-        owner, tenant_id, lease_until, n)
+        owner, tenant_id, lease_until, charge, budget, n)
     JOIN jsonb_array_elements(CAST(:p_payloads AS JSONB)) WITH ORDINALITY AS p(payload, n) ON p.n = t.n
 ), cas AS (
-    UPDATE instances SET version = input.expected + 1, updated_at = CAST(:p_now AS DOUBLE PRECISION)
+    UPDATE instances SET version = input.expected + 1, {add_charge("instances.output_bytes", "input.charge")},
+        updated_at = CAST(:p_now AS DOUBLE PRECISION)
     FROM input
     WHERE instances.id = input.instance_id AND instances.version = input.expected
+        AND {charge_fits("instances.output_bytes", "input.charge", "input.budget")}
         AND NOT EXISTS (  -- a duplicate delivery leaves even the version alone (the general path sees it)
             SELECT 1 FROM instance_logs
             WHERE instance_logs.instance_id = input.instance_id AND instance_logs.node_id = input.node_id
@@ -209,6 +214,8 @@ class ChainStepBatcher:
             "p_owners": [s.owner for s in steps],
             "p_tenant_ids": [s.job.tenant_id for s in steps],
             "p_lease_untils": [now + s.lease_seconds for s in steps],
+            "p_charges": [s.charge for s in steps],
+            "p_budgets": [s.budget for s in steps],
             "p_payloads": [s.payload for s in steps],
             "p_now": now,
         }

@@ -18,6 +18,7 @@ from sqlalchemy.dialects import postgresql
 
 from flowdeck.domain.statuses import EventType, NodeStatus, RunStatus
 from flowdeck.storage.compiled import compile_statement
+from flowdeck.storage.run_bytes import add_charge, charge_fits
 from flowdeck.storage.statements import JOB_COLUMNS, JOB_INSERT_COLUMNS, LOG_VALUES, statements_for, typed
 from flowdeck.storage.tables import instance_logs, instances, node_jobs
 
@@ -245,7 +246,7 @@ WITH pre AS (
             AND NOT EXISTS (SELECT 1 FROM node_jobs WHERE instance_id = :p_instance_id AND id <> :p_job)
         ) AS finishing
     FROM instances i
-    WHERE i.id = :p_instance_id AND i.version = :p_expected
+    WHERE i.id = :p_instance_id AND i.version = :p_expected AND {_FITS}
         AND NOT EXISTS (
             SELECT 1 FROM instance_logs
             WHERE instance_id = :p_instance_id AND node_id = :p_node_id AND iteration = ''
@@ -260,6 +261,7 @@ WITH pre AS (
 ), cas AS (
     UPDATE instances i SET
         version = :p_next,
+        {_ADD},
         updated_at = CAST(:p_now AS DOUBLE PRECISION),
         status = CASE WHEN pre.finishing THEN {completed} ELSE i.status END,
         completed_at = CASE WHEN pre.finishing THEN CAST(:p_now AS DOUBLE PRECISION) ELSE i.completed_at END,
@@ -322,6 +324,10 @@ _LEASED_JOB_STARTED = f""", job AS (
     FROM job
     ON CONFLICT DO NOTHING
 )"""
+# The run's stored-output budget (storage/run_bytes.py): a step that would take the counter past it
+# fails its CAS and writes nothing; the general decision then fails the node.
+_FITS = charge_fits("i.output_bytes", ":p_charge", ":p_budget")
+_ADD = add_charge("i.output_bytes", ":p_charge")
 _DISPATCH_COLUMNS = f"{_NODE_EVENT_COLUMNS}, {_names(_L.node_attempt, _L.created_at)}"
 _JOB_SELECTED = ", ".join(f"job.{column.name}" for column in JOB_COLUMNS)
 
@@ -348,7 +354,7 @@ WITH pre AS (
     FROM instances i
     JOIN loop_states ls
         ON ls.instance_id = i.id AND ls.node_id = :p_loop_id AND ls.iteration = :p_parent
-    WHERE i.id = :p_instance_id AND i.version = :p_expected AND i.status = {_q(RunStatus.RUNNING)}
+    WHERE i.id = :p_instance_id AND i.version = :p_expected AND i.status = {_q(RunStatus.RUNNING)} AND {_FITS}
         AND ls.finished + 1 < ls.item_count
         AND EXISTS (SELECT 1 FROM node_jobs WHERE id = :p_job AND attempt = :p_attempt)
         AND NOT EXISTS (
@@ -363,7 +369,7 @@ WITH pre AS (
                 AND event_type = {_q(EventType.NODE_COMPLETED)} AND node_attempt = :p_attempt
         )
 ), cas AS (
-    UPDATE instances i SET version = :p_next, updated_at = CAST(:p_now AS DOUBLE PRECISION)
+    UPDATE instances i SET version = :p_next, {_ADD}, updated_at = CAST(:p_now AS DOUBLE PRECISION)
     FROM pre
     WHERE i.id = :p_instance_id AND i.version = :p_expected
     RETURNING pre.status, pre.item_count, pre.next_index
@@ -447,8 +453,8 @@ def _chain_step() -> Any:
     return sa.text(
         f"""
 WITH cas AS (
-    UPDATE instances SET version = :p_next, updated_at = :p_now
-    WHERE id = :p_instance_id AND version = :p_expected
+    UPDATE instances i SET version = :p_next, {_ADD}, updated_at = :p_now
+    WHERE id = :p_instance_id AND version = :p_expected AND {_FITS}
         AND NOT EXISTS (  -- a duplicate delivery leaves even the version alone (the general path sees it)
             SELECT 1 FROM instance_logs
             WHERE instance_id = :p_instance_id AND node_id = :p_node_id AND iteration = :p_iteration

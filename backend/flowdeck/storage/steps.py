@@ -25,6 +25,10 @@ class NodeResult:
     output_variable: str
     payload: Any
     """The NODE_COMPLETED row's payload."""
+    charge: int
+    """The bytes it adds to the run's stored output (engine/run_budget.py)."""
+    budget: int
+    """FLOWDECK_MAX_RUN_BYTES: no step is taken that would take the run's counter past it."""
 
     def params(self, now: float) -> dict[str, Any]:
         """The bind parameters every one-statement result step shares (storage/statements_postgres.py)."""
@@ -40,6 +44,8 @@ class NodeResult:
             "p_attempt": job.attempt,
             "p_job": job.id,
             "p_tenant_id": job.tenant_id,
+            "p_charge": self.charge,
+            "p_budget": self.budget,
         }
 
 
@@ -88,7 +94,8 @@ class ChainStep:
     now: float
     status: RunStatus | None
     """The run's status, or ``None`` when nothing was written (the compare-and-swap failed, the
-    result was logged before, or the case was not one the statement takes)."""
+    result was logged before, it would go past the run's output budget, or the case was not one the
+    statement takes)."""
     logged: bool
     """The NODE_COMPLETED row is new (``False``: a duplicate delivery)."""
     job_removed: bool

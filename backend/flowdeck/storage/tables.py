@@ -94,6 +94,8 @@ instances = sa.Table(
     sa.Column("parent_iteration", sa.String(200), nullable=True),
     sa.Column("parent_attempt", sa.Integer, nullable=True),
     sa.Column("depth", sa.Integer, nullable=False, server_default="0"),
+    # The bytes of output the run has stored, against FLOWDECK_MAX_RUN_BYTES (storage/run_bytes.py).
+    sa.Column("output_bytes", sa.BigInteger, nullable=False, server_default="0"),
     sa.Index(None, "tenant_id", "created_at"),
     sa.Index(None, "workflow_id", "status", "created_at"),
     sa.Index(None, "status", "deadline_at"),

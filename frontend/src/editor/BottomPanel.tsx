@@ -8,6 +8,7 @@ import { displayStatus, timeSpan } from '../runs/runReducer';
 import { formatDuration } from '../shared/format';
 import { JsonView } from '../shared/ui/JsonView';
 import { StatusBadge } from '../shared/ui/StatusBadge';
+import { TruncatedOutput } from '../shared/ui/TruncatedOutput';
 import { SlaBadge } from '../runs/SlaBadge';
 import { CodeEditor } from './inspector/LazyCodeEditor';
 import { useEditor, useEditorStoreApi } from './storeContext';
@@ -103,7 +104,11 @@ function RunTab({ onStop, onRunAgain }: { onStop: () => void; onRunAgain: () => 
         <div className="run-output">
           <h4 className="section-title">{run.error ? 'Error' : 'Run output'}</h4>
           {run.error && <div className="error-box" data-testid="run-error">{run.error}</div>}
-          <JsonView value={run.output} testId="run-output" empty={finished ? 'no output' : 'waiting for the run to finish…'} />
+          {run.outputTruncated ? (
+            <TruncatedOutput truncated={run.outputTruncated} testId="run-output-truncated" />
+          ) : (
+            <JsonView value={run.output} testId="run-output" empty={finished ? 'no output' : 'waiting for the run to finish…'} />
+          )}
         </div>
       </div>
     </div>

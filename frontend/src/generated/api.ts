@@ -316,6 +316,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/runs/{instance_id}/nodes/{node_id}/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** NodeOutput */
+        get: operations["ApiRunsInstanceIdNodesNodeIdOutputNodeOutput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{instance_id}/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** RunOutput */
+        get: operations["ApiRunsInstanceIdOutputRunOutput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/runs/{instance_id}/retry": {
         parameters: {
             query?: never;
@@ -796,6 +830,7 @@ export interface components {
             nodeStatus: string | null;
             outputVariable: string | null;
             payload: unknown;
+            payloadTruncated?: components["schemas"]["OutputTruncatedOut"] | null;
         };
         /** EventPage */
         EventPage: {
@@ -838,6 +873,7 @@ export interface components {
             logs?: string | null;
             nextAttemptAt?: number | null;
             output: unknown;
+            outputTruncated?: components["schemas"]["OutputTruncatedOut"] | null;
             /** @default false */
             pinned?: boolean;
             /** @default 0 */
@@ -872,6 +908,12 @@ export interface components {
             ok: boolean;
             status: number | null;
             url: string;
+        };
+        /** OutputTruncatedOut */
+        OutputTruncatedOut: {
+            bytes: number;
+            href: string;
+            preview: string;
         };
         /** PasswordChange */
         PasswordChange: {
@@ -935,6 +977,7 @@ export interface components {
                 [key: string]: components["schemas"]["NodeStateOut"];
             };
             output?: unknown;
+            outputTruncated?: components["schemas"]["OutputTruncatedOut"] | null;
             parentInstanceId?: string | null;
             parentNodeId?: string | null;
             /** @default 0 */
@@ -1287,6 +1330,7 @@ export type NotificationSecretOut = components['schemas']['NotificationSecretOut
 export type NotificationSettingsOut = components['schemas']['NotificationSettingsOut'];
 export type NotificationTestIn = components['schemas']['NotificationTestIn'];
 export type NotificationTestOut = components['schemas']['NotificationTestOut'];
+export type OutputTruncatedOut = components['schemas']['OutputTruncatedOut'];
 export type PasswordChange = components['schemas']['PasswordChange'];
 export type PreviewIn = components['schemas']['PreviewIn'];
 export type PreviewOut = components['schemas']['PreviewOut'];
@@ -3316,6 +3360,179 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Nothing matches the given URI */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiRunsInstanceIdNodesNodeIdOutputNodeOutput: {
+        parameters: {
+            query?: {
+                /** @description a loop iteration: 3, 3.1 */
+                iteration?: string;
+            };
+            header?: never;
+            path: {
+                /** @description an object id (UUID) */
+                instance_id: string;
+                /** @description the node's id */
+                node_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Nothing matches the given URI */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiRunsInstanceIdOutputRunOutput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an object id (UUID) */
+                instance_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
                 };
             };
             /** @description Bad request syntax or unsupported method */

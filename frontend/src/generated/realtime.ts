@@ -4,6 +4,7 @@ import type { components } from './api';
 import type { NodeStatus, RunStatus } from './statuses';
 
 type NodeState = components['schemas']['NodeStateOut'];
+type OutputTruncated = components['schemas']['OutputTruncatedOut'];
 
 export const SOCKET_EVENTS = {
   join: "workflow_run_join",
@@ -36,6 +37,7 @@ export type NodeUpdatePayload = {
   status: NodeStatus;
   attempt: number;
   output: unknown;
+  outputTruncated: OutputTruncated | null;
   error: string | null;
   at: number;
   pinned: boolean;
@@ -48,6 +50,7 @@ export type StatusUpdatePayload = {
   instanceID: string;
   status: RunStatus;
   output: unknown;
+  outputTruncated: OutputTruncated | null;
   error: string | null;
 };
 

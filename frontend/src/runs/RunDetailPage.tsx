@@ -13,6 +13,7 @@ import { EditorStoreProvider, useEditor, useEditorStoreApi } from '../editor/sto
 import { formatDuration, formatTime } from '../shared/format';
 import { errorMessage, toast } from '../shared/toasts';
 import { JsonView } from '../shared/ui/JsonView';
+import { TruncatedOutput } from '../shared/ui/TruncatedOutput';
 import { StatusBadge } from '../shared/ui/StatusBadge';
 import { SlaBadge } from './SlaBadge';
 import { Timeline } from './Timeline';
@@ -299,7 +300,11 @@ function RunDetailScreen({ runId }: { runId: string }) {
               </div>
               <div>
                 <h4 className="section-title">Output</h4>
-                <JsonView value={run?.output ?? detail?.output} testId="run-detail-output" empty="no output" />
+                {(run?.outputTruncated ?? detail?.outputTruncated) ? (
+                  <TruncatedOutput truncated={(run?.outputTruncated ?? detail?.outputTruncated)!} testId="run-detail-output-truncated" />
+                ) : (
+                  <JsonView value={run?.output ?? detail?.output} testId="run-detail-output" empty="no output" />
+                )}
               </div>
             </div>
           )}

@@ -4,7 +4,7 @@ import type { NodeUpdateMessage } from '../api/realtime-types';
 import { attemptLabel, completedOutputs, displayStatus, runReducer, timeSpan, type RunView } from './runReducer';
 
 function nodeMsg(nodeID: string, status: NodeUpdateMessage['status'], attempt = 1, extra: Partial<NodeUpdateMessage> = {}): NodeUpdateMessage {
-  return { kind: 'node', instanceID: 'r1', nodeID, iteration: '', status, attempt, output: null, error: null, at: 100, pinned: false, nextAttemptAt: null, childInstanceId: null, ...extra };
+  return { kind: 'node', instanceID: 'r1', nodeID, iteration: '', status, attempt, output: null, outputTruncated: null, error: null, at: 100, pinned: false, nextAttemptAt: null, childInstanceId: null, ...extra };
 }
 
 function started(): RunView {
@@ -29,11 +29,22 @@ describe('runReducer', () => {
     let s = started();
     s = runReducer(s, nodeMsg('a', 'RUNNING')) as RunView;
     s = runReducer(s, nodeMsg('a', 'COMPLETED', 1, { output: { v: 1 }, at: 101 })) as RunView;
-    s = runReducer(s, { kind: 'status', instanceID: 'r1', status: 'COMPLETED', output: { v: 1 }, error: null }) as RunView;
+    s = runReducer(s, { kind: 'status', instanceID: 'r1', status: 'COMPLETED', output: { v: 1 }, outputTruncated: null, error: null }) as RunView;
     expect(s.nodes.a).toMatchObject({ status: 'COMPLETED', output: { v: 1 }, startedAt: 100, completedAt: 101 });
     expect(s.status).toBe('COMPLETED');
     expect(s.log.map((l) => l.status)).toEqual(['RUNNING', 'COMPLETED']);
     expect(completedOutputs(s)).toEqual({ a: { v: 1 } });
+  });
+
+  it('keeps a truncated output as its size and link until the node completes again', () => {
+    const truncated = { bytes: 10_000_002, preview: '"xxx', href: '/api/runs/r1/nodes/a/output' };
+    let s = started();
+    s = runReducer(s, nodeMsg('a', 'COMPLETED', 1, { outputTruncated: truncated, at: 101 })) as RunView;
+    expect(s.nodes.a).toMatchObject({ output: null, outputTruncated: truncated });
+    s = runReducer(s, nodeMsg('a', 'DISPATCHED', 2)) as RunView;
+    expect(s.nodes.a?.outputTruncated).toEqual(truncated);
+    s = runReducer(s, nodeMsg('a', 'COMPLETED', 2, { output: { v: 2 } })) as RunView;
+    expect(s.nodes.a).toMatchObject({ output: { v: 2 }, outputTruncated: null });
   });
 
   it('ignores stale updates and other runs', () => {

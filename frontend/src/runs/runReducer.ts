@@ -1,6 +1,7 @@
 /** A run as the editor shows it: a pure fold of REST snapshots and Socket.IO messages (SPEC §5, §9). */
 import type { NodeUpdateMessage, RealtimeMessage } from '../api/realtime-types';
 import type { NodeState, NodeStatus, RunDetail, RunStatus } from '../api/types';
+import type { OutputTruncatedOut } from '../generated/api';
 import { NODE_STATUS_RANK, TERMINAL_NODE_STATUSES } from '../generated/statuses';
 import { dict, dictOf, own, withKey, type Dict } from '../shared/dict';
 
@@ -21,6 +22,8 @@ export type RunView = {
   status: RunStatus;
   input: unknown;
   output: unknown;
+  /** The run's output when too large to send: its size and where to read it in full. */
+  outputTruncated?: OutputTruncatedOut | null;
   error: string | null;
   /** By node id: a null-prototype record (ids such as `__proto__` are valid), built with shared/dict. */
   nodes: Dict<NodeRun>;
@@ -69,6 +72,8 @@ function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRu
     startedAt: base.startedAt ?? (msg.status === 'RUNNING' || terminal ? msg.at : null),
     completedAt: terminal ? msg.at : base.completedAt,
     output: msg.status === 'COMPLETED' || msg.status === 'SKIPPED' ? msg.output : base.output,
+    // Too large to send: its size and where to read it in full (engine/output_view.py).
+    outputTruncated: msg.status === 'COMPLETED' || msg.status === 'SKIPPED' ? (msg.outputTruncated ?? null) : base.outputTruncated,
     error: msg.error ?? (msg.status === 'COMPLETED' ? null : base.error),
     pinned: msg.pinned ?? base.pinned ?? false,
     // RETRYING: when the next attempt starts; DISPATCHED: when a delayed node falls due.
@@ -151,6 +156,7 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
         status: d.status,
         input: d.input,
         output: d.output,
+        outputTruncated: d.outputTruncated ?? null,
         error: d.error,
         nodes: nodesOf(d.nodes),
         log: state?.runId === d.instanceId ? state.log : [],
@@ -173,7 +179,13 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
     case 'node':
       return nodeUpdate(state, action);
     case 'status':
-      return { ...state, status: action.status, output: action.output ?? state.output, error: action.error };
+      return {
+        ...state,
+        status: action.status,
+        output: action.output ?? state.output,
+        outputTruncated: action.outputTruncated ?? state.outputTruncated ?? null,
+        error: action.error,
+      };
     case 'sla':
       return { ...state, slaBreachedAt: state.slaBreachedAt ?? action.at };
   }

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Controller, get, post
+import msgspec
+from litestar import Controller, MediaType, Response, get, post
 from litestar.exceptions import ValidationException
-from litestar.params import JSONBody, QueryParameter
+from litestar.params import JSONBody, PathParameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
 from flowdeck.api.dependencies import ID_PATTERN, AppServices, Caller, Cursor, Limit, ObjectId
@@ -42,6 +43,20 @@ WidgetType = Annotated[WidgetTypeName, QueryParameter(name="type", description="
 WidgetConfigJson = Annotated[
     str, QueryParameter(name="config", max_length=65_536, description="the widget config, as JSON (URL-encoded)")
 ]
+
+
+NodeIdPath = Annotated[str, PathParameter(max_length=64, description="the node's id")]
+IterationQuery = Annotated[
+    str,
+    QueryParameter(
+        name="iteration", max_length=200, pattern=r"^([0-9]+(\.[0-9]+)*)?$", description="a loop iteration: 3, 3.1"
+    ),
+]
+_encoder = msgspec.json.Encoder()
+
+
+def _json(value: Any) -> Response[bytes]:
+    return Response(_encoder.encode(value), media_type=MediaType.JSON)
 
 
 class RunController(Controller):
@@ -80,6 +95,24 @@ class RunController(Controller):
     async def get_run(self, instance_id: ObjectId, principal: Caller, services: AppServices) -> RunDetail:
         """The run and the state of each of its nodes (folded from the log)."""
         return await services.runs.detail(principal.tenant_id, instance_id)
+
+    @get("/{instance_id:str}/output", raises=errors(400, 404))
+    async def run_output(self, instance_id: ObjectId, principal: Caller, services: AppServices) -> Response[bytes]:
+        """The run's output in full (``GET /api/runs/{id}`` shows a large one truncated, linking here)."""
+        return _json(await services.runs.full_output(principal.tenant_id, instance_id, None, ""))
+
+    @get("/{instance_id:str}/nodes/{node_id:str}/output", raises=errors(400, 404))
+    async def node_output(
+        self,
+        instance_id: ObjectId,
+        node_id: NodeIdPath,
+        principal: Caller,
+        services: AppServices,
+        iteration: IterationQuery = "",
+    ) -> Response[bytes]:
+        """One node's latest output in full, or one loop iteration's (``iteration``: ``3``, ``3.1``); the run's
+        views show a large one truncated, linking here."""
+        return _json(await services.runs.full_output(principal.tenant_id, instance_id, node_id, iteration))
 
     @get("/{instance_id:str}/events", raises=errors(400, 404))
     async def run_events(

@@ -12,6 +12,7 @@ from flowdeck.api.schemas import (
     EventOut,
     EventPage,
     NodeStateOut,
+    OutputTruncatedOut,
     RunActionOut,
     RunDetail,
     RunPage,
@@ -24,6 +25,7 @@ from flowdeck.api.services.definition_checks import SaveChecks, definition_of
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.orchestrator import RunStateError
+from flowdeck.engine.output_view import ShownOutputs
 from flowdeck.engine.projection import NodeView
 from flowdeck.engine.run_timing import RunTiming, TimingError
 from flowdeck.storage.records import InstanceRecord
@@ -51,13 +53,19 @@ def _summary_fields(run: InstanceRecord) -> dict[str, Any]:
     }
 
 
-def _node_out(view: NodeView) -> NodeStateOut:
+def _truncated(found: dict[str, Any] | None) -> OutputTruncatedOut | None:
+    return None if found is None else OutputTruncatedOut(**found)
+
+
+def _node_out(view: NodeView, shown: ShownOutputs, node_id: str, iteration: str = "") -> NodeStateOut:
+    output, truncated = shown.show(view.output, node_id, iteration)
     return NodeStateOut(
         status=view.status,
         attempt=view.attempt,
         started_at=view.started_at,
         completed_at=view.completed_at,
-        output=view.output,
+        output=output,
+        output_truncated=_truncated(truncated),
         error=view.error,
         pinned=view.pinned,
         logs=view.logs,
@@ -66,7 +74,7 @@ def _node_out(view: NodeView) -> NodeStateOut:
         attempt_in_retry=view.attempt_in_retry,
         retry=view.retry,
         child_instance_id=view.child_instance_id,
-        iterations={k: _node_out(v) for k, v in view.iterations.items()} if view.iterations else None,
+        iterations={k: _node_out(v, shown, node_id, k) for k, v in view.iterations.items()} or None,
     )
 
 
@@ -148,14 +156,39 @@ class RunService:
         if view is None:
             raise _missing(instance_id)
         run = view.run
-        nodes = {node_id: _node_out(v) for node_id, v in view.nodes.items()}
-        return RunDetail(**_summary_fields(run), input=run.input, output=run.output, nodes=nodes, retry=view.retries)
+        shown = ShownOutputs(run.id)  # the whole answer shows a bounded amount of output (engine/output_view.py)
+        output, truncated = shown.show(run.output, None)
+        nodes = {node_id: _node_out(v, shown, node_id) for node_id, v in view.nodes.items()}
+        return RunDetail(
+            **_summary_fields(run),
+            input=run.input,
+            output=output,
+            output_truncated=_truncated(truncated),
+            nodes=nodes,
+            retry=view.retries,
+        )
+
+    async def full_output(self, tenant_id: str, instance_id: str, node_id: str | None, iteration: str) -> Any:
+        """One node's (or one iteration's) latest output in full, or the run's own with no ``node_id``."""
+        view = await self.queries.run_view(tenant_id, instance_id)
+        if view is None:
+            raise _missing(instance_id)
+        if node_id is None:
+            return view.run.output
+        node = view.nodes.get(node_id)
+        if node is not None and iteration:
+            node = node.iterations.get(iteration)
+        if node is None:
+            where = f" iteration {iteration!r}" if iteration else ""
+            raise NotFoundException(detail=f"run {instance_id} has no node {node_id!r}{where}")
+        return node.output
 
     async def events(self, tenant_id: str, instance_id: str, cursor: str | None, limit: int) -> EventPage:
         page = await self.queries.events(tenant_id, instance_id, decode_cursor(cursor, NumberKey) or 0, limit)
         if page is None:
             raise _missing(instance_id)
         rows, after = page
+        shown = ShownOutputs(instance_id)
         items = [
             EventOut(
                 log_id=r.log_id,
@@ -165,12 +198,14 @@ class RunService:
                 event_type=r.event_type,
                 node_status=r.node_status,
                 output_variable=r.output_variable,
-                payload=r.payload,
+                payload=payload,
+                payload_truncated=_truncated(truncated),
                 error_message=r.error_message,
                 node_attempt=r.node_attempt,
                 created_at=r.created_at,
             )
             for r in rows
+            for payload, truncated in [shown.show(r.payload, r.node_id, r.iteration)]
         ]
         return EventPage(items=items, next_cursor=encode_cursor(after))
 

@@ -3,10 +3,11 @@ import { useState } from 'react';
 
 import { DEFAULT_RETRY, type EditorNode } from '../../graph/model';
 import { attemptLabel, displayStatus, timeSpan } from '../../runs/runReducer';
-import { formatDuration, formatJson } from '../../shared/format';
+import { formatBytes, formatDuration, formatJson } from '../../shared/format';
 import { PinIcon } from '../../shared/ui/icons';
 import { JsonView } from '../../shared/ui/JsonView';
 import { StatusBadge } from '../../shared/ui/StatusBadge';
+import { TruncatedOutput } from '../../shared/ui/TruncatedOutput';
 import { ChildRunLink } from '../nodes/FlowNode';
 import { useEditor, useEditorStoreApi } from '../storeContext';
 import { CodeEditor } from './LazyCodeEditor';
@@ -149,7 +150,11 @@ export function RunDataTab({
           <h4 className="section-title">Input context</h4>
           <JsonView value={context} testId="run-data-input" />
           <h4 className="section-title">Output</h4>
-          <JsonView value={nodeRun.output} testId="run-data-output" empty="no output" />
+          {nodeRun.outputTruncated ? (
+            <TruncatedOutput truncated={nodeRun.outputTruncated} testId="run-data-output-truncated" />
+          ) : (
+            <JsonView value={nodeRun.output} testId="run-data-output" empty="no output" />
+          )}
           {nodeRun.logs && (
             <>
               <h4 className="section-title">Logs</h4>
@@ -169,7 +174,16 @@ export function RunDataTab({
                       <td>
                         <StatusBadge status={it.status} />
                       </td>
-                      <td className="mono truncate">{it.error ?? formatJson(it.output)}</td>
+                      <td className="mono truncate">
+                        {it.error ??
+                          (it.outputTruncated ? (
+                            <a href={it.outputTruncated.href} target="_blank" rel="noreferrer" data-testid="iteration-output-link">
+                              {formatBytes(it.outputTruncated.bytes)}: open
+                            </a>
+                          ) : (
+                            formatJson(it.output)
+                          ))}
+                      </td>
                       {iterations.some(([, i]) => i.childInstanceId) && (
                         <td>{it.childInstanceId && <ChildRunLink runId={it.childInstanceId} testId="iteration-child-run" />}</td>
                       )}
