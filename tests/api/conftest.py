@@ -27,6 +27,7 @@ from flowdeck.accounts.rate_limit import LoginLimits
 from flowdeck.api.config import ApiConfig
 from flowdeck.app import Flowdeck, build_app
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.run_limits import RunLimits
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.secrets import SecretBox
 from flowdeck.queries.service import DataService
@@ -109,8 +110,9 @@ async def serve(
     }  # fmt: skip
 
     @asynccontextmanager
-    async def runtime(_: Settings) -> AsyncIterator[_Runtime]:
-        engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05)
+    async def runtime(given: Settings) -> AsyncIterator[_Runtime]:
+        limits = RunLimits(given.max_tree_runs, given.tenant_active_runs)
+        engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, limits=limits)
         queries = QueryEngine(**query_options)
         await engine.start()
         try:
