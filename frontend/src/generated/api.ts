@@ -3839,6 +3839,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description The user has sent too many requests in a given amount of time ("rate limiting") */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
         };
     };
     ApiTestRunsInstanceIdDeleteTestRun: {
@@ -5826,6 +5841,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description The user has sent too many requests in a given amount of time ("rate limiting") */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
         };
     };
     ApiWorkflowsWorkflowIdVersionsListVersions: {
@@ -6246,6 +6276,21 @@ export interface operations {
             };
             /** @description Request Entity Too Large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description The user has sent too many requests in a given amount of time ("rate limiting") */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
