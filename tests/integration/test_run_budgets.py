@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,8 @@ from flowdeck.engine.engine import Engine
 from flowdeck.engine.run_limits import RunLimits, TooManyActiveRunsError
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.observability.metrics import Metrics
+from flowdeck.runtime import open_runtime
+from flowdeck.settings import Settings
 from flowdeck.storage.children import count_tree_run
 from flowdeck.storage.database import Database
 from flowdeck.storage.notices import NoticeOutbox
@@ -255,3 +258,25 @@ async def test_a_child_start_past_the_active_runs_cap_fails_the_call_naming_the_
         assert len(await _tree(db, run_id)) == 1  # no child was created
     finally:
         await engine.stop()
+
+
+def test_the_budgets_are_read_from_the_environment() -> None:
+    settings = Settings.from_env({"FLOWDECK_MAX_TREE_RUNS": "30", "FLOWDECK_TENANT_ACTIVE_RUNS": "500"})
+    assert (settings.max_tree_runs, settings.tenant_active_runs) == (30, 500)
+    defaults = Settings.from_env({})
+    assert (defaults.max_tree_runs, defaults.tenant_active_runs) == (1000, 10_000)
+    with pytest.raises(ValueError, match="FLOWDECK_MAX_TREE_RUNS must be at least 1"):
+        Settings.from_env({"FLOWDECK_MAX_TREE_RUNS": "0"})
+    with pytest.raises(ValueError, match="FLOWDECK_TENANT_ACTIVE_RUNS must be an integer"):
+        Settings.from_env({"FLOWDECK_TENANT_ACTIVE_RUNS": "lots"})
+
+
+async def test_a_running_flowdeck_applies_the_budgets(tmp_path: Path) -> None:
+    env = {
+        "FLOWDECK_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'flowdeck.db'}",
+        "FLOWDECK_MAX_TREE_RUNS": "7",
+        "FLOWDECK_TENANT_ACTIVE_RUNS": "3",
+    }
+    async with open_runtime(Settings.from_env(env), with_worker=False) as runtime:
+        assert runtime.engine.limits == RunLimits(max_tree_runs=7, tenant_active_runs=3)
+        assert runtime.engine.orchestrator.limits == runtime.engine.limits
