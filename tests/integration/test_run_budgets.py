@@ -16,7 +16,7 @@ from prometheus_client import generate_latest
 from flowdeck.domain.schedules import Schedule
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
-from flowdeck.engine.run_limits import RunLimits, TooManyActiveRunsError
+from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits, TooManyActiveRunsError
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.observability.metrics import Metrics
 from flowdeck.runtime import open_runtime
@@ -280,3 +280,27 @@ async def test_a_running_flowdeck_applies_the_budgets(tmp_path: Path) -> None:
     async with open_runtime(Settings.from_env(env), with_worker=False) as runtime:
         assert runtime.engine.limits == RunLimits(max_tree_runs=7, tenant_active_runs=3)
         assert runtime.engine.orchestrator.limits == runtime.engine.limits
+
+
+async def test_the_gate_counts_a_tenant_far_below_the_budget_once_a_second() -> None:
+    active = {"n": 0}
+    counts: list[str] = []
+    now = {"t": 100.0}
+
+    async def count(tenant_id: str, up_to: int) -> int:
+        counts.append(tenant_id)
+        return min(active["n"], up_to)
+
+    gate = ActiveRunsGate(count, 10, clock=lambda: now["t"])
+    for _ in range(5):  # below half: the first start counts, the next four ride on it
+        assert await gate.admit("a")
+        active["n"] += 1
+    assert counts == ["a"]
+    assert await gate.admit("a") and len(counts) == 2  # at half: every start counts
+    active["n"] += 1
+    now["t"] += 1.5
+    assert await gate.admit("b") and counts[-1] == "b"  # another tenant has a count of its own
+    active["n"] = 10
+    assert not await gate.admit("a")  # full: refused, and counted again next time
+    active["n"] = 0
+    assert await gate.admit("a") and counts.count("a") == 4

@@ -21,7 +21,7 @@ from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.orchestrator import Orchestrator, RunStateError
 from flowdeck.engine.plans import PlanCache, RunNotFoundError
 from flowdeck.engine.publisher import LocalPublisher, RunUpdate, Subscription, Update
-from flowdeck.engine.run_limits import RunLimits, TooManyActiveRunsError
+from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits, TooManyActiveRunsError
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.engine.worker import Worker
 from flowdeck.handlers.registry import HandlerRegistry
@@ -77,6 +77,7 @@ class Engine:
         self.plans = PlanCache(self.state, self.workflows, registry.default_handles())
         self.publisher = publisher or LocalPublisher()
         self.limits = limits or RunLimits()
+        self.active_runs = ActiveRunsGate(self.tenants.active_runs, self.limits.tenant_active_runs)
         self.orchestrator = Orchestrator(
             self.state, self.plans, self.publisher, lease_seconds=lease_seconds, limits=self.limits
         )
@@ -250,9 +251,9 @@ class Engine:
 
     async def _require_room(self, tenant_id: str, trigger: str) -> None:
         """Refuse a start from outside when the tenant has ``FLOWDECK_TENANT_ACTIVE_RUNS`` active runs."""
-        limit = self.limits.tenant_active_runs
-        if await self.tenants.active_runs(tenant_id, limit) < limit:
+        if await self.active_runs.admit(tenant_id):
             return
+        limit = self.limits.tenant_active_runs
         self.observer.run_refused("tenant_active_runs", trigger)
         log.warning(
             "refused a %s start of tenant %s: it has %d active runs (FLOWDECK_TENANT_ACTIVE_RUNS)",
