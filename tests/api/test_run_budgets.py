@@ -1,9 +1,12 @@
-"""Run and time budgets over HTTP (issue 21): timeouts above their maxima are a 400 naming the field on
-create, validate and test run; past FLOWDECK_TENANT_ACTIVE_RUNS a start answers 429 with Retry-After,
-from the REST API, a test run and a webhook alike, and another tenant is not held back."""
+"""Run and time budgets over HTTP (issue 21): the run-tree bomb stops by itself at FLOWDECK_MAX_TREE_RUNS;
+timeouts above their maxima are a 400 naming the field on create, validate and test run; past
+FLOWDECK_TENANT_ACTIVE_RUNS a start answers 429 with Retry-After, from the REST API, a test run and a
+webhook alike, and another tenant is not held back."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,13 +21,15 @@ from tests.support.graphs import definition, edge, end, node
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-ACTIVE_RUNS = 2
+ACTIVE_RUNS = 40
+TREE_RUNS = 30
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def server(api_db: Database, tmp_path_factory: TempPathFactory) -> AsyncIterator[Server]:
-    """This module's app: a tenant may have 2 active runs."""
-    async with serve(api_db, tmp_path_factory.mktemp("static"), settings={"tenant_active_runs": ACTIVE_RUNS}) as app:
+    """This module's app: a tenant may have 40 active runs, a tree of calls 30 runs."""
+    settings = {"tenant_active_runs": ACTIVE_RUNS, "max_tree_runs": TREE_RUNS}
+    async with serve(api_db, tmp_path_factory.mktemp("static"), settings=settings) as app:
         yield app
 
 
@@ -38,6 +43,52 @@ def waits() -> dict[str, Any]:
         [node("start", "start"), node("wait", "delay", config={"seconds": 60}), end()],
         [edge("start", "wait"), edge("wait", "end")],
     )
+
+
+def bomb(self_id: str) -> dict[str, Any]:
+    """The finding: a workflow that calls itself from a loop of 10, concurrency 10, timeoutSeconds 3000."""
+    return definition(
+        [
+            node("start", "start"),
+            node("each", "loop", config={"items": list(range(10)), "concurrency": 10}),
+            node("again", "workflow", config={"workflowId": self_id, "input": {}}, timeoutSeconds=3000),
+            end(),
+        ],
+        [edge("start", "each"), edge("each", "again", "loop"), edge("each", "end", "done")],
+        timeoutSeconds=3000,
+    )
+
+
+async def test_the_run_tree_bomb_stops_by_itself_at_the_cap(alice: Account, mallory: Account) -> None:
+    workflow_id = (await alice.client.post("/api/workflows", json=trivial())).json()["id"]
+    saved = await alice.client.put(f"/api/workflows/{workflow_id}", json=bomb(workflow_id) | {"version": 1})
+    assert saved.status_code == 200, saved.text  # accepted: 3000 s is within the maxima
+    started = await alice.client.post(f"/api/workflows/{workflow_id}/runs", json={})
+    assert started.status_code == 202, started.text
+    root_id = started.json()["instanceId"]
+
+    deadline = time.monotonic() + 90
+    while True:
+        page = (await alice.client.get("/api/runs", params={"limit": 100})).json()
+        tree = [run for run in page["items"] if run["workflowId"] == workflow_id]
+        if tree and all(run["status"] not in ("RUNNING", "PENDING") for run in tree):
+            break
+        assert time.monotonic() < deadline, "the tree never stopped"
+        await asyncio.sleep(0.2)
+    assert len(tree) == TREE_RUNS  # one API call started exactly the cap, and it stopped by itself
+    root = (await alice.client.get(f"/api/runs/{root_id}")).json()
+    assert root["status"] == "FAILED"
+
+    refused = []
+    for run in tree:
+        detail = (await alice.client.get(f"/api/runs/{run['instanceId']}")).json()
+        iterations = (detail["nodes"].get("again") or {}).get("iterations") or {}
+        refused += [view["error"] for view in iterations.values() if "may be in one tree" in (view["error"] or "")]
+    assert refused and all("FLOWDECK_MAX_TREE_RUNS" in message for message in refused), refused
+
+    # The other tenant was never held back.
+    neighbour = await mallory.client.post("/api/test-runs", json=trivial())
+    assert neighbour.status_code == 202, neighbour.text
 
 
 def _paths(answer: Any) -> set[str]:

@@ -143,7 +143,10 @@ class Engine:
                 continue  # its shape is wrong: validation reports that
             path = "config.workflowId"
             if called == own_id:
-                message = f"node '{node_id}' calls this workflow itself: it recurses until the nesting limit (10)"
+                message = (
+                    f"node '{node_id}' calls this workflow itself: it recurses until the nesting limit (10)"
+                    " or the runs of its tree reach FLOWDECK_MAX_TREE_RUNS"
+                )
                 problems.append(Problem("calls_itself", message, "warning", node_id=node_id, path=path))
             elif await self.workflows.latest_version(tenant_id, called) is None:
                 message = f"node '{node_id}': {path} is {called}, which is not a saved workflow here"
