@@ -29,7 +29,6 @@ from flowdeck.engine.run_start import open_run
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.storage.children import CALL_KEY, ChildRuns, count_tree_run, deadline_of
 from flowdeck.storage.records import Job, LogEvent
-from flowdeck.storage.tenants import count_active_runs
 
 __all__ = ("CHILD_TRIGGER", "ChildCascade", "record_call")
 
@@ -40,17 +39,18 @@ CHILD_TRIGGER = "workflow"
 
 
 async def record_call(
-    decision: Decision, job: Job, called: Called, status: RunStatus, child: RunPlan, limits: RunLimits
+    decision: Decision, job: Job, called: Called, status: RunStatus, child: RunPlan, limits: RunLimits, *, room: bool
 ) -> tuple[bool, Job | None]:
     """Record the call, park the calling node and open the child run, its start node leased to the
     decision's owner (who goes on with it). ``(False, None)`` when the caller no longer runs (nothing
     written). A call past a run budget (engine/run_limits.py) fails the node instead: ``(False, the job
-    that failure starts)``. Raises ``DuplicateDeliveryError`` (roll back) for a repeated call or when a
-    newer attempt holds the node."""
+    that failure starts)``; ``room``: whether the tenant's active runs leave room for the child (counted
+    before, engine/run_limits.py ``ActiveRunsGate``). Raises ``DuplicateDeliveryError`` (roll back) for a
+    repeated call or when a newer attempt holds the node."""
     if status is not RunStatus.RUNNING:
         return False, None  # the run ended meanwhile: its jobs are gone, nothing to call for
     tx, call = decision.tx, called.call
-    if await count_active_runs(tx.conn, child.tenant_id, limits.tenant_active_runs) >= limits.tenant_active_runs:
+    if not room:
         return False, await decision.record_failure(job, call_refused(limits, tree_full=False), status)
     root = await count_tree_run(tx.conn, job.instance_id, limits.max_tree_runs)
     if root is None:

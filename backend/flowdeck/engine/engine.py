@@ -79,7 +79,12 @@ class Engine:
         self.limits = limits or RunLimits()
         self.active_runs = ActiveRunsGate(self.tenants.active_runs, self.limits.tenant_active_runs)
         self.orchestrator = Orchestrator(
-            self.state, self.plans, self.publisher, lease_seconds=lease_seconds, limits=self.limits
+            self.state,
+            self.plans,
+            self.publisher,
+            lease_seconds=lease_seconds,
+            limits=self.limits,
+            active_runs=self.active_runs,
         )
         self.executor = NodeExecutor(self.state, self.plans, registry, self.observer)
         self.worker = Worker(

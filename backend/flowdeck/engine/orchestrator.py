@@ -32,7 +32,7 @@ from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome, Run
 from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.engine.publisher import Publisher
 from flowdeck.engine.retry_plan import plan_retry
-from flowdeck.engine.run_limits import RunLimits
+from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits
 from flowdeck.engine.run_start import open_run
 from flowdeck.engine.run_timing import RunTiming, deadline_for
 from flowdeck.engine.sla import arm_sla
@@ -55,12 +55,15 @@ class Orchestrator:
         *,
         lease_seconds: float = 30.0,
         limits: RunLimits | None = None,
+        active_runs: ActiveRunsGate | None = None,
     ) -> None:
         self.state = state
         self.plans = plans
         self.publisher = publisher
         self.lease_seconds = lease_seconds
         self.limits = limits or RunLimits()
+        self.active_runs = active_runs
+        """Whether a tenant may start one more run (a child counts as one); ``None``: no budget."""
         self._announce = Announcer(publisher)
         self.job_listeners = self._announce.job_listeners
         """Called with the due time of newly queued jobs (in-process wake-ups)."""
@@ -232,9 +235,11 @@ class Orchestrator:
             str(uuid.uuid4()), plan.tenant_id, call.workflow_id, plan.is_test, graph, {}, parent, plan.depth + 1
         )
 
+        room = self.active_runs is None or await self.active_runs.admit(plan.tenant_id)
+
         async def decide(tx: StateTransaction, status: RunStatus, effects: Effects) -> tuple[bool, Job | None]:
             decision = self._decision(tx, plan, effects, owner)
-            return await record_call(decision, job, called, status, child, self.limits)
+            return await record_call(decision, job, called, status, child, self.limits, room=room)
 
         self.plans.remember(child)  # before the commit announces its start job: this process may run it
         called_now, started = await self._cas.decide(job.instance_id, decide) or (False, None)

@@ -7,7 +7,7 @@ the child (storage/children.py ``count_tree_run``). The tenant budget is counted
 outside (the index on ``instances(tenant_id, status)``), at most once a second per tenant and process
 while the tenant is below half of it (``ActiveRunsGate``), at every start above; starts in flight at the
 same moment may each see the last free place, so it can be passed by the starts running concurrently.
-A child run counts it inside its call's transaction.
+A child run counts through the same gate, before its call's transaction.
 """
 
 from __future__ import annotations
