@@ -16,6 +16,7 @@ from flowdeck.engine.engine import Engine
 from flowdeck.engine.fanout import Fanout, read_back
 from flowdeck.engine.pg_notify import PostgresTransport
 from flowdeck.engine.redis_bridge import RedisTransport
+from flowdeck.engine.run_limits import RunLimits
 from flowdeck.handlers.base import NodeHandler
 from flowdeck.handlers.data_query import DataQueryHandler
 from flowdeck.handlers.python_code import PythonCodeHandler
@@ -86,8 +87,8 @@ async def open_runtime(
         concurrency=settings.worker_concurrency,
         tenant_concurrency=settings.tenant_concurrency,
         lease_seconds=settings.lease_seconds,
-        max_run_bytes=settings.max_run_bytes,
         poll_interval=settings.poll_interval_seconds,
+        limits=RunLimits(settings.max_tree_runs, settings.tenant_active_runs, settings.max_run_bytes),
     )
     notifier = Notifier(engine, SecretBox(settings.secret_key or None), queries.outbound)
     if with_worker:

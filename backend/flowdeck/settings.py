@@ -147,6 +147,10 @@ class Settings:
     db_pool_size: int = 20
     """FLOWDECK_DB_POOL_SIZE (PostgreSQL): connections one process keeps; ``serve --workers`` shares
     ``max_connections`` between its processes when it is unset (``serving.connection_share``)."""
+    max_tree_runs: int = 1000
+    """FLOWDECK_MAX_TREE_RUNS: runs in one tree of sub-workflow calls, the run nobody called included."""
+    tenant_active_runs: int = 10_000
+    """FLOWDECK_TENANT_ACTIVE_RUNS: a tenant's PENDING and RUNNING runs; a start past it is refused (429)."""
     serve_workers: int | None = None
     """FLOWDECK_SERVE_WORKERS: worker processes ``flowdeck serve`` starts beside itself (unset: one per core
     beyond the first on PostgreSQL, none on SQLite; ``serving.serve_worker_count``)."""
@@ -181,6 +185,8 @@ class Settings:
             serve_workers=_optional_int(env, "FLOWDECK_SERVE_WORKERS"),
             db_pool_size=_int(env, "FLOWDECK_DB_POOL_SIZE", 20),
             max_run_bytes=_int(env, "FLOWDECK_MAX_RUN_BYTES", DEFAULT_MAX_RUN_BYTES, minimum=1024),
+            max_tree_runs=_int(env, "FLOWDECK_MAX_TREE_RUNS", 1000),
+            tenant_active_runs=_int(env, "FLOWDECK_TENANT_ACTIVE_RUNS", 10_000),
         )
 
     def with_generated_secret(self) -> Settings:

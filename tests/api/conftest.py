@@ -27,6 +27,7 @@ from flowdeck.accounts.rate_limit import LoginLimits
 from flowdeck.api.config import ApiConfig
 from flowdeck.app import Flowdeck, build_app
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.run_limits import RunLimits
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.secrets import SecretBox
 from flowdeck.queries.service import DataService
@@ -110,9 +111,8 @@ async def serve(
 
     @asynccontextmanager
     async def runtime(given: Settings) -> AsyncIterator[_Runtime]:
-        engine = Engine(
-            db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, max_run_bytes=given.max_run_bytes
-        )
+        limits = RunLimits(given.max_tree_runs, given.tenant_active_runs, given.max_run_bytes)
+        engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, limits=limits)
         queries = QueryEngine(**query_options)
         await engine.start()
         try:

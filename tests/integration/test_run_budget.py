@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.run_limits import RunLimits
 from flowdeck.runtime import open_runtime
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
@@ -26,7 +27,9 @@ BLOB = "x" * 10_000  # 10,002 bytes of JSON
 
 @pytest.fixture
 async def small_engine(db: Database) -> AsyncIterator[Engine]:
-    eng = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, max_run_bytes=BUDGET)
+    eng = Engine(
+        db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, limits=RunLimits(max_run_bytes=BUDGET)
+    )
     await eng.start()
     yield eng
     await eng.stop()
@@ -141,7 +144,7 @@ async def test_a_running_flowdeck_applies_the_configured_budget(tmp_path: Path) 
 
 async def test_a_result_delivered_twice_is_charged_once_even_when_the_second_would_not_fit(db: Database) -> None:
     """A duplicate delivery changes nothing: not the counter, and no NODE_FAILED for an attempt that completed."""
-    engine = Engine(db, make_test_registry(), lease_seconds=60.0, max_run_bytes=BUDGET)
+    engine = Engine(db, make_test_registry(), lease_seconds=60.0, limits=RunLimits(max_run_bytes=BUDGET))
     await engine.start(with_worker=False)
     try:
         tenant_id = await engine.tenants.ensure("acme")

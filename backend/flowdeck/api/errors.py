@@ -23,6 +23,7 @@ from flowdeck.domain.errors import NodeError
 from flowdeck.engine.engine import DefinitionInvalidError
 from flowdeck.engine.orchestrator import RunStateError
 from flowdeck.engine.plans import RunNotFoundError
+from flowdeck.engine.run_limits import TooManyActiveRunsError
 from flowdeck.queries.errors import DataSourceInUseError, NameTakenError, NotFoundError, QueryValidationError
 from flowdeck.queries.secrets import SecretKeyMissingError
 from flowdeck.storage.workflows import StaleVersionError
@@ -63,6 +64,10 @@ def _not_found(_: Request[Any, Any, Any], exc: RunNotFoundError) -> Response[dic
 
 
 def _rate_limited(_: Request[Any, Any, Any], exc: RateLimitedError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": str(exc.retry_after)})
+
+
+def _too_many_runs(_: Request[Any, Any, Any], exc: TooManyActiveRunsError) -> Response[dict[str, Any]]:
     return error_response(HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": str(exc.retry_after)})
 
 
@@ -116,6 +121,7 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     RunStateError: _run_state,
     RunNotFoundError: _not_found,
     RateLimitedError: _rate_limited,
+    TooManyActiveRunsError: _too_many_runs,
     InvalidCredentialsError: _bad_credentials,
     AccountError: _account,
     RecursionError: _too_deep,

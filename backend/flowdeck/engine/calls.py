@@ -24,9 +24,10 @@ from flowdeck.engine.decision import Decision
 from flowdeck.engine.effects import Effects, job_key
 from flowdeck.engine.outcomes import Called
 from flowdeck.engine.plans import RunPlan
+from flowdeck.engine.run_limits import RunLimits, call_refused
 from flowdeck.engine.run_start import open_run
 from flowdeck.engine.run_timing import RunTiming
-from flowdeck.storage.children import CALL_KEY, ChildRuns, deadline_of
+from flowdeck.storage.children import CALL_KEY, ChildRuns, count_tree_run, deadline_of
 from flowdeck.storage.records import Job, LogEvent
 
 __all__ = ("CHILD_TRIGGER", "ChildCascade", "record_call")
@@ -38,15 +39,22 @@ CHILD_TRIGGER = "workflow"
 
 
 async def record_call(
-    decision: Decision, job: Job, called: Called, status: RunStatus, child: RunPlan
+    decision: Decision, job: Job, called: Called, status: RunStatus, child: RunPlan, limits: RunLimits, *, room: bool
 ) -> tuple[bool, Job | None]:
     """Record the call, park the calling node and open the child run, its start node leased to the
     decision's owner (who goes on with it). ``(False, None)`` when the caller no longer runs (nothing
-    written). Raises ``DuplicateDeliveryError`` (roll back) for a repeated call or when a newer attempt
-    holds the node."""
+    written). A call past a run budget (engine/run_limits.py) fails the node instead: ``(False, the job
+    that failure starts)``; ``room``: whether the tenant's active runs leave room for the child (counted
+    before, engine/run_limits.py ``ActiveRunsGate``). Raises ``DuplicateDeliveryError`` (roll back) for a
+    repeated call or when a newer attempt holds the node."""
     if status is not RunStatus.RUNNING:
         return False, None  # the run ended meanwhile: its jobs are gone, nothing to call for
     tx, call = decision.tx, called.call
+    if not room:
+        return False, await decision.record_failure(job, call_refused(limits, tree_full=False), status)
+    root = await count_tree_run(tx.conn, job.instance_id, limits.max_tree_runs)
+    if root is None:
+        return False, await decision.record_failure(job, call_refused(limits, tree_full=True), status)
     record = {"instanceId": child.instance_id, "workflowId": call.workflow_id, "version": call.version}
     row = LogEvent(
         job.instance_id,
@@ -71,6 +79,7 @@ async def record_call(
         trigger=CHILD_TRIGGER,
         timing=RunTiming(deadline_at=await deadline_of(tx.conn, job.instance_id)),  # the caller's deadline covers it
         claim=decision.owner is not None,
+        root_instance_id=root,
     )
     decision.effects.absorb(opened)
     decision.effects.node(job_key(job), NodeStatus.RUNNING, job.attempt, child_instance_id=child.instance_id)

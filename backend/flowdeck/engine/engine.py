@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -20,11 +21,11 @@ from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.orchestrator import Orchestrator, RunStateError
 from flowdeck.engine.plans import PlanCache, RunNotFoundError
 from flowdeck.engine.publisher import LocalPublisher, RunUpdate, Subscription, Update
+from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits, TooManyActiveRunsError
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.engine.worker import Worker
 from flowdeck.handlers.registry import HandlerRegistry
 from flowdeck.handlers.workflow_call import WorkflowCallHandler
-from flowdeck.settings import DEFAULT_MAX_RUN_BYTES
 from flowdeck.storage.children import ChildRuns
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import InstanceRecord
@@ -34,6 +35,8 @@ from flowdeck.storage.workflows import WorkflowRecord, WorkflowStore
 from flowdeck.validation.definition import validate_definition
 
 __all__ = ("DefinitionInvalidError", "Engine", "RunNotFoundError")
+
+log = logging.getLogger(__name__)
 
 
 class DefinitionInvalidError(Exception):
@@ -57,13 +60,14 @@ class Engine:
         concurrency: int = 16,
         tenant_concurrency: int | None = None,
         lease_seconds: float = 30.0,
-        max_run_bytes: int = DEFAULT_MAX_RUN_BYTES,
         poll_interval: float = 0.5,
         worker_id: str | None = None,
         observer: EngineObserver | None = None,
         clock: Callable[[], float] = time.time,
+        limits: RunLimits | None = None,
     ) -> None:
-        """``clock``: the time in epoch seconds for the state store and the worker (tests pass a fake one)."""
+        """``clock``: the time in epoch seconds for the state store and the worker (tests pass a fake one);
+        ``limits``: the run budgets (engine/run_limits.py)."""
         self.db = db
         self.observer: EngineObserver = observer or NullObserver()
         self.registry = registry
@@ -72,8 +76,15 @@ class Engine:
         self.tenants = TenantStore(db)
         self.plans = PlanCache(self.state, self.workflows, registry.default_handles())
         self.publisher = publisher or LocalPublisher()
+        self.limits = limits or RunLimits()
+        self.active_runs = ActiveRunsGate(self.tenants.active_runs, self.limits.tenant_active_runs)
         self.orchestrator = Orchestrator(
-            self.state, self.plans, self.publisher, lease_seconds=lease_seconds, max_run_bytes=max_run_bytes
+            self.state,
+            self.plans,
+            self.publisher,
+            lease_seconds=lease_seconds,
+            limits=self.limits,
+            active_runs=self.active_runs,
         )
         self.executor = NodeExecutor(self.state, self.plans, registry, self.observer)
         self.worker = Worker(
@@ -137,7 +148,10 @@ class Engine:
                 continue  # its shape is wrong: validation reports that
             path = "config.workflowId"
             if called == own_id:
-                message = f"node '{node_id}' calls this workflow itself: it recurses until the nesting limit (10)"
+                message = (
+                    f"node '{node_id}' calls this workflow itself: it recurses until the nesting limit (10)"
+                    " or the runs of its tree reach FLOWDECK_MAX_TREE_RUNS"
+                )
                 problems.append(Problem("calls_itself", message, "warning", node_id=node_id, path=path))
             elif await self.workflows.latest_version(tenant_id, called) is None:
                 message = f"node '{node_id}': {path} is {called}, which is not a saved workflow here"
@@ -185,10 +199,13 @@ class Engine:
 
         ``instance_id`` lets a caller choose the run's id: a second start with the same id fails on
         the primary key, which is how a schedule's due time starts exactly once across processes.
+
+        ``TooManyActiveRunsError`` when the tenant has ``FLOWDECK_TENANT_ACTIVE_RUNS`` active runs.
         """
         latest = await self.workflows.latest_version(tenant_id, workflow_id)
         if latest is None or (version is not None and version != latest):
             raise LookupError(f"workflow {workflow_id} does not exist at version {version or 'latest'}")
+        await self._require_room(tenant_id, trigger)
         graph = await self.plans.version_graph(workflow_id, latest)  # versions never change: cached
         instance_id = await self.orchestrator.start_run(
             tenant_id=tenant_id,
@@ -227,6 +244,7 @@ class Engine:
                     for n in unknown
                 ]
             )
+        await self._require_room(tenant_id, "test")
         instance_id = await self.orchestrator.start_run(
             tenant_id=tenant_id,
             graph=graph,
@@ -238,6 +256,42 @@ class Engine:
         )
         self.observer.run_started("test")
         return instance_id
+
+    async def _require_room(self, tenant_id: str, trigger: str) -> None:
+        """Refuse a start from outside when the tenant has ``FLOWDECK_TENANT_ACTIVE_RUNS`` active runs."""
+        if await self.active_runs.admit(tenant_id):
+            return
+        limit = self.limits.tenant_active_runs
+        self.observer.run_refused("tenant_active_runs", trigger)
+        log.warning(
+            "refused a %s start of tenant %s: it has %d active runs (FLOWDECK_TENANT_ACTIVE_RUNS)",
+            trigger,
+            tenant_id,
+            limit,
+        )
+        raise TooManyActiveRunsError(limit)
+
+    async def record_refused_run(
+        self, tenant_id: str, workflow_id: str, run_input: Any, *, trigger: str, instance_id: str, reason: str
+    ) -> None:
+        """Keep a trace of a start that was refused where nobody hears a 429 (a schedule's due time): a
+        FAILED run of the latest version whose error says why, so the tenant sees it in the run history
+        and ``options.onFailure`` hears of it. ``LookupError`` when the workflow is gone; a taken
+        ``instance_id`` fails on the primary key."""
+        latest = await self.workflows.latest_version(tenant_id, workflow_id)
+        if latest is None:
+            raise LookupError(f"workflow {workflow_id} does not exist")
+        graph = await self.plans.version_graph(workflow_id, latest)
+        await self.orchestrator.record_refused_run(
+            tenant_id=tenant_id,
+            graph=graph,
+            run_input=run_input,
+            workflow_id=workflow_id,
+            workflow_version=latest,
+            trigger=trigger,
+            instance_id=instance_id,
+            reason=reason,
+        )
 
     async def cancel_run(self, instance_id: str) -> bool:
         return await self.orchestrator.cancel_run(instance_id)

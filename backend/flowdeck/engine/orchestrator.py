@@ -32,10 +32,10 @@ from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome, Run
 from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.engine.publisher import Publisher
 from flowdeck.engine.retry_plan import plan_retry
+from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits
 from flowdeck.engine.run_start import open_run
 from flowdeck.engine.run_timing import RunTiming, deadline_for
 from flowdeck.engine.sla import arm_sla
-from flowdeck.settings import DEFAULT_MAX_RUN_BYTES
 from flowdeck.storage.children import ParentRef
 from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.log_fold import RETRY_REASON
@@ -54,13 +54,16 @@ class Orchestrator:
         publisher: Publisher,
         *,
         lease_seconds: float = 30.0,
-        max_run_bytes: int = DEFAULT_MAX_RUN_BYTES,
+        limits: RunLimits | None = None,
+        active_runs: ActiveRunsGate | None = None,
     ) -> None:
         self.state = state
         self.plans = plans
         self.publisher = publisher
         self.lease_seconds = lease_seconds
-        self.max_run_bytes = max_run_bytes
+        self.limits = limits or RunLimits()
+        self.active_runs = active_runs
+        """Whether a tenant may start one more run (a child counts as one); ``None``: no budget."""
         self._announce = Announcer(publisher)
         self.job_listeners = self._announce.job_listeners
         """Called with the due time of newly queued jobs (in-process wake-ups)."""
@@ -69,7 +72,7 @@ class Orchestrator:
         self.end_listeners = self._announce.end_listeners
         """Called with the id and status of a run that failed or was cancelled (engine/calls.py)."""
         self._cas = Cas(state, self._announce)
-        self._steps = OneStatementSteps(self._cas, lease_seconds, max_run_bytes)
+        self._steps = OneStatementSteps(self._cas, lease_seconds, self.limits.max_run_bytes)
         self._batches = Batcher(self._decide_alone, self._decide_together)
 
     def forget_versions(self) -> None:
@@ -78,7 +81,7 @@ class Orchestrator:
 
     def _decision(self, tx: StateTransaction, plan: RunPlan, effects: Effects, owner: str | None = None) -> Decision:
         return Decision(
-            tx, plan, effects, owner=owner, lease_seconds=self.lease_seconds, max_run_bytes=self.max_run_bytes
+            tx, plan, effects, owner=owner, lease_seconds=self.lease_seconds, max_run_bytes=self.limits.max_run_bytes
         )
 
     # -- starting ----------------------------------------------------------------------------------
@@ -146,6 +149,36 @@ class Orchestrator:
         self._announce(effects)
         return instance_id
 
+    async def record_refused_run(
+        self,
+        *,
+        tenant_id: str,
+        graph: Graph,
+        run_input: Any,
+        workflow_id: str,
+        workflow_version: int,
+        trigger: str,
+        instance_id: str,
+        reason: str,
+    ) -> None:
+        """A production run refused before it began (a schedule's start past a run budget): created and
+        FAILED with ``reason`` in one transaction, its start node cancelled before it ran. A run with
+        that id already existing fails on the primary key, as a second start would."""
+        plan = RunPlan(instance_id, tenant_id, workflow_id, False, graph, {})
+        async with self.state.transaction() as tx:
+            effects = Effects(tx.now)
+            decision = self._decision(tx, plan, effects)
+            await open_run(
+                decision,
+                run_input=run_input,
+                workflow_version=workflow_version,
+                test_definition=None,
+                trigger=trigger,
+                timing=RunTiming(),
+            )
+            await fail_run(tx, instance_id, reason, effects)
+        self._announce(effects)
+
     # -- results -----------------------------------------------------------------------------------
     async def handle_result(
         self,
@@ -194,7 +227,8 @@ class Orchestrator:
 
     async def _call_child(self, job: Job, called: Called, owner: str | None) -> Job | None:
         """A ``workflow`` node's call: the child run opened and the node parked, in one decision (engine/calls.py).
-        Returns the child's start job leased to ``owner``, which goes on with it (no claim in between)."""
+        Returns the child's start job leased to ``owner``, which goes on with it (no claim in between); a
+        call past a run budget fails the node instead, and what that starts is returned alike."""
         plan = await self.plans.get(job.instance_id)
         call = called.call
         graph = await self.plans.version_graph(call.workflow_id, call.version)
@@ -203,14 +237,17 @@ class Orchestrator:
             str(uuid.uuid4()), plan.tenant_id, call.workflow_id, plan.is_test, graph, {}, parent, plan.depth + 1
         )
 
+        room = self.active_runs is None or await self.active_runs.admit(plan.tenant_id)
+
         async def decide(tx: StateTransaction, status: RunStatus, effects: Effects) -> tuple[bool, Job | None]:
-            return await record_call(self._decision(tx, plan, effects, owner), job, called, status, child)
+            decision = self._decision(tx, plan, effects, owner)
+            return await record_call(decision, job, called, status, child, self.limits, room=room)
 
         self.plans.remember(child)  # before the commit announces its start job: this process may run it
         called_now, started = await self._cas.decide(job.instance_id, decide) or (False, None)
         if not called_now:
             self.plans.forget(child.instance_id)
-            return None
+            return started
         self._cas.versions.remember(child.instance_id, 1)
         if graph.definition.options.sla_seconds:
             await arm_sla(self.state, child.instance_id, graph.definition.options.sla_seconds)

@@ -23,10 +23,12 @@ async def open_run(
     trigger: str,
     timing: RunTiming,
     claim: bool = False,
+    root_instance_id: str | None = None,
 ) -> tuple[bool, Job | None]:
     """Create the run of ``decision.plan`` (its instance, INPUT_SET, a test run's definition, RUN_STATUS)
     and queue its start node; returns whether it is PENDING until ``timing.available_at``, and with
-    ``claim`` the start node's job leased to the decision's owner (when due now)."""
+    ``claim`` the start node's job leased to the decision's owner (when due now). A called run names its
+    tree's ``root_instance_id``."""
     tx, plan, effects = decision.tx, decision.plan, decision.effects
     graph, instance_id = plan.graph, plan.instance_id
     delay = max(0.0, timing.available_at - tx.now) if timing.available_at is not None else 0.0
@@ -44,6 +46,7 @@ async def open_run(
         deadline_at=timing.deadline_at,
         parent=plan.parent,
         depth=plan.depth,
+        root_instance_id=root_instance_id,
     )
     events = [LogEvent(instance_id, EventType.INPUT_SET, payload={"input": run_input})]
     if plan.is_test:

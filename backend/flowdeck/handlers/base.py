@@ -63,6 +63,9 @@ class NodeHandler(ABC):
     confined: ClassVar[bool] = False
     """True when ``execute`` has no effect outside the engine (no I/O): it may then run before the
     decisions it follows are durable (early release, storage/database.py). Anything else waits."""
+    parks: ClassVar[bool] = False
+    """True when the node's job is parked while it waits (no worker slot held): its ``timeoutSeconds``
+    may then be as long as a run's (validation/limits.py)."""
 
     def output_handles(self, config: Mapping[str, Any]) -> tuple[str, ...]:
         """The handles edges may leave this node from, for this config."""

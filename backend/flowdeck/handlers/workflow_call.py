@@ -37,6 +37,7 @@ class WorkflowCallHandler(NodeHandler):
     type_name = "workflow"
     handles = ("success", "error")
     template_fields = ("input",)
+    parks = True
 
     def __init__(self, workflows: WorkflowStore, children: ChildRuns, cancel: CancelRun) -> None:
         self._workflows = workflows

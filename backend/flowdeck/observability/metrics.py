@@ -58,6 +58,12 @@ class Metrics:
         self._refreshing: asyncio.Future[None] | None = None
         r = self.registry
         self.runs_started = Counter("flowdeck_runs_started", "Runs created, by trigger.", ["trigger"], registry=r)
+        self.runs_refused = Counter(
+            "flowdeck_runs_refused",
+            "Starts refused by a run budget, by budget (reason) and trigger.",
+            ["reason", "trigger"],
+            registry=r,
+        )
         self.runs_finished = Counter(
             "flowdeck_runs_finished", "Runs that reached a final status, by status.", ["status"], registry=r
         )
@@ -85,6 +91,9 @@ class Metrics:
 
     def node_ran(self, node_type: str, seconds: float, outcome: str) -> None:
         self.node_seconds.labels(node_type, outcome).observe(seconds)
+
+    def run_refused(self, reason: str, trigger: str) -> None:
+        self.runs_refused.labels(reason, trigger).inc()
 
     def observe(self, updates: list[Update]) -> None:
         """A publisher tap: counts the updates this process's engine published (never other processes')."""

@@ -20,7 +20,7 @@ from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, RunStatus
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.tables import instance_logs, instances, node_jobs, workflows
 
-__all__ = ("CALL_KEY", "MAX_DEPTH", "ChildRun", "ChildRuns", "ParentRef", "wake_parent")
+__all__ = ("CALL_KEY", "MAX_DEPTH", "ChildRun", "ChildRuns", "ParentRef", "count_tree_run", "wake_parent")
 
 CALL_KEY: Final = "__call"
 """The output variable of the SYSTEM_SET row recording a call (never folded into a context)."""
@@ -72,6 +72,29 @@ async def wake_parent(conn: Connection, parent: tuple[str | None, str | None, st
         .values(available_at=now)
     )
     return bool(result.rowcount)
+
+
+async def count_tree_run(conn: Connection, caller_id: str, max_runs: int) -> str | None:
+    """Count one more run in the tree of ``caller_id`` (in the transaction that creates it) and return
+    the tree's root, or ``None`` when the tree already holds ``max_runs`` runs (nothing counted).
+
+    The count lives on the root's row and one conditional UPDATE both checks and raises it: on PostgreSQL
+    the row lock makes concurrent calls of one tree wait for each other, and each re-reads ``tree_runs``
+    once the one before it committed (READ COMMITTED re-checks the WHERE on the updated row); SQLite has
+    one writer at a time. So a tree never passes the cap, whichever process calls."""
+    caller = instances.alias("caller")
+    root = (
+        sa.select(sa.func.coalesce(caller.c.root_instance_id, caller.c.id))
+        .where(caller.c.id == caller_id)
+        .scalar_subquery()
+    )
+    counted = await conn.execute(
+        instances.update()
+        .where(instances.c.id == root, instances.c.tree_runs < max_runs)
+        .values(tree_runs=instances.c.tree_runs + 1)
+        .returning(instances.c.id)
+    )
+    return counted.scalar_one_or_none()  # type: ignore[no-any-return]
 
 
 async def deadline_of(conn: Connection, instance_id: str) -> float | None:

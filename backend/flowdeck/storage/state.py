@@ -135,10 +135,12 @@ class StateTransaction:
         deadline_at: float | None = None,
         parent: ParentRef | None = None,
         depth: int = 0,
+        root_instance_id: str | None = None,
     ) -> None:
         """A RUNNING run, or a PENDING one until ``available_at`` (then ``started_at`` says when it starts).
 
-        ``parent``: the ``workflow`` node attempt calling it (a sub-workflow), ``depth`` its nesting."""
+        ``parent``: the ``workflow`` node attempt calling it (a sub-workflow), ``depth`` its nesting,
+        ``root_instance_id`` its outermost caller (storage/children.py ``count_tree_run``)."""
         begin = self.now if available_at is None else available_at
         values = {
             "id": instance_id,
@@ -159,6 +161,7 @@ class StateTransaction:
             "parent_iteration": parent.iteration if parent else None,
             "parent_attempt": parent.attempt if parent else None,
             "depth": depth,
+            "root_instance_id": root_instance_id,
         }
         await self.conn.execute(self.db.sql.insert_instance, values)
 

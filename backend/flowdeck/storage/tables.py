@@ -96,7 +96,12 @@ instances = sa.Table(
     sa.Column("depth", sa.Integer, nullable=False, server_default="0"),
     # The bytes of output the run has stored, against FLOWDECK_MAX_RUN_BYTES (storage/run_bytes.py).
     sa.Column("output_bytes", sa.BigInteger, nullable=False, server_default="0"),
+    # The run-tree budget (FLOWDECK_MAX_TREE_RUNS, storage/children.py): a called run's outermost caller
+    # (NULL for a run nothing called), and on that root the number of runs its tree holds, itself included.
+    sa.Column("root_instance_id", Id, nullable=True),
+    sa.Column("tree_runs", sa.Integer, nullable=False, server_default="1"),
     sa.Index(None, "tenant_id", "created_at"),
+    sa.Index(None, "tenant_id", "status"),  # a tenant's active runs, counted at each start (engine/run_limits.py)
     sa.Index(None, "workflow_id", "status", "created_at"),
     sa.Index(None, "status", "deadline_at"),
     sa.Index(None, "status", "sla_at"),

@@ -30,6 +30,7 @@ import sqlalchemy as sa
 
 from flowdeck.domain.schedules import Schedule, parse_schedules
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.run_limits import TooManyActiveRunsError
 from flowdeck.storage.tables import workflow_versions, workflows
 
 __all__ = ("TRIGGER", "ScheduledWorkflow", "Scheduler", "fire_id")
@@ -186,12 +187,35 @@ class Scheduler:
         except LookupError:  # deleted, or saved again since the last refresh
             self._refresh_at = -math.inf
             return None
+        except TooManyActiveRunsError as exc:
+            await self._refused(entry, schedule, instance_id, str(exc))
+            return None
         except Exception:
             if await state.get_instance(instance_id) is not None:
                 return None  # another process created it first: its primary key refused ours
             raise
         log.info("schedule %d of workflow %s started run %s", schedule.index, entry.workflow_id, instance_id)
         return instance_id
+
+    async def _refused(self, entry: ScheduledWorkflow, schedule: Schedule, instance_id: str, reason: str) -> None:
+        """A due time refused by the tenant's active-runs budget is kept as a FAILED run saying why
+        (the tenant sees it; ``options.onFailure`` is told), created exactly once like a started one."""
+        what = f"schedule {schedule.index} of workflow {entry.workflow_id}"
+        log.warning("%s did not start run %s: %s", what, instance_id, reason)
+        try:
+            await self.engine.record_refused_run(
+                entry.tenant_id,
+                entry.workflow_id,
+                schedule.input,
+                trigger=TRIGGER,
+                instance_id=instance_id,
+                reason=f"not started: {reason}",
+            )
+        except LookupError:
+            self._refresh_at = -math.inf
+        except Exception:
+            if await self.engine.state.get_instance(instance_id) is None:
+                raise  # not recorded by another process either: the next wake tries again
 
     # -- the index ---------------------------------------------------------------------------------
     async def refresh(self) -> None:

@@ -21,8 +21,10 @@ from flowdeck.validation.limits import (
     MAX_DEFINITION_BYTES,
     MAX_EDGES,
     MAX_LABEL_CHARS,
+    MAX_NODE_TIMEOUT_SECONDS,
     MAX_NODES,
     MAX_RETRY_ATTEMPTS,
+    MAX_RUN_TIMEOUT_SECONDS,
     MAX_TITLE_CHARS,
 )
 from flowdeck.validation.report import Checks, is_number, quoted_handles, show, type_name
@@ -79,10 +81,11 @@ class DefinitionChecks(Checks):
             self.bad_field("the workflow", "options", "an object", options)
             return
         timeout = options.get("timeoutSeconds", DEFAULT_RUN_TIMEOUT_SECONDS)
-        if is_number(timeout) and timeout > 0:
+        if is_number(timeout) and 0 < timeout <= MAX_RUN_TIMEOUT_SECONDS:
             self.run_timeout = float(timeout)
         else:
-            self.bad_field("the workflow", "options.timeoutSeconds", "a number above 0", timeout)
+            expected = f"a number above 0 and at most {MAX_RUN_TIMEOUT_SECONDS:,} (31 days)"
+            self.bad_field("the workflow", "options.timeoutSeconds", expected, timeout)
         sla = options.get("slaSeconds")
         if sla is not None and not (is_number(sla) and sla > 0):
             self.bad_field("the workflow", "options.slaSeconds", "a number above 0", sla)
@@ -177,8 +180,14 @@ class DefinitionChecks(Checks):
         ):
             self.bad_field(where, "position", "an object {x, y} of numbers", position, node_id=node_id)
         timeout = raw.get("timeoutSeconds")
-        if timeout is not None and not (is_number(timeout) and 0 < timeout <= self.run_timeout):
-            expected = f"a number above 0 and at most options.timeoutSeconds ({self.run_timeout:g})"
+        handler = self.registry.get(raw["type"]) if isinstance(raw.get("type"), str) else None
+        parks = handler is not None and handler.parks
+        most = MAX_RUN_TIMEOUT_SECONDS if parks else MAX_NODE_TIMEOUT_SECONDS
+        if timeout is not None and not (is_number(timeout) and 0 < timeout <= min(most, self.run_timeout)):
+            if self.run_timeout <= most:
+                expected = f"a number above 0 and at most options.timeoutSeconds ({self.run_timeout:g})"
+            else:
+                expected = f"a number above 0 and at most {most:,} ({'31 days' if parks else '24 h'})"
             self.bad_field(where, "timeoutSeconds", expected, timeout, node_id=node_id)
         join_mode = raw.get("joinMode", "all")
         if join_mode not in _JOIN_MODES:

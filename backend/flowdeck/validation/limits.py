@@ -12,7 +12,9 @@ __all__ = (
     "MAX_EDGES",
     "MAX_LABEL_CHARS",
     "MAX_NODES",
+    "MAX_NODE_TIMEOUT_SECONDS",
     "MAX_RETRY_ATTEMPTS",
+    "MAX_RUN_TIMEOUT_SECONDS",
     "MAX_TITLE_CHARS",
     "PROBLEM_CODES",
 )
@@ -26,6 +28,11 @@ MAX_CYCLES_REPORTED: Final = 50
 MAX_LABEL_CHARS: Final = 500
 MAX_TITLE_CHARS: Final = 200  # the workflows.title column, and what the API accepts
 MAX_RETRY_ATTEMPTS: Final = 10
+MAX_RUN_TIMEOUT_SECONDS: Final = 31 * 24 * 3600
+"""``options.timeoutSeconds``: the longest ``delay`` (30 days) fits, with a day for the rest of the run."""
+MAX_NODE_TIMEOUT_SECONDS: Final = 24 * 3600
+"""A node's ``timeoutSeconds`` while it holds a worker slot (and a sandbox or a connection); a node that
+waits parked (``NodeHandler.parks``: a ``workflow`` node's call) may wait up to the run's maximum."""
 
 PROBLEM_CODES: Final = (
     "invalid_definition",

@@ -4056,6 +4056,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description The user has sent too many requests in a given amount of time ("rate limiting") */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
         };
     };
     ApiTestRunsInstanceIdDeleteTestRun: {
@@ -6043,6 +6058,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description The user has sent too many requests in a given amount of time ("rate limiting") */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
         };
     };
     ApiWorkflowsWorkflowIdVersionsListVersions: {
@@ -6463,6 +6493,21 @@ export interface operations {
             };
             /** @description Request Entity Too Large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description The user has sent too many requests in a given amount of time ("rate limiting") */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

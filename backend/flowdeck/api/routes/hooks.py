@@ -108,7 +108,7 @@ class HookController(Controller):
         "/{workflow_id:str}",
         opt={PUBLIC: True},
         status_code=HTTP_202_ACCEPTED,
-        raises=errors(400, 401, 404, 413, public=True),
+        raises=errors(400, 401, 404, 413, 429, public=True),
     )
     async def call_webhook(
         self,

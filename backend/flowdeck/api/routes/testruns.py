@@ -20,7 +20,7 @@ class TestRunController(Controller):
     tags = ["test runs"]
     security = SIGNED_IN
 
-    @post(status_code=HTTP_202_ACCEPTED, raises=errors(400, 413))
+    @post(status_code=HTTP_202_ACCEPTED, raises=errors(400, 413, 429))
     async def start_test_run(
         self, data: JSONBody[StartTestRun], principal: Caller, services: AppServices
     ) -> RunAccepted:

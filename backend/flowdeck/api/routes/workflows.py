@@ -110,7 +110,7 @@ class WorkflowController(Controller):
     ) -> WorkflowOut:
         return await services.workflows.get(principal.tenant_id, workflow_id, version)
 
-    @post("/{workflow_id:str}/runs", status_code=HTTP_202_ACCEPTED, raises=errors(400, 404, 413))
+    @post("/{workflow_id:str}/runs", status_code=HTTP_202_ACCEPTED, raises=errors(400, 404, 413, 429))
     async def start_run(
         self, workflow_id: ObjectId, principal: Caller, services: AppServices, data: JSONBody[StartRun | None] = None
     ) -> RunAccepted:

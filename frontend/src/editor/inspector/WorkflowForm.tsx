@@ -310,7 +310,8 @@ export function WorkflowForm({
         )}
         {workflowId && workflowId === currentWorkflowId && (
           <span className="field__hint" data-testid="workflow-self">
-            This node calls the workflow it is in: each run starts another one, up to the nesting limit (10).
+            This node calls the workflow it is in: each run starts another one, up to the nesting limit (10)
+            or the runs one tree may hold (FLOWDECK_MAX_TREE_RUNS, 1,000 by default).
           </span>
         )}
         {target.state === 'missing' && (
