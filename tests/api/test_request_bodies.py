@@ -107,6 +107,7 @@ async def objects_of(server: Server, alice: Account) -> Objects:
         "path": "workflows/" + workflow_id,
         "file_path": "main.js",
         "example_id": "loop",
+        "node_id": "s1",
     }
     return Objects(values, api_token_id, embed["id"])
 
