@@ -31,6 +31,12 @@ def _optional_int(env: Mapping[str, str], name: str) -> int | None:
     return None if (env.get(name) or "").strip() == "" else _int(env, name, 0, minimum=0)
 
 
+def _at_most(value: int, name: str, maximum: int) -> int:
+    if value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
 def _list(env: Mapping[str, str], name: str, separator: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in (env.get(name) or "").split(separator) if part.strip())
 
@@ -106,6 +112,10 @@ class Settings:
     serve_workers: int | None = None
     """FLOWDECK_SERVE_WORKERS: worker processes ``flowdeck serve`` starts beside itself (unset: one per core
     beyond the first on PostgreSQL, none on SQLite; ``serving.serve_worker_count``)."""
+    max_run_labels: int = 10
+    """FLOWDECK_MAX_RUN_LABELS: labels one run may carry (domain/labels.py)."""
+    max_label_chars: int = 200
+    """FLOWDECK_MAX_LABEL_CHARS: characters of one label's value (at most 1000: values are indexed)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -130,6 +140,8 @@ class Settings:
             sqlite_synchronous=_choice(env, "FLOWDECK_SQLITE_SYNCHRONOUS", "full", ("full", "normal")).upper(),
             serve_workers=_optional_int(env, "FLOWDECK_SERVE_WORKERS"),
             db_pool_size=_int(env, "FLOWDECK_DB_POOL_SIZE", 20),
+            max_run_labels=_int(env, "FLOWDECK_MAX_RUN_LABELS", 10, minimum=0),
+            max_label_chars=_at_most(_int(env, "FLOWDECK_MAX_LABEL_CHARS", 200), "FLOWDECK_MAX_LABEL_CHARS", 1000),
         )
 
     def with_generated_secret(self) -> Settings:

@@ -34,7 +34,9 @@ class OneStatementSteps:
         self, plan: RunPlan, job: Job, outcome: Completed, owner: str | None
     ) -> tuple[bool, Job | None]:
         """Offer the result to the store as one of the one-statement steps; (taken, the job leased to
-        ``owner``). Not taken: nothing was written, the general decision takes it."""
+        ``owner``). Not taken: nothing was written, the general decision takes it (labels need it too)."""
+        if outcome.labels:
+            return False, None
         if owner is not None:
             taken, follow = await self._chain_step(plan, job, outcome, owner)
             if taken:

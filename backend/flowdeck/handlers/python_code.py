@@ -37,5 +37,13 @@ class PythonCodeHandler(NodeHandler):
         code = config.get("code")
         if not isinstance(code, str) or not code.strip():
             raise NodeError("config.code must be a non-empty string", retryable=False, error_type="ConfigError")
-        result = await self._pool.run(code, context, timeout_seconds=helpers.timeout_seconds, memory_mb=self._memory_mb)
-        return HandlerResult(output=result.output, next_handle="success", logs=result.logs or None)
+        result = await self._pool.run(
+            code,
+            context,
+            timeout_seconds=helpers.timeout_seconds,
+            memory_mb=self._memory_mb,
+            label_limits=helpers.label_limits,
+        )
+        return HandlerResult(
+            output=result.output, next_handle="success", logs=result.logs or None, labels=result.labels or None
+        )

@@ -5,6 +5,7 @@ Every query takes the caller's tenant id: a run of another tenant is simply not 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -13,8 +14,9 @@ from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.database import Database
 from flowdeck.storage.log_fold import NodeView, TimelineRow, fold_nodes, retry_count, timeline_rows
 from flowdeck.storage.records import InstanceRecord, LogRow
+from flowdeck.storage.run_labels import labels_of
 from flowdeck.storage.state import StateManager
-from flowdeck.storage.tables import instances
+from flowdeck.storage.tables import instances, run_labels
 
 __all__ = ("RunFilter", "RunQueries", "RunView", "TimelineRow", "timeline_rows")
 
@@ -59,6 +61,12 @@ class RunFilter:
     """Runs created before this time (epoch seconds)."""
     id_prefix: str | None = None
     """Runs whose id starts with this (a pasted short id)."""
+    trigger: str | None = None
+    """How the run started (``api``, ``webhook``, ``schedule``, ``test``, ``workflow`` ...)."""
+    parent_instance_id: str | None = None
+    """Runs a ``workflow`` node of this run started (its sub-workflow calls)."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """Runs carrying every one of these ``(name, value)`` labels."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +98,20 @@ class RunQueries:
     async def list_runs(
         self, tenant_id: str, filters: RunFilter, after: RunKey | None, limit: int
     ) -> tuple[list[InstanceRecord], RunKey | None]:
-        """Newest first; the second value is the key to pass as ``after`` for the next page (``None``: last page)."""
+        """Newest first; the second value is the key to pass as ``after`` for the next page (``None``: last page).
+
+        Each filter walks an index newest first (storage/tables.py; tests/integration/test_run_list_plans.py
+        checks the plans): with labels the first label's index drives, the run joined by its id.
+        """
         stmt = sa.select(*_LIST_COLUMNS).where(instances.c.tenant_id == tenant_id)
+        created, ident = instances.c.created_at, instances.c.id
+        for n, (name, value) in enumerate(filters.labels):
+            label = run_labels.alias(f"label_{n}")
+            stmt = stmt.join(label, label.c.instance_id == instances.c.id).where(
+                label.c.tenant_id == tenant_id, label.c.name == name, label.c.value == value
+            )
+            if n == 0:  # the first label's index gives the order (its rows copy the run's created_at)
+                created, ident = label.c.created_at, label.c.instance_id
         if filters.workflow_id is not None:
             stmt = stmt.where(instances.c.workflow_id == filters.workflow_id)
         if filters.status is not None:
@@ -99,25 +119,36 @@ class RunQueries:
         if filters.is_test is not None:
             stmt = stmt.where(instances.c.is_test == filters.is_test)
         if filters.created_from is not None:
-            stmt = stmt.where(instances.c.created_at >= filters.created_from)
+            stmt = stmt.where(created >= filters.created_from)
         if filters.created_to is not None:
-            stmt = stmt.where(instances.c.created_at < filters.created_to)
+            stmt = stmt.where(created < filters.created_to)
+        if filters.trigger is not None:
+            stmt = stmt.where(instances.c.trigger == filters.trigger)
+        if filters.parent_instance_id is not None:
+            stmt = stmt.where(instances.c.parent_instance_id == filters.parent_instance_id)
         if filters.id_prefix:
-            stmt = stmt.where(instances.c.id.startswith(filters.id_prefix, autoescape=True))
-        if after is not None:
-            created, last_id = after
+            # The range lets the primary key's index find the prefix (LIKE cannot use it on either
+            # database); LIKE keeps the match exact whatever the collation.
             stmt = stmt.where(
-                sa.or_(
-                    instances.c.created_at < created,
-                    sa.and_(instances.c.created_at == created, instances.c.id < last_id),
-                )
+                instances.c.id >= filters.id_prefix,
+                instances.c.id < filters.id_prefix + "\U0010ffff",
+                instances.c.id.startswith(filters.id_prefix, autoescape=True),
             )
-        stmt = stmt.order_by(instances.c.created_at.desc(), instances.c.id.desc()).limit(limit + 1)
+        if after is not None:
+            after_created, last_id = after
+            # The bound on created_at alone lets any index ending in it start there; the row value breaks ties.
+            stmt = stmt.where(created <= after_created, sa.tuple_(created, ident) < sa.tuple_(after_created, last_id))
+        stmt = stmt.order_by(created.desc(), ident.desc()).limit(limit + 1)
         async with self.db.read() as conn:
             rows = (await conn.execute(stmt)).all()
         records = [_record(row, with_payloads=False) for row in rows[:limit]]
         more = len(rows) > limit
         return records, ((records[-1].created_at, records[-1].id) if more else None)
+
+    async def labels_of(self, instance_ids: Iterable[str]) -> dict[str, dict[str, str]]:
+        """The labels of these runs (``{}`` for one without)."""
+        async with self.db.read(snapshot=False) as conn:
+            return await labels_of(conn, instance_ids)
 
     async def run_view(self, tenant_id: str, instance_id: str) -> RunView | None:
         run = await self.get_run(tenant_id, instance_id)

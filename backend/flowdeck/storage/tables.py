@@ -16,6 +16,7 @@ __all__ = (
     "loop_states",
     "metadata",
     "node_jobs",
+    "run_labels",
     "tenants",
     "workflow_versions",
     "workflows",
@@ -94,7 +95,14 @@ instances = sa.Table(
     sa.Column("parent_iteration", sa.String(200), nullable=True),
     sa.Column("parent_attempt", sa.Integer, nullable=True),
     sa.Column("depth", sa.Integer, nullable=False, server_default="0"),
-    sa.Index(None, "tenant_id", "created_at"),
+    # The run list (storage/run_queries.py): each filter has an index that starts with the tenant and
+    # ends in the list's order, so every page is an index range read newest first.
+    sa.Index(None, "tenant_id", "created_at", "id"),
+    sa.Index(None, "tenant_id", "status", "created_at"),
+    sa.Index(None, "tenant_id", "workflow_id", "created_at"),
+    sa.Index(None, "tenant_id", "trigger", "created_at"),
+    sa.Index(None, "tenant_id", "is_test", "created_at"),
+    sa.Index(None, "parent_instance_id", "created_at"),
     sa.Index(None, "workflow_id", "status", "created_at"),
     sa.Index(None, "status", "deadline_at"),
     sa.Index(None, "status", "sla_at"),
@@ -180,4 +188,17 @@ loop_states = sa.Table(
     sa.Column("item_count", sa.Integer, nullable=False),
     sa.Column("finished", sa.Integer, nullable=False),
     sa.Column("attempt", sa.Integer, nullable=False),
+)
+
+# Run labels (domain/labels.py): the run's tenant and creation time are copied here so a label filter
+# reads one index newest first, and joins each run by its id.
+run_labels = sa.Table(
+    "run_labels",
+    metadata,
+    sa.Column("instance_id", Id, primary_key=True),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("tenant_id", Id, nullable=False),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("created_at", Epoch, nullable=False),
+    sa.Index("ix_run_labels_tenant_name_value_created", "tenant_id", "name", "value", "created_at", "instance_id"),
 )

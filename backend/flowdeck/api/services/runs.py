@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from litestar.exceptions import NotFoundException, ValidationException
@@ -33,8 +34,9 @@ from flowdeck.storage.run_queries import RunFilter, RunQueries
 __all__ = ("RunService",)
 
 
-def _summary_fields(run: InstanceRecord) -> dict[str, Any]:
+def _summary_fields(run: InstanceRecord, labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {
+        "labels": labels or {},
         "instance_id": run.id,
         "workflow_id": run.workflow_id,
         "version": run.workflow_version,
@@ -91,11 +93,18 @@ class RunService:
         self.queries = queries
 
     # -- starting and stopping -----------------------------------------------------------------------
-    async def start(self, tenant_id: str, workflow_id: str, run_input: Any, timing: RunTiming | None = None) -> str:
+    async def start(
+        self,
+        tenant_id: str,
+        workflow_id: str,
+        run_input: Any,
+        timing: RunTiming | None = None,
+        labels: Mapping[str, object] | None = None,
+    ) -> str:
         check_json(input=run_input)
         timing = checked_timing(timing)
         try:
-            return await self.engine.start_workflow_run(tenant_id, workflow_id, run_input, timing=timing)
+            return await self.engine.start_workflow_run(tenant_id, workflow_id, run_input, timing=timing, labels=labels)
         except LookupError as exc:  # unknown, deleted, or another tenant's
             raise NotFoundException(detail=f"workflow {workflow_id} not found") from exc
 
@@ -142,7 +151,9 @@ class RunService:
     # -- reading -------------------------------------------------------------------------------------
     async def list(self, tenant_id: str, filters: RunFilter, cursor: str | None, limit: int) -> RunPage:
         runs, after = await self.queries.list_runs(tenant_id, filters, decode_cursor(cursor, TimeKey), limit)
-        return RunPage(items=[RunSummary(**_summary_fields(r)) for r in runs], next_cursor=encode_cursor(after))
+        labels = await self.queries.labels_of(r.id for r in runs)
+        items = [RunSummary(**_summary_fields(r, labels.get(r.id))) for r in runs]
+        return RunPage(items=items, next_cursor=encode_cursor(after))
 
     async def detail(self, tenant_id: str, instance_id: str) -> RunDetail:
         view = await self.queries.run_view(tenant_id, instance_id)
@@ -150,7 +161,9 @@ class RunService:
             raise _missing(instance_id)
         run = view.run
         nodes = {node_id: _node_out(v) for node_id, v in view.nodes.items()}
-        return RunDetail(**_summary_fields(run), input=run.input, output=run.output, nodes=nodes, retry=view.retries)
+        labels = (await self.queries.labels_of([run.id])).get(run.id)
+        fields = _summary_fields(run, labels)
+        return RunDetail(**fields, input=run.input, output=run.output, nodes=nodes, retry=view.retries)
 
     async def events(self, tenant_id: str, instance_id: str, cursor: str | None, limit: int) -> EventPage:
         page = await self.queries.events(tenant_id, instance_id, decode_cursor(cursor, NumberKey) or 0, limit)

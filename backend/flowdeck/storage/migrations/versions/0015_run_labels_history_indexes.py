@@ -1,0 +1,61 @@
+"""Run labels, and the indexes that keep the run history fast at millions of runs.
+
+``run_labels`` holds up to FLOWDECK_MAX_RUN_LABELS ``name -> value`` strings per run, with the run's
+tenant and creation time copied so ``?label.name=value`` walks one index newest first. The run list's
+filters each get an index that starts with the tenant and ends in the list's order (created_at, id);
+``(tenant_id, created_at)`` becomes ``(tenant_id, created_at, id)`` so the id tie-break needs no sort.
+
+Revision ID: 0015
+Revises: 0011
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0015"
+down_revision: str | None = "0011"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+_LIST_INDEXES = (
+    ("ix_instances_tenant_id_created_at_id", ["tenant_id", "created_at", "id"]),
+    ("ix_instances_tenant_id_status_created_at", ["tenant_id", "status", "created_at"]),
+    ("ix_instances_tenant_id_workflow_id_created_at", ["tenant_id", "workflow_id", "created_at"]),
+    ("ix_instances_tenant_id_trigger_created_at", ["tenant_id", "trigger", "created_at"]),
+    ("ix_instances_tenant_id_is_test_created_at", ["tenant_id", "is_test", "created_at"]),
+    ("ix_instances_parent_instance_id_created_at", ["parent_instance_id", "created_at"]),
+)
+
+
+def upgrade() -> None:
+    op.create_table(
+        "run_labels",
+        sa.Column("instance_id", sa.String(length=36), nullable=False),
+        sa.Column("name", sa.String(length=64), nullable=False),
+        sa.Column("tenant_id", sa.String(length=36), nullable=False),
+        sa.Column("value", sa.Text(), nullable=False),
+        sa.Column("created_at", sa.Double(), nullable=False),
+        sa.PrimaryKeyConstraint("instance_id", "name", name=op.f("pk_run_labels")),
+    )
+    with op.batch_alter_table("run_labels", schema=None) as batch_op:
+        batch_op.create_index(
+            "ix_run_labels_tenant_name_value_created", ["tenant_id", "name", "value", "created_at", "instance_id"]
+        )
+    with op.batch_alter_table("instances", schema=None) as batch_op:
+        batch_op.drop_index("ix_instances_tenant_id_created_at")
+        for name, columns in _LIST_INDEXES:
+            batch_op.create_index(name, columns, unique=False)
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("instances", schema=None) as batch_op:
+        for name, _ in reversed(_LIST_INDEXES):
+            batch_op.drop_index(name)
+        batch_op.create_index("ix_instances_tenant_id_created_at", ["tenant_id", "created_at"], unique=False)
+    with op.batch_alter_table("run_labels", schema=None) as batch_op:
+        batch_op.drop_index("ix_run_labels_tenant_name_value_created")
+    op.drop_table("run_labels")
