@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from flowdeck.storage.database import Connection
 from flowdeck.storage.tables import instances, run_labels
 
-__all__ = ("count_labels", "labels_of", "write_labels")
+__all__ = ("count_labels", "labels_of", "labels_statement", "write_labels")
 
 
 async def write_labels(conn: Connection, instance_id: str, labels: Mapping[str, str]) -> None:
@@ -39,18 +39,21 @@ async def write_labels(conn: Connection, instance_id: str, labels: Mapping[str, 
         )
 
 
+def labels_statement(instance_ids: list[str]) -> sa.Select[tuple[str, str, str]]:
+    return (
+        sa.select(run_labels.c.instance_id, run_labels.c.name, run_labels.c.value)
+        .where(run_labels.c.instance_id.in_(instance_ids))
+        .order_by(run_labels.c.instance_id, run_labels.c.name)
+    )
+
+
 async def labels_of(conn: Connection, instance_ids: Iterable[str]) -> dict[str, dict[str, str]]:
     """``{instance id: {name: value}}`` for the given runs (a run without labels is left out)."""
     ids = list(instance_ids)
     if not ids:
         return {}
-    stmt = (
-        sa.select(run_labels.c.instance_id, run_labels.c.name, run_labels.c.value)
-        .where(run_labels.c.instance_id.in_(ids))
-        .order_by(run_labels.c.instance_id, run_labels.c.name)
-    )
     found: dict[str, dict[str, str]] = {}
-    for instance_id, name, value in (await conn.execute(stmt)).all():
+    for instance_id, name, value in (await conn.execute(labels_statement(ids))).all():
         found.setdefault(instance_id, {})[name] = value
     return found
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -18,7 +19,7 @@ from flowdeck.storage.run_labels import labels_of
 from flowdeck.storage.state import StateManager
 from flowdeck.storage.tables import instances, run_labels
 
-__all__ = ("RunFilter", "RunQueries", "RunView", "TimelineRow", "timeline_rows")
+__all__ = ("RunFilter", "RunQueries", "RunView", "TimelineRow", "list_statement", "run_statement", "timeline_rows")
 
 RunKey = tuple[float, str]
 """Position in the newest-first run list: (created_at, id) of the last run of a page."""
@@ -84,61 +85,69 @@ def _record(row: sa.Row[tuple[object, ...]], with_payloads: bool = True) -> Inst
     return InstanceRecord(**m)
 
 
+def run_statement(tenant_id: str, instance_id: str) -> sa.Select[Any]:
+    return sa.select(*_COLUMNS).where(instances.c.id == instance_id, instances.c.tenant_id == tenant_id)
+
+
+def list_statement(tenant_id: str, filters: RunFilter, after: RunKey | None, limit: int) -> sa.Select[Any]:
+    """A page of the run list, newest first.
+
+    Each filter walks an index newest first (storage/tables.py; tests/integration/test_run_list_plans.py
+    checks the plans): with labels the first label's index drives, the run joined by its id.
+    """
+    stmt = sa.select(*_LIST_COLUMNS).where(instances.c.tenant_id == tenant_id)
+    created, ident = instances.c.created_at, instances.c.id
+    for n, (name, value) in enumerate(filters.labels):
+        label = run_labels.alias(f"label_{n}")
+        stmt = stmt.join(label, label.c.instance_id == instances.c.id).where(
+            label.c.tenant_id == tenant_id, label.c.name == name, label.c.value == value
+        )
+        if n == 0:  # the first label's index gives the order (its rows copy the run's created_at)
+            created, ident = label.c.created_at, label.c.instance_id
+    if filters.workflow_id is not None:
+        stmt = stmt.where(instances.c.workflow_id == filters.workflow_id)
+    if filters.status is not None:
+        stmt = stmt.where(instances.c.status == filters.status.value)
+    if filters.is_test is not None:
+        stmt = stmt.where(instances.c.is_test == filters.is_test)
+    if filters.created_from is not None:
+        stmt = stmt.where(created >= filters.created_from)
+    if filters.created_to is not None:
+        stmt = stmt.where(created < filters.created_to)
+    if filters.trigger is not None:
+        stmt = stmt.where(instances.c.trigger == filters.trigger)
+    if filters.parent_instance_id is not None:
+        stmt = stmt.where(instances.c.parent_instance_id == filters.parent_instance_id)
+    if filters.id_prefix:
+        # The range lets the primary key's index find the prefix (LIKE cannot use it on either
+        # database); LIKE keeps the match exact whatever the collation.
+        stmt = stmt.where(
+            instances.c.id >= filters.id_prefix,
+            instances.c.id < filters.id_prefix + "\U0010ffff",
+            instances.c.id.startswith(filters.id_prefix, autoescape=True),
+        )
+    if after is not None:
+        after_created, last_id = after
+        # The bound on created_at alone lets any index ending in it start there; the row value breaks ties.
+        stmt = stmt.where(created <= after_created, sa.tuple_(created, ident) < sa.tuple_(after_created, last_id))
+    return stmt.order_by(created.desc(), ident.desc()).limit(limit)
+
+
 class RunQueries:
     def __init__(self, db: Database, state: StateManager) -> None:
         self.db = db
         self.state = state
 
     async def get_run(self, tenant_id: str, instance_id: str) -> InstanceRecord | None:
-        stmt = sa.select(*_COLUMNS).where(instances.c.id == instance_id, instances.c.tenant_id == tenant_id)
         async with self.db.read() as conn:
-            row = (await conn.execute(stmt)).first()
+            row = (await conn.execute(run_statement(tenant_id, instance_id))).first()
         return None if row is None else _record(row)
 
     async def list_runs(
         self, tenant_id: str, filters: RunFilter, after: RunKey | None, limit: int
     ) -> tuple[list[InstanceRecord], RunKey | None]:
-        """Newest first; the second value is the key to pass as ``after`` for the next page (``None``: last page).
-
-        Each filter walks an index newest first (storage/tables.py; tests/integration/test_run_list_plans.py
-        checks the plans): with labels the first label's index drives, the run joined by its id.
-        """
-        stmt = sa.select(*_LIST_COLUMNS).where(instances.c.tenant_id == tenant_id)
-        created, ident = instances.c.created_at, instances.c.id
-        for n, (name, value) in enumerate(filters.labels):
-            label = run_labels.alias(f"label_{n}")
-            stmt = stmt.join(label, label.c.instance_id == instances.c.id).where(
-                label.c.tenant_id == tenant_id, label.c.name == name, label.c.value == value
-            )
-            if n == 0:  # the first label's index gives the order (its rows copy the run's created_at)
-                created, ident = label.c.created_at, label.c.instance_id
-        if filters.workflow_id is not None:
-            stmt = stmt.where(instances.c.workflow_id == filters.workflow_id)
-        if filters.status is not None:
-            stmt = stmt.where(instances.c.status == filters.status.value)
-        if filters.is_test is not None:
-            stmt = stmt.where(instances.c.is_test == filters.is_test)
-        if filters.created_from is not None:
-            stmt = stmt.where(created >= filters.created_from)
-        if filters.created_to is not None:
-            stmt = stmt.where(created < filters.created_to)
-        if filters.trigger is not None:
-            stmt = stmt.where(instances.c.trigger == filters.trigger)
-        if filters.parent_instance_id is not None:
-            stmt = stmt.where(instances.c.parent_instance_id == filters.parent_instance_id)
-        if filters.id_prefix:
-            # The range lets the primary key's index find the prefix (LIKE cannot use it on either
-            # database); LIKE keeps the match exact whatever the collation.
-            stmt = stmt.where(
-                instances.c.id >= filters.id_prefix,
-                instances.c.id < filters.id_prefix + "\U0010ffff",
-                instances.c.id.startswith(filters.id_prefix, autoescape=True),
-            )
-        if after is not None:
-            after_created, last_id = after
-            # The bound on created_at alone lets any index ending in it start there; the row value breaks ties.
-            stmt = stmt.where(created <= after_created, sa.tuple_(created, ident) < sa.tuple_(after_created, last_id))
-        stmt = stmt.order_by(created.desc(), ident.desc()).limit(limit + 1)
+        """Newest first; the second value is the key to pass as ``after`` for the next page (``None``: last page)."""
+        stmt = list_statement(tenant_id, filters, after, limit + 1)
         async with self.db.read() as conn:
             rows = (await conn.execute(stmt)).all()
         records = [_record(row, with_payloads=False) for row in rows[:limit]]

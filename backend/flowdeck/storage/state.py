@@ -26,6 +26,7 @@ from flowdeck.storage.log_fold import fold_context, merged_end_outputs
 from flowdeck.storage.log_rows import (
     dispatched_event,
     first_status_payload,
+    log_page,
     run_status_payload,
     started_event,
 )
@@ -486,15 +487,8 @@ class StateManager:
         return payload if isinstance(payload, dict) else None
 
     async def read_log(self, instance_id: str, *, after_log_id: int = 0, limit: int | None = None) -> list[LogRow]:
-        stmt = (
-            sa.select(*LOG_COLUMNS)
-            .where(instance_logs.c.instance_id == instance_id, instance_logs.c.log_id > after_log_id)
-            .order_by(instance_logs.c.log_id)
-        )
-        if limit is not None:
-            stmt = stmt.limit(limit)
         async with self.db.read() as conn:
-            return [LogRow(*row) for row in await conn.execute(stmt)]
+            return [LogRow(*row) for row in await conn.execute(log_page(instance_id, after_log_id, limit))]
 
     async def get_timed_out_instances(self, now: float, limit: int = 100) -> list[str]:
         stmt = (
