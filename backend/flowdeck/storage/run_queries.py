@@ -89,13 +89,24 @@ def run_statement(tenant_id: str, instance_id: str) -> sa.Select[Any]:
     return sa.select(*_COLUMNS).where(instances.c.id == instance_id, instances.c.tenant_id == tenant_id)
 
 
+_NARROW_PREFIX = 4
+"""An id prefix this long matches one run in 65,536 (ids are random hex)."""
+
+
 def list_statement(tenant_id: str, filters: RunFilter, after: RunKey | None, limit: int) -> sa.Select[Any]:
     """A page of the run list, newest first.
 
     Each filter walks an index newest first (storage/tables.py; tests/integration/test_run_list_plans.py
     checks the plans): with labels the first label's index drives, the run joined by its id.
     """
-    stmt = sa.select(*_LIST_COLUMNS).where(instances.c.tenant_id == tenant_id)
+    narrow = filters.parent_instance_id is not None or len(filters.id_prefix or "") >= _NARROW_PREFIX
+    # A caller's runs and a long id prefix are a handful: found through their own index, then sorted. The
+    # other columns are then compared as expressions, which no index offers, so that SQLite (which keeps
+    # no statistics) cannot prefer walking the tenant's history, or a status's runs, instead.
+    tenant, workflow, status = (
+        (c.concat("") if narrow else c) for c in (instances.c.tenant_id, instances.c.workflow_id, instances.c.status)
+    )
+    stmt = sa.select(*_LIST_COLUMNS).where(tenant == tenant_id)
     created, ident = instances.c.created_at, instances.c.id
     for n, (name, value) in enumerate(filters.labels):
         label = run_labels.alias(f"label_{n}")
@@ -105,9 +116,9 @@ def list_statement(tenant_id: str, filters: RunFilter, after: RunKey | None, lim
         if n == 0:  # the first label's index gives the order (its rows copy the run's created_at)
             created, ident = label.c.created_at, label.c.instance_id
     if filters.workflow_id is not None:
-        stmt = stmt.where(instances.c.workflow_id == filters.workflow_id)
+        stmt = stmt.where(workflow == filters.workflow_id)
     if filters.status is not None:
-        stmt = stmt.where(instances.c.status == filters.status.value)
+        stmt = stmt.where(status == filters.status.value)
     if filters.is_test is not None:
         stmt = stmt.where(instances.c.is_test == filters.is_test)
     if filters.created_from is not None:
@@ -128,8 +139,8 @@ def list_statement(tenant_id: str, filters: RunFilter, after: RunKey | None, lim
         )
     if after is not None:
         after_created, last_id = after
-        # The bound on created_at alone lets any index ending in it start there; the row value breaks ties.
-        stmt = stmt.where(created <= after_created, sa.tuple_(created, ident) < sa.tuple_(after_created, last_id))
+        # A row value: every list index ends in (created_at, id), so the next page starts right there.
+        stmt = stmt.where(sa.tuple_(created, ident) < sa.tuple_(after_created, last_id))
     return stmt.order_by(created.desc(), ident.desc()).limit(limit)
 
 

@@ -97,12 +97,15 @@ instances = sa.Table(
     sa.Column("depth", sa.Integer, nullable=False, server_default="0"),
     # The run list (storage/run_queries.py): each filter has an index that starts with the tenant and
     # ends in the list's order, so every page is an index range read newest first.
+    # SQLite (no statistics) picks the index with the most equality columns that gives the whole order.
     sa.Index(None, "tenant_id", "created_at", "id"),
-    sa.Index(None, "tenant_id", "status", "created_at"),
-    sa.Index(None, "tenant_id", "workflow_id", "created_at"),
-    sa.Index(None, "tenant_id", "trigger", "created_at"),
-    sa.Index(None, "tenant_id", "is_test", "created_at"),
-    sa.Index(None, "parent_instance_id", "created_at"),
+    sa.Index(None, "tenant_id", "status", "created_at", "id"),
+    sa.Index(None, "tenant_id", "workflow_id", "created_at", "id"),
+    sa.Index(None, "tenant_id", "workflow_id", "status", "created_at", "id"),
+    sa.Index(None, "tenant_id", "workflow_id", "is_test", "created_at", "id"),
+    sa.Index(None, "tenant_id", "is_test", "created_at", "id"),
+    sa.Index(None, "tenant_id", "trigger", "created_at", "id"),
+    sa.Index(None, "parent_instance_id", "created_at", "id"),
     sa.Index(None, "workflow_id", "status", "created_at"),
     sa.Index(None, "status", "deadline_at"),
     sa.Index(None, "status", "sla_at"),

@@ -2,8 +2,9 @@
 
 ``run_labels`` holds up to FLOWDECK_MAX_RUN_LABELS ``name -> value`` strings per run, with the run's
 tenant and creation time copied so ``?label.name=value`` walks one index newest first. The run list's
-filters each get an index that starts with the tenant and ends in the list's order (created_at, id);
-``(tenant_id, created_at)`` becomes ``(tenant_id, created_at, id)`` so the id tie-break needs no sort.
+filters each get an index that starts with the tenant and ends in the list's order (created_at, id), so a
+page is read in order and never sorted; the editor's combinations (workflow and status, workflow and
+production/test) have theirs. ``(tenant_id, created_at)`` becomes ``(tenant_id, created_at, id)``.
 
 Revision ID: 0015
 Revises: 0011
@@ -23,11 +24,19 @@ depends_on: str | Sequence[str] | None = None
 
 _LIST_INDEXES = (
     ("ix_instances_tenant_id_created_at_id", ["tenant_id", "created_at", "id"]),
-    ("ix_instances_tenant_id_status_created_at", ["tenant_id", "status", "created_at"]),
-    ("ix_instances_tenant_id_workflow_id_created_at", ["tenant_id", "workflow_id", "created_at"]),
-    ("ix_instances_tenant_id_trigger_created_at", ["tenant_id", "trigger", "created_at"]),
-    ("ix_instances_tenant_id_is_test_created_at", ["tenant_id", "is_test", "created_at"]),
-    ("ix_instances_parent_instance_id_created_at", ["parent_instance_id", "created_at"]),
+    ("ix_instances_tenant_id_status_created_at_id", ["tenant_id", "status", "created_at", "id"]),
+    ("ix_instances_tenant_id_workflow_id_created_at_id", ["tenant_id", "workflow_id", "created_at", "id"]),
+    (
+        "ix_instances_tenant_id_workflow_id_status_created_at_id",
+        ["tenant_id", "workflow_id", "status", "created_at", "id"],
+    ),
+    (
+        "ix_instances_tenant_id_workflow_id_is_test_created_at_id",
+        ["tenant_id", "workflow_id", "is_test", "created_at", "id"],
+    ),
+    ("ix_instances_tenant_id_is_test_created_at_id", ["tenant_id", "is_test", "created_at", "id"]),
+    ("ix_instances_tenant_id_trigger_created_at_id", ["tenant_id", "trigger", "created_at", "id"]),
+    ("ix_instances_parent_instance_id_created_at_id", ["parent_instance_id", "created_at", "id"]),
 )
 
 
