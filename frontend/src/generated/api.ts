@@ -931,6 +931,9 @@ export interface components {
             input?: unknown;
             instanceId: string;
             isTest: boolean;
+            labels?: {
+                [key: string]: string;
+            };
             nodes?: {
                 [key: string]: components["schemas"]["NodeStateOut"];
             };
@@ -964,6 +967,9 @@ export interface components {
             error: string | null;
             instanceId: string;
             isTest: boolean;
+            labels?: {
+                [key: string]: string;
+            };
             parentInstanceId?: string | null;
             parentNodeId?: string | null;
             slaBreachedAt: number | null;
@@ -987,6 +993,10 @@ export interface components {
             /** @description fail the run if it has not finished by then (before timeoutSeconds) */
             deadlineAt?: number | null;
             input?: unknown;
+            /** @description run labels, name -> string value (GET /api/runs?label.name=value) */
+            labels?: {
+                [key: string]: unknown;
+            } | null;
         };
         /** StartTestRun */
         StartTestRun: {
@@ -3040,6 +3050,10 @@ export interface operations {
                 to?: number | null;
                 /** @description runs whose id starts with this (a short id) */
                 idPrefix?: string | null;
+                /** @description how runs started (api, webhook ...) */
+                trigger?: string | null;
+                /** @description runs this run's workflow nodes started */
+                parentInstanceId?: string | null;
                 /** @description nextCursor of the previous page */
                 cursor?: string | null;
                 /** @description page size */
