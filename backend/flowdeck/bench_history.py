@@ -168,7 +168,7 @@ def _table(rows: list[dict[str, Any]], sizes: list[dict[str, Any]], url: str, ru
     lines = [f"run history, {runs:,} runs in one tenant, {url.split('://')[0]}"]
     lines.append(f"{'query':34} {'p50 ms':>8} {'p95 ms':>8}")
     lines += [f"{row['query']:34} {row['p50Ms']:>8.2f} {row['p95Ms']:>8.2f}" for row in rows]
-    lines.append(f"\n{'table':15} {'part':45} {'bytes/run':>10}")
-    lines += [f"{size['table']:15} {size['part']:45} {size['bytesPerRun']:>10,}" for size in sizes]
-    lines.append(f"{'':15} {'total':45} {sum(s['bytesPerRun'] for s in sizes):>10,}")
+    lines.append(f"\n{'table':15} {'part':56} {'bytes/run':>10}")
+    lines += [f"{size['table']:15} {size['part']:56} {size['bytesPerRun']:>10,}" for size in sizes]
+    lines.append(f"{'':15} {'total':56} {sum(s['bytesPerRun'] for s in sizes):>10,}")
     return "\n".join(lines) + "\n"

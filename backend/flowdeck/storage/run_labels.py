@@ -7,14 +7,14 @@ first (``ix_run_labels_tenant_name_value_created``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
 
 from flowdeck.storage.database import Connection
 from flowdeck.storage.tables import instances, run_labels
 
-__all__ = ("count_labels", "labels_of", "labels_statement", "write_labels")
+__all__ = ("count_labels", "labels_of", "labels_statement", "rarest_first", "write_labels")
 
 
 async def write_labels(conn: Connection, instance_id: str, labels: Mapping[str, str]) -> None:
@@ -56,6 +56,27 @@ async def labels_of(conn: Connection, instance_ids: Iterable[str]) -> dict[str, 
     for instance_id, name, value in (await conn.execute(labels_statement(ids))).all():
         found.setdefault(instance_id, {})[name] = value
     return found
+
+
+_PROBE = 10_000
+"""How far ``rarest_first`` counts a label's runs: enough to tell a rare label from a common one."""
+
+
+async def rarest_first(conn: Connection, tenant_id: str, labels: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``labels`` with the one carried by the fewest runs first (each counted up to ``_PROBE`` in its
+    index): the run list walks the first and looks the others up per run, so it walks the rarest."""
+    if len(labels) < 2:
+        return list(labels)
+    counts = []
+    for name, value in labels:
+        some = (
+            sa.select(run_labels.c.instance_id)
+            .where(run_labels.c.tenant_id == tenant_id, run_labels.c.name == name, run_labels.c.value == value)
+            .limit(_PROBE)
+            .subquery()
+        )
+        counts.append(int((await conn.execute(sa.select(sa.func.count()).select_from(some))).scalar_one()))
+    return [label for _, label in sorted(zip(counts, labels, strict=True), key=lambda pair: pair[0])]
 
 
 async def count_labels(conn: Connection, instance_id: str, except_names: Iterable[str] = ()) -> int:

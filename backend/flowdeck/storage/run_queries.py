@@ -6,7 +6,7 @@ Every query takes the caller's tenant id: a run of another tenant is simply not 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,7 +15,7 @@ from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.database import Database
 from flowdeck.storage.log_fold import NodeView, TimelineRow, fold_nodes, retry_count, timeline_rows
 from flowdeck.storage.records import InstanceRecord, LogRow
-from flowdeck.storage.run_labels import labels_of
+from flowdeck.storage.run_labels import labels_of, rarest_first
 from flowdeck.storage.state import StateManager
 from flowdeck.storage.tables import instances, run_labels
 
@@ -108,13 +108,19 @@ def list_statement(tenant_id: str, filters: RunFilter, after: RunKey | None, lim
     )
     stmt = sa.select(*_LIST_COLUMNS).where(tenant == tenant_id)
     created, ident = instances.c.created_at, instances.c.id
-    for n, (name, value) in enumerate(filters.labels):
-        label = run_labels.alias(f"label_{n}")
+    if filters.labels:
+        # The first label's index drives and gives the order (its rows copy the run's created_at); every
+        # other label is one primary-key lookup per run, as a scalar subquery: PostgreSQL's generic plan
+        # (prepared statements) would otherwise join two labels' whole index ranges by hash.
+        (name, value), *others = filters.labels
+        label = run_labels.alias("label_0")
         stmt = stmt.join(label, label.c.instance_id == instances.c.id).where(
             label.c.tenant_id == tenant_id, label.c.name == name, label.c.value == value
         )
-        if n == 0:  # the first label's index gives the order (its rows copy the run's created_at)
-            created, ident = label.c.created_at, label.c.instance_id
+        created, ident = label.c.created_at, label.c.instance_id
+        for name, value in others:
+            has = sa.select(run_labels.c.value).where(run_labels.c.instance_id == label.c.instance_id)
+            stmt = stmt.where(has.where(run_labels.c.name == name).scalar_subquery() == value)
     if filters.workflow_id is not None:
         stmt = stmt.where(workflow == filters.workflow_id)
     if filters.status is not None:
@@ -158,9 +164,10 @@ class RunQueries:
         self, tenant_id: str, filters: RunFilter, after: RunKey | None, limit: int
     ) -> tuple[list[InstanceRecord], RunKey | None]:
         """Newest first; the second value is the key to pass as ``after`` for the next page (``None``: last page)."""
-        stmt = list_statement(tenant_id, filters, after, limit + 1)
         async with self.db.read() as conn:
-            rows = (await conn.execute(stmt)).all()
+            if len(filters.labels) > 1:
+                filters = replace(filters, labels=tuple(await rarest_first(conn, tenant_id, filters.labels)))
+            rows = (await conn.execute(list_statement(tenant_id, filters, after, limit + 1))).all()
         records = [_record(row, with_payloads=False) for row in rows[:limit]]
         more = len(rows) > limit
         return records, ((records[-1].created_at, records[-1].id) if more else None)
