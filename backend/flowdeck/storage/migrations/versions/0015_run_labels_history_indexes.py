@@ -4,7 +4,10 @@
 tenant and creation time copied so ``?label.name=value`` walks one index newest first. The run list's
 filters each get an index that starts with the tenant and ends in the list's order (created_at, id), so a
 page is read in order and never sorted; the editor's combinations (workflow and status, workflow and
-production/test) have theirs. ``(tenant_id, created_at)`` becomes ``(tenant_id, created_at, id)``.
+production/test) have theirs. ``(tenant_id, created_at)`` becomes ``(tenant_id, created_at, id)``, and
+``(workflow_id, status, created_at)`` goes: ``(tenant_id, workflow_id, status, created_at, id)`` answers
+its one reader (a widget's latest runs, which filters by tenant too). A caller's runs have a partial index
+(only runs something called: nothing for the others).
 
 Revision ID: 0015
 Revises: 0011
@@ -36,8 +39,9 @@ _LIST_INDEXES = (
     ),
     ("ix_instances_tenant_id_is_test_created_at_id", ["tenant_id", "is_test", "created_at", "id"]),
     ("ix_instances_tenant_id_trigger_created_at_id", ["tenant_id", "trigger", "created_at", "id"]),
-    ("ix_instances_parent_instance_id_created_at_id", ["parent_instance_id", "created_at", "id"]),
 )
+_CALLER_INDEX = "ix_instances_parent_instance_id_created_at_id"
+_CALLED = sa.text("parent_instance_id IS NOT NULL")
 
 
 def upgrade() -> None:
@@ -56,15 +60,27 @@ def upgrade() -> None:
         )
     with op.batch_alter_table("instances", schema=None) as batch_op:
         batch_op.drop_index("ix_instances_tenant_id_created_at")
+        batch_op.drop_index("ix_instances_workflow_id_status_created_at")
         for name, columns in _LIST_INDEXES:
             batch_op.create_index(name, columns, unique=False)
+        batch_op.create_index(
+            _CALLER_INDEX,
+            ["parent_instance_id", "created_at", "id"],
+            unique=False,
+            sqlite_where=_CALLED,
+            postgresql_where=_CALLED,
+        )
 
 
 def downgrade() -> None:
     with op.batch_alter_table("instances", schema=None) as batch_op:
+        batch_op.drop_index(_CALLER_INDEX)
         for name, _ in reversed(_LIST_INDEXES):
             batch_op.drop_index(name)
         batch_op.create_index("ix_instances_tenant_id_created_at", ["tenant_id", "created_at"], unique=False)
+        batch_op.create_index(
+            "ix_instances_workflow_id_status_created_at", ["workflow_id", "status", "created_at"], unique=False
+        )
     with op.batch_alter_table("run_labels", schema=None) as batch_op:
         batch_op.drop_index("ix_run_labels_tenant_name_value_created")
     op.drop_table("run_labels")
