@@ -96,3 +96,19 @@ async def test_a_bad_label_is_a_node_error_naming_the_line(python_engine: Engine
     assert run is not None and run.status.value == "FAILED"
     assert words in (run.error or "") and "line" in (run.error or "")
     assert await queries.labels_of([run_id]) == {}
+
+
+async def test_a_deleted_test_run_takes_its_labels_with_it(python_engine: Engine) -> None:
+    tenant_id = await python_engine.tenants.ensure("acme")
+    queries = RunQueries(python_engine.db, python_engine.state)
+    d = definition(
+        [node("start", "start"), python("p", "ctx.label('draft', 'yes')\nreturn 1"), end()],
+        [edge("start", "p"), edge("p", "end", "success")],
+    )
+    run_id = await python_engine.start_test_run(tenant_id, d)
+    await python_engine.wait_for_run(run_id, 20)
+    assert (await queries.labels_of([run_id]))[run_id] == {"draft": "yes"}
+    assert await python_engine.delete_test_run(run_id)
+    assert await queries.labels_of([run_id]) == {}
+    found, _ = await queries.list_runs(tenant_id, RunFilter(labels=(("draft", "yes"),)), None, 10)
+    assert found == []

@@ -33,7 +33,7 @@ from flowdeck.storage.log_rows import (
 from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
 from flowdeck.storage.statements import LOG_COLUMNS
 from flowdeck.storage.steps import ChainStep, ChainStepInput, EndStep, EndStepInput, IterationStepInput, RunStart
-from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
+from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs, run_labels
 
 __all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "fold_context")
 
@@ -539,6 +539,7 @@ class StateManager:
             await conn.execute(join_barriers.delete().where(join_barriers.c.instance_id == instance_id))
             await conn.execute(loop_states.delete().where(loop_states.c.instance_id == instance_id))
             await conn.execute(instance_logs.delete().where(instance_logs.c.instance_id == instance_id))
+            await conn.execute(run_labels.delete().where(run_labels.c.instance_id == instance_id))
             await conn.execute(instances.delete().where(instances.c.id == instance_id))
             return True
 
