@@ -113,3 +113,33 @@ def test_the_last_test_run_survives_a_reload(page: Page, server: Server) -> None
     editor.select("answer")
     page.get_by_test_id("tab-run-data").click()
     expect(page.get_by_test_id("inspector")).to_contain_text("42")
+
+
+def test_runs_are_found_by_their_labels(page: Page, server: Server) -> None:
+    wf = server.create_workflow(chain("Labelled runs", ("one", "ctx.label('step', 'one')\nreturn {'n': 1}")))
+    acme = server.api("POST", f"/api/workflows/{wf['id']}/runs", {"labels": {"customer": "acme", "region": "eu"}})
+    globex = server.api("POST", f"/api/workflows/{wf['id']}/runs", {"labels": {"customer": "globex"}})
+    for run in (acme, globex):
+        _wait_finished(server, run["instanceId"])
+
+    page.goto(f"/runs?workflowId={wf['id']}")
+    rows = page.get_by_test_id("run-row")
+    expect(rows).to_have_count(2)
+    acme_row = page.locator(f'[data-testid="run-row"][data-id="{acme["instanceId"]}"]')
+    expect(acme_row.get_by_test_id("run-labels")).to_contain_text("customer=acme")
+    expect(acme_row.get_by_test_id("run-labels")).to_contain_text("step=one")  # set by the python node
+
+    page.get_by_test_id("filter-labels").fill("customer=acme region=eu")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-id", acme["instanceId"])
+    page.get_by_test_id("filter-labels").fill("customer=nobody")
+    expect(page.get_by_text("No runs match these filters.")).to_be_visible()
+    page.get_by_test_id("filter-labels").fill("customer")
+    expect(page.get_by_test_id("filter-error")).to_contain_text("name=value")
+    shot(page, "run-history-labels")
+
+    page.goto(f"/runs/{globex['instanceId']}")
+    page.get_by_test_id("run-label").filter(has_text="customer=globex").click()
+    expect(page.get_by_test_id("filter-labels")).to_have_value("customer=globex")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-id", globex["instanceId"])

@@ -191,6 +191,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from flowdeck.bench import run_bench
 
+    if args.history:  # issue 22: the run history at N runs
+        from flowdeck.bench_history import run_history_bench
+
+        return asyncio.run(run_history_bench(Settings.from_env(), args.runs, args.json))
     if args.http:  # issue 15: webhook round trips against a real `flowdeck serve`, nothing else
         from flowdeck.bench_http import run_http_bench
 
@@ -396,6 +400,12 @@ def build_parser() -> argparse.ArgumentParser:
         "across N `flowdeck worker` processes for each N (0: the bench process's own worker), e.g. 0,1,2,4",
     )
     bench.add_argument("--http", action="store_true", help="only the webhook round trips against `flowdeck serve`")
+    bench.add_argument(
+        "--history",
+        action="store_true",
+        help="only the run history: build --runs runs in one tenant (copies of real ones) and time its queries",
+    )
+    bench.add_argument("--runs", type=int, default=1_000_000, help="with --history: runs in the tenant")
     bench.set_defaults(func=cmd_bench)
 
     generate = sub.add_parser(

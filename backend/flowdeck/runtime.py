@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from flowdeck import examples
+from flowdeck.domain.labels import LabelLimits
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.fanout import Fanout, read_back
 from flowdeck.engine.pg_notify import PostgresTransport
@@ -78,6 +79,7 @@ async def open_runtime(
     # Secrets are keyed by the configured FLOWDECK_SECRET_KEY only: a generated key would make
     # stored secrets unreadable after a restart.
     sources = DataSourceStore(db, SecretBox(settings.secret_key or None))
+    labels = LabelLimits(settings.max_run_labels, settings.max_label_chars)
     registry = HandlerRegistry(
         [*builtin_handlers(), PythonCodeHandler(sandbox), DataQueryHandler(sources, queries), *extra_handlers]
     )
@@ -89,6 +91,7 @@ async def open_runtime(
         lease_seconds=settings.lease_seconds,
         poll_interval=settings.poll_interval_seconds,
         limits=RunLimits(settings.max_tree_runs, settings.tenant_active_runs, settings.max_run_bytes),
+        label_limits=labels,
     )
     notifier = Notifier(engine, SecretBox(settings.secret_key or None), queries.outbound)
     if with_worker:

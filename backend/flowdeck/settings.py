@@ -34,6 +34,12 @@ def _optional_int(env: Mapping[str, str], name: str) -> int | None:
     return None if (env.get(name) or "").strip() == "" else _int(env, name, 0, minimum=0)
 
 
+def _at_most(value: int, name: str, maximum: int) -> int:
+    if value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
 def _list(env: Mapping[str, str], name: str, separator: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in (env.get(name) or "").split(separator) if part.strip())
 
@@ -157,6 +163,10 @@ class Settings:
     max_run_bytes: int = DEFAULT_MAX_RUN_BYTES
     """FLOWDECK_MAX_RUN_BYTES: the bytes of output one run may store (node outputs, loop items, the end's
     output, as JSON); the node whose output would go past it fails (engine/run_budget.py)."""
+    max_run_labels: int = 10
+    """FLOWDECK_MAX_RUN_LABELS: labels one run may carry (domain/labels.py)."""
+    max_label_chars: int = 200
+    """FLOWDECK_MAX_LABEL_CHARS: characters of one label's value (at most 1000: values are indexed)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -187,6 +197,8 @@ class Settings:
             max_run_bytes=_int(env, "FLOWDECK_MAX_RUN_BYTES", DEFAULT_MAX_RUN_BYTES, minimum=1024),
             max_tree_runs=_int(env, "FLOWDECK_MAX_TREE_RUNS", 1000),
             tenant_active_runs=_int(env, "FLOWDECK_TENANT_ACTIVE_RUNS", 10_000),
+            max_run_labels=_int(env, "FLOWDECK_MAX_RUN_LABELS", 10, minimum=0),
+            max_label_chars=_at_most(_int(env, "FLOWDECK_MAX_LABEL_CHARS", 200), "FLOWDECK_MAX_LABEL_CHARS", 1000),
         )
 
     def with_generated_secret(self) -> Settings:

@@ -20,6 +20,7 @@ from flowdeck.accounts.rate_limit import RateLimitedError
 from flowdeck.accounts.service import AccountError, InvalidCredentialsError
 from flowdeck.api.inputs import InputInvalidError
 from flowdeck.domain.errors import NodeError
+from flowdeck.domain.labels import LabelError
 from flowdeck.engine.engine import DefinitionInvalidError
 from flowdeck.engine.orchestrator import RunStateError
 from flowdeck.engine.plans import RunNotFoundError
@@ -108,6 +109,10 @@ def _widget_invalid(_: Request[Any, Any, Any], exc: ConfigError | InputParamErro
     )
 
 
+def _bad_label(_: Request[Any, Any, Any], exc: LabelError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_400_BAD_REQUEST, str(exc), [{"key": exc.field, "message": exc.message}])
+
+
 def _too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[dict[str, Any]]:
     # msgspec raises RecursionError on JSON nested about a thousand levels deep, while decoding the body.
     log.info("refused a request nested too deeply: %s %s", request.method, request.url.path)
@@ -132,5 +137,6 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     SecretKeyMissingError: _no_secret_key,
     NodeError: _query_failed,
     ConfigError: _widget_invalid,
+    LabelError: _bad_label,
     InputParamError: _widget_invalid,
 }

@@ -237,6 +237,10 @@ class StartRun(Body):
         Annotated[EpochSeconds, Meta(description="fail the run if it has not finished by then (before timeoutSeconds)")]
         | None
     ) = None
+    labels: (
+        Annotated[dict[str, Any], Meta(description="run labels, name -> string value (GET /api/runs?label.name=value)")]
+        | None
+    ) = None
 
 
 class RetryRun(Body):
@@ -283,6 +287,8 @@ class RunSummary(Camel):
     """The run whose ``workflow`` node started this one (trigger ``workflow``), if any."""
     parent_node_id: str | None = None
     """That run's calling node."""
+    labels: dict[str, str] = {}
+    """The run's labels (name -> value)."""
 
 
 class RunPage(Camel):

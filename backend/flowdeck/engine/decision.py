@@ -35,6 +35,7 @@ from flowdeck.storage.log_rows import started_event
 from flowdeck.storage.notices import FAILURE, add_notice
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.run_bytes import charge_output, result_logged
+from flowdeck.storage.run_labels import write_labels
 from flowdeck.storage.state import StateTransaction
 
 __all__ = ("Decision", "Dispatch", "end_run", "fail_run", "run_status_event")
@@ -98,6 +99,8 @@ class Decision:
         if not logged:
             await self._charge(job.instance_id, -charge)  # nothing was written: a batch goes on without it
             raise DuplicateDeliveryError
+        if outcome.labels:
+            await write_labels(self.tx.conn, job.instance_id, outcome.labels)
         self.effects.node(job_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
         if not job_removed or status is not RunStatus.RUNNING:
             return None  # a late result (run failed/cancelled, or a newer attempt exists): recorded, starts nothing

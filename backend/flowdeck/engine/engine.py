@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from flowdeck.domain.labels import LabelLimits
 from flowdeck.domain.problems import Problem, has_errors
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.engine.calls import ChildCascade
@@ -65,10 +66,12 @@ class Engine:
         observer: EngineObserver | None = None,
         clock: Callable[[], float] = time.time,
         limits: RunLimits | None = None,
+        label_limits: LabelLimits | None = None,
     ) -> None:
         """``clock``: the time in epoch seconds for the state store and the worker (tests pass a fake one);
         ``limits``: the run budgets (engine/run_limits.py)."""
         self.db = db
+        self.label_limits = label_limits or LabelLimits()
         self.observer: EngineObserver = observer or NullObserver()
         self.registry = registry
         self.state = StateManager.create(db, clock)
@@ -86,7 +89,7 @@ class Engine:
             limits=self.limits,
             active_runs=self.active_runs,
         )
-        self.executor = NodeExecutor(self.state, self.plans, registry, self.observer)
+        self.executor = NodeExecutor(self.state, self.plans, registry, self.observer, self.label_limits)
         self.worker = Worker(
             self.state,
             self.orchestrator,
@@ -192,16 +195,19 @@ class Engine:
         version: int | None = None,
         instance_id: str | None = None,
         timing: RunTiming | None = None,
+        labels: Mapping[str, object] | None = None,
     ) -> str:
         """A production run of the latest saved version (or of ``version``, which must be the latest).
 
         ``timing``: a scheduled start and/or a deadline (engine/run_timing.py; checked by the caller).
+        ``labels``: checked here (``LabelError`` naming the label) and stored with the run.
 
         ``instance_id`` lets a caller choose the run's id: a second start with the same id fails on
         the primary key, which is how a schedule's due time starts exactly once across processes.
 
         ``TooManyActiveRunsError`` when the tenant has ``FLOWDECK_TENANT_ACTIVE_RUNS`` active runs.
         """
+        checked = self.label_limits.check(labels or {})
         latest = await self.workflows.latest_version(tenant_id, workflow_id)
         if latest is None or (version is not None and version != latest):
             raise LookupError(f"workflow {workflow_id} does not exist at version {version or 'latest'}")
@@ -216,6 +222,7 @@ class Engine:
             trigger=trigger,
             instance_id=instance_id,
             timing=timing,
+            labels=checked,
         )
         self.observer.run_started(trigger)
         return instance_id

@@ -12,15 +12,17 @@ from typing import Any
 from flowdeck.domain.definition import NodeSpec
 from flowdeck.domain.errors import NodeError
 from flowdeck.domain.graph import Graph
+from flowdeck.domain.labels import LabelError, LabelLimits
 from flowdeck.domain.scopes import item_index, parent_scope
 from flowdeck.engine.log_scope import current_node
 from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome
 from flowdeck.engine.plans import PlanCache, RunPlan
-from flowdeck.handlers.base import NodeHandler, NodeHelpers
+from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
 from flowdeck.handlers.registry import HandlerRegistry
 from flowdeck.sandbox.templates import TemplateError, render
 from flowdeck.storage.records import Job
+from flowdeck.storage.run_labels import count_labels
 from flowdeck.storage.state import StateManager
 
 __all__ = ("NodeExecutor",)
@@ -37,9 +39,15 @@ ContextKey = tuple[str, str, frozenset[str]]
 
 class NodeExecutor:
     def __init__(
-        self, state: StateManager, plans: PlanCache, registry: HandlerRegistry, observer: EngineObserver | None = None
+        self,
+        state: StateManager,
+        plans: PlanCache,
+        registry: HandlerRegistry,
+        observer: EngineObserver | None = None,
+        label_limits: LabelLimits | None = None,
     ) -> None:
         self.state = state
+        self.label_limits = label_limits or LabelLimits()
         self.plans = plans
         self.registry = registry
         self.observer: EngineObserver = observer or NullObserver()
@@ -90,6 +98,7 @@ class NodeExecutor:
             timeout_seconds=timeout,
             is_test=plan.is_test,
             depth=plan.depth,
+            label_limits=self.label_limits,
         )
         try:
             if context is None:
@@ -114,7 +123,19 @@ class NodeExecutor:
             return Failed("InvalidHandle", message, retryable=False), context
         if result.call is not None:
             return Called(result.call), context
-        return Completed(result.output, result.next_handle, result.queue_delay, result.logs, result.iterations), context
+        return await self._completed(job, node.id, result), context
+
+    async def _completed(self, job: Job, node_id: str, result: HandlerResult) -> Completed | Failed:
+        """The attempt's result, with the labels it set if the run may carry them beside those it has."""
+        labels = None
+        if result.labels:
+            async with self.state.db.read(snapshot=False) as conn:
+                existing = await count_labels(conn, job.instance_id, except_names=result.labels)
+            try:
+                labels = self.label_limits.check(result.labels, field=f"node '{node_id}': ctx.label", existing=existing)
+            except LabelError as exc:
+                return Failed("LabelError", str(exc), retryable=False)
+        return Completed(result.output, result.next_handle, result.queue_delay, result.logs, result.iterations, labels)
 
     async def context_for_successor(
         self, finished: Job, context: dict[str, Any] | None, outcome: NodeOutcome, successor: Job

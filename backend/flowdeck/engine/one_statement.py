@@ -37,9 +37,11 @@ class OneStatementSteps:
         self, plan: RunPlan, job: Job, outcome: Completed, owner: str | None
     ) -> tuple[bool, Job | None]:
         """Offer the result to the store as one of the one-statement steps; (taken, the job leased to
-        ``owner``). Not taken: nothing was written, the general decision takes it."""
+        ``owner``). Not taken: nothing was written, the general decision takes it (labels need it too)."""
         if not self.state.db.one_statement:
             return False, None  # the portable store takes no step in one statement
+        if outcome.labels:
+            return False, None
         charge = charge_of(plan.graph, job.node_id, outcome)
         if owner is not None:
             taken, follow = await self._chain_step(plan, job, outcome, charge, owner)

@@ -98,8 +98,10 @@ class Orchestrator:
         trigger: str = "api",
         instance_id: str | None = None,
         timing: RunTiming | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> str:
         """Create a run and queue its start node, in one transaction. Test runs pass ``test_definition``.
+        ``labels`` (checked by the caller) are written in that transaction.
 
         With ``timing.available_at`` the run is PENDING and its start node's job due then; the start
         node's decision begins it (``_decide_delivery``).
@@ -111,7 +113,7 @@ class Orchestrator:
         timing = timing or RunTiming()
         now = None
         pending = False
-        if not is_test and timing.available_at is None:  # where the store offers it (PostgreSQL), one statement
+        if not is_test and timing.available_at is None and not labels:  # PostgreSQL: one statement
             start = RunStart(
                 instance_id,
                 tenant_id,
@@ -139,6 +141,7 @@ class Orchestrator:
                     test_definition=test_definition,
                     trigger=trigger,
                     timing=timing,
+                    labels=labels,
                 )
         sla = graph.definition.options.sla_seconds
         if sla:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,8 @@ class Completed:
     queue_delay: float | None = None
     logs: str | None = None
     iterations: list[Any] | None = None
+    labels: Mapping[str, str] | None = None
+    """Run labels a ``python`` node set (``ctx.label``), written with its completion."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,12 +3,14 @@ orchestrator's ``start_run``) and a child run a ``workflow`` node calls (engine/
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.engine.decision import Decision, Dispatch, run_status_event
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.storage.records import Job, LogEvent
+from flowdeck.storage.run_labels import write_labels
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY
 
 __all__ = ("open_run",)
@@ -24,11 +26,12 @@ async def open_run(
     timing: RunTiming,
     claim: bool = False,
     root_instance_id: str | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> tuple[bool, Job | None]:
     """Create the run of ``decision.plan`` (its instance, INPUT_SET, a test run's definition, RUN_STATUS)
     and queue its start node; returns whether it is PENDING until ``timing.available_at``, and with
     ``claim`` the start node's job leased to the decision's owner (when due now). A called run names its
-    tree's ``root_instance_id``."""
+    tree's ``root_instance_id``; ``labels`` (checked by the caller) are written with the run."""
     tx, plan, effects = decision.tx, decision.plan, decision.effects
     graph, instance_id = plan.graph, plan.instance_id
     delay = max(0.0, timing.available_at - tx.now) if timing.available_at is not None else 0.0
@@ -48,6 +51,8 @@ async def open_run(
         depth=plan.depth,
         root_instance_id=root_instance_id,
     )
+    if labels:
+        await write_labels(tx.conn, instance_id, labels)
     events = [LogEvent(instance_id, EventType.INPUT_SET, payload={"input": run_input})]
     if plan.is_test:
         events.append(

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from flowdeck.domain.labels import DEFAULT_LABEL_LIMITS, LabelLimits
+
 if TYPE_CHECKING:
     from flowdeck.domain.errors import ConfigIssue
 
@@ -40,6 +42,8 @@ class HandlerResult:
     """Set by ``loop``: the engine runs the node's body once per item, then completes it on ``done``."""
     call: ChildCall | None = None
     """Set by ``workflow``: the engine starts the child run and parks the node until it ends."""
+    labels: Mapping[str, str] | None = None
+    """Set by ``python`` (``ctx.label``): run labels, checked against the run's others and stored with the result."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +58,8 @@ class NodeHelpers:
     is_test: bool
     depth: int = 0
     """How deeply the run is nested in sub-workflow calls (0: nothing called it)."""
+    label_limits: LabelLimits = DEFAULT_LABEL_LIMITS
+    """What ``ctx.label`` may set (the ``python`` node)."""
 
 
 class NodeHandler(ABC):

@@ -38,6 +38,13 @@ class PythonCodeHandler(NodeHandler):
         if not isinstance(code, str) or not code.strip():
             raise NodeError("config.code must be a non-empty string", retryable=False, error_type="ConfigError")
         result = await self._pool.run(
-            code, context, timeout_seconds=helpers.timeout_seconds, memory_mb=self._memory_mb, tenant=helpers.tenant_id
+            code,
+            context,
+            timeout_seconds=helpers.timeout_seconds,
+            memory_mb=self._memory_mb,
+            label_limits=helpers.label_limits,
+            tenant=helpers.tenant_id,
         )
-        return HandlerResult(output=result.output, next_handle="success", logs=result.logs or None)
+        return HandlerResult(
+            output=result.output, next_handle="success", logs=result.logs or None, labels=result.labels or None
+        )

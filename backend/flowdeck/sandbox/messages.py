@@ -49,6 +49,9 @@ class RunRequest(msgspec.Struct, frozen=True):
     ctx: dict[str, Any]
     timeout_seconds: float
     memory_mb: int
+    max_labels: int = 10
+    """``ctx.label``: labels the call may set, and characters of a value (domain/labels.py)."""
+    max_label_chars: int = 200
 
 
 class Ready(msgspec.Struct, frozen=True, tag="ready"):
@@ -61,6 +64,8 @@ class RunSuccess(msgspec.Struct, frozen=True, tag="ok"):
     output: Any
     logs: str
     recycle: bool = False
+    labels: dict[str, str] = {}
+    """What the code set with ``ctx.label(name, value)``."""
 
 
 class RunFailure(msgspec.Struct, frozen=True, tag="error"):

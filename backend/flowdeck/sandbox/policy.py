@@ -31,6 +31,8 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 from RestrictedPython.Utilities import utility_builtins
 
+from flowdeck.sandbox.node_context import NodeContext
+
 __all__ = (
     "ALLOWED_MODULES",
     "BLOCKED_ATTRIBUTES",
@@ -98,6 +100,7 @@ _WRITABLE: Final[frozenset[type]] = frozenset({
     dict, list, set, collections.OrderedDict, collections.defaultdict, collections.Counter, collections.deque,
     decimal.Context,
     str, bytes, int, float, complex, bool, tuple, frozenset, type(None), range,
+    NodeContext,
 })  # fmt: skip
 
 

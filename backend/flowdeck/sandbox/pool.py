@@ -30,7 +30,7 @@ import struct
 import sys
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Self, cast
 
@@ -38,6 +38,7 @@ import msgspec
 
 import flowdeck
 from flowdeck.domain.errors import NodeError
+from flowdeck.domain.labels import LabelLimits
 from flowdeck.sandbox.fair_share import NO_TENANT, PoolBounds, TenantLines
 from flowdeck.sandbox.messages import (
     Ready,
@@ -67,6 +68,8 @@ _EXTRA_WORKERS: Final = 4
 class SandboxResult:
     output: Any
     logs: str
+    labels: dict[str, str] = field(default_factory=dict)
+    """What the code set with ``ctx.label(name, value)``."""
 
 
 class _WorkerGoneError(Exception):
@@ -317,16 +320,21 @@ class SandboxPool:
         timeout_seconds: float,
         memory_mb: int | None = None,
         tenant: str = NO_TENANT,
+        label_limits: LabelLimits | None = None,
     ) -> SandboxResult:
         """Run ``code`` (a function body of ``ctx``) in a worker; raise a SandboxError subclass on failure.
 
-        ``tenant``: whose line the call waits in for a worker (``timeout_seconds`` starts once it has one).
-        """
+        ``tenant``: whose line the call waits in for a worker (``timeout_seconds`` starts once it has one);
+        ``label_limits``: what ``ctx.label`` may set (default: ``LabelLimits()``)."""
         if timeout_seconds <= 0:
             raise ValueError("timeout_seconds must be positive")
         memory = memory_mb or self._memory_mb
         try:
-            payload = encode(RunRequest(code, dict(ctx), float(timeout_seconds), memory))
+            limits = label_limits or LabelLimits()
+            request = RunRequest(
+                code, dict(ctx), float(timeout_seconds), memory, limits.max_labels, limits.max_value_chars
+            )
+            payload = encode(request)
         except (TypeError, ValueError, msgspec.EncodeError) as exc:
             raise NodeError(f"the context cannot be passed to the sandbox: {exc}", retryable=False) from None
         worker = await self._acquire(tenant)
@@ -346,7 +354,7 @@ class SandboxPool:
             raise error_from_failure(reply)
         if isinstance(reply, Ready):
             raise SandboxCrashError("the sandbox worker restarted during the call")
-        return SandboxResult(reply.output, reply.logs)
+        return SandboxResult(reply.output, reply.logs, reply.labels)
 
     async def _gone_error(self, worker: _Worker) -> NodeError:
         if self._closed:

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import msgspec
 
+from flowdeck.domain.labels import LabelLimits
 from flowdeck.sandbox.compiler import FILENAME, FUNCTION_NAME, CodeCompileError, compile_cached
 from flowdeck.sandbox.messages import (
     FailureKind,
@@ -32,6 +33,7 @@ from flowdeck.sandbox.messages import (
     decode_request,
     encode,
 )
+from flowdeck.sandbox.node_context import NodeContext
 from flowdeck.sandbox.policy import PolicyViolationError, PrintCollector, SandboxLimitError, make_globals
 
 __all__ = ("COMMAND", "OutputError", "Runner", "main", "serve", "to_json_value")
@@ -205,7 +207,8 @@ class Runner:
         except CodeCompileError as exc:
             return RunFailure("compile", str(exc), exc.line, "CompileError", logs=printer.text())
         try:
-            output = _load(code, printer)(request.ctx)
+            ctx = NodeContext(request.ctx, LabelLimits(request.max_labels, request.max_label_chars))
+            output = _load(code, printer)(ctx)
             output = to_json_value(output, self._settings.max_output_bytes)
         except OutputError as exc:
             return failure("output", str(exc), None, "OutputError")
@@ -218,7 +221,7 @@ class Runner:
             return failure("memory", message, _user_line(exc.__traceback__), "MemoryError", recycle=True)
         except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
             return failure("runtime", _describe(exc), _user_line(exc.__traceback__), type(exc).__name__)
-        return RunSuccess(output=output, logs=printer.text())
+        return RunSuccess(output=output, logs=printer.text(), labels=ctx.labels)
 
 
 def _load(code: CodeType, printer: PrintCollector) -> Callable[[dict[str, Any]], Any]:

@@ -10,9 +10,27 @@ import sqlalchemy as sa
 from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.storage.jobs import NewJob
 from flowdeck.storage.records import Job, LogEvent
+from flowdeck.storage.statements import LOG_COLUMNS
 from flowdeck.storage.tables import instance_logs
 
-__all__ = ("dispatched_event", "first_status_payload", "run_status_payload", "started_event", "started_payload")
+__all__ = (
+    "dispatched_event",
+    "first_status_payload",
+    "log_page",
+    "run_status_payload",
+    "started_event",
+    "started_payload",
+)
+
+
+def log_page(instance_id: str, after_log_id: int = 0, limit: int | None = None) -> sa.Select[Any]:
+    """A run's log rows after ``after_log_id``, in log order (``ix_instance_logs_instance_log``)."""
+    stmt = (
+        sa.select(*LOG_COLUMNS)
+        .where(instance_logs.c.instance_id == instance_id, instance_logs.c.log_id > after_log_id)
+        .order_by(instance_logs.c.log_id)
+    )
+    return stmt if limit is None else stmt.limit(limit)
 
 
 def run_status_payload(status: RunStatus, reason: str | None) -> dict[str, Any]:

@@ -5,7 +5,9 @@ Every query takes the caller's tenant id: a run of another tenant is simply not 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -13,10 +15,11 @@ from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.database import Database
 from flowdeck.storage.log_fold import NodeView, TimelineRow, fold_nodes, retry_count, timeline_rows
 from flowdeck.storage.records import InstanceRecord, LogRow
+from flowdeck.storage.run_labels import labels_of, rarest_first
 from flowdeck.storage.state import StateManager
-from flowdeck.storage.tables import instances
+from flowdeck.storage.tables import instances, run_labels
 
-__all__ = ("RunFilter", "RunQueries", "RunView", "TimelineRow", "timeline_rows")
+__all__ = ("RunFilter", "RunQueries", "RunView", "TimelineRow", "list_statement", "run_statement", "timeline_rows")
 
 RunKey = tuple[float, str]
 """Position in the newest-first run list: (created_at, id) of the last run of a page."""
@@ -59,6 +62,12 @@ class RunFilter:
     """Runs created before this time (epoch seconds)."""
     id_prefix: str | None = None
     """Runs whose id starts with this (a pasted short id)."""
+    trigger: str | None = None
+    """How the run started (``api``, ``webhook``, ``schedule``, ``test``, ``workflow`` ...)."""
+    parent_instance_id: str | None = None
+    """Runs a ``workflow`` node of this run started (its sub-workflow calls)."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """Runs carrying every one of these ``(name, value)`` labels."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,48 +85,97 @@ def _record(row: sa.Row[tuple[object, ...]], with_payloads: bool = True) -> Inst
     return InstanceRecord(**m)
 
 
+def run_statement(tenant_id: str, instance_id: str) -> sa.Select[Any]:
+    return sa.select(*_COLUMNS).where(instances.c.id == instance_id, instances.c.tenant_id == tenant_id)
+
+
+_NARROW_PREFIX = 4
+"""An id prefix this long matches one run in 65,536 (ids are random hex)."""
+
+
+def list_statement(tenant_id: str, filters: RunFilter, after: RunKey | None, limit: int) -> sa.Select[Any]:
+    """A page of the run list, newest first.
+
+    Each filter walks an index newest first (storage/tables.py; tests/integration/test_run_list_plans.py
+    checks the plans): with labels the first label's index drives, the run joined by its id.
+    """
+    narrow = filters.parent_instance_id is not None or len(filters.id_prefix or "") >= _NARROW_PREFIX
+    # A caller's runs and a long id prefix are a handful: found through their own index, then sorted. The
+    # other columns are then compared as expressions, which no index offers, so that SQLite (which keeps
+    # no statistics) cannot prefer walking the tenant's history, or a status's runs, instead.
+    tenant, workflow, status = (
+        (c.concat("") if narrow else c) for c in (instances.c.tenant_id, instances.c.workflow_id, instances.c.status)
+    )
+    stmt = sa.select(*_LIST_COLUMNS).where(tenant == tenant_id)
+    created, ident = instances.c.created_at, instances.c.id
+    if filters.labels:
+        # The first label's index drives and gives the order (its rows copy the run's created_at); every
+        # other label is one primary-key lookup per run, as a scalar subquery: PostgreSQL's generic plan
+        # (prepared statements) would otherwise join two labels' whole index ranges by hash.
+        (name, value), *others = filters.labels
+        label = run_labels.alias("label_0")
+        stmt = stmt.join(label, label.c.instance_id == instances.c.id).where(
+            label.c.tenant_id == tenant_id, label.c.name == name, label.c.value == value
+        )
+        created, ident = label.c.created_at, label.c.instance_id
+        for name, value in others:
+            has = sa.select(run_labels.c.value).where(run_labels.c.instance_id == label.c.instance_id)
+            stmt = stmt.where(has.where(run_labels.c.name == name).scalar_subquery() == value)
+    if filters.workflow_id is not None:
+        stmt = stmt.where(workflow == filters.workflow_id)
+    if filters.status is not None:
+        stmt = stmt.where(status == filters.status.value)
+    if filters.is_test is not None:
+        stmt = stmt.where(instances.c.is_test == filters.is_test)
+    if filters.created_from is not None:
+        stmt = stmt.where(created >= filters.created_from)
+    if filters.created_to is not None:
+        stmt = stmt.where(created < filters.created_to)
+    if filters.trigger is not None:
+        stmt = stmt.where(instances.c.trigger == filters.trigger)
+    if filters.parent_instance_id is not None:
+        stmt = stmt.where(instances.c.parent_instance_id == filters.parent_instance_id)
+    if filters.id_prefix:
+        # The range lets the primary key's index find the prefix (LIKE cannot use it on either
+        # database); LIKE keeps the match exact whatever the collation.
+        stmt = stmt.where(
+            instances.c.id >= filters.id_prefix,
+            instances.c.id < filters.id_prefix + "\U0010ffff",
+            instances.c.id.startswith(filters.id_prefix, autoescape=True),
+        )
+    if after is not None:
+        after_created, last_id = after
+        # A row value: every list index ends in (created_at, id), so the next page starts right there.
+        stmt = stmt.where(sa.tuple_(created, ident) < sa.tuple_(after_created, last_id))
+    return stmt.order_by(created.desc(), ident.desc()).limit(limit)
+
+
 class RunQueries:
     def __init__(self, db: Database, state: StateManager) -> None:
         self.db = db
         self.state = state
 
     async def get_run(self, tenant_id: str, instance_id: str) -> InstanceRecord | None:
-        stmt = sa.select(*_COLUMNS).where(instances.c.id == instance_id, instances.c.tenant_id == tenant_id)
         async with self.db.read() as conn:
-            row = (await conn.execute(stmt)).first()
+            row = (await conn.execute(run_statement(tenant_id, instance_id))).first()
         return None if row is None else _record(row)
 
     async def list_runs(
         self, tenant_id: str, filters: RunFilter, after: RunKey | None, limit: int
     ) -> tuple[list[InstanceRecord], RunKey | None]:
         """Newest first; the second value is the key to pass as ``after`` for the next page (``None``: last page)."""
-        stmt = sa.select(*_LIST_COLUMNS).where(instances.c.tenant_id == tenant_id)
-        if filters.workflow_id is not None:
-            stmt = stmt.where(instances.c.workflow_id == filters.workflow_id)
-        if filters.status is not None:
-            stmt = stmt.where(instances.c.status == filters.status.value)
-        if filters.is_test is not None:
-            stmt = stmt.where(instances.c.is_test == filters.is_test)
-        if filters.created_from is not None:
-            stmt = stmt.where(instances.c.created_at >= filters.created_from)
-        if filters.created_to is not None:
-            stmt = stmt.where(instances.c.created_at < filters.created_to)
-        if filters.id_prefix:
-            stmt = stmt.where(instances.c.id.startswith(filters.id_prefix, autoescape=True))
-        if after is not None:
-            created, last_id = after
-            stmt = stmt.where(
-                sa.or_(
-                    instances.c.created_at < created,
-                    sa.and_(instances.c.created_at == created, instances.c.id < last_id),
-                )
-            )
-        stmt = stmt.order_by(instances.c.created_at.desc(), instances.c.id.desc()).limit(limit + 1)
         async with self.db.read() as conn:
-            rows = (await conn.execute(stmt)).all()
+            if len(filters.labels) > 1:
+                filters = replace(filters, labels=tuple(await rarest_first(conn, tenant_id, filters.labels)))
+            rows = (await conn.execute(list_statement(tenant_id, filters, after, limit + 1))).all()
         records = [_record(row, with_payloads=False) for row in rows[:limit]]
         more = len(rows) > limit
         return records, ((records[-1].created_at, records[-1].id) if more else None)
+
+    async def labels_of(self, instance_ids: Iterable[str]) -> dict[str, dict[str, str]]:
+        """The labels of these runs (``{}`` for one without)."""
+        async with self.db.read(snapshot=False) as conn:
+            return await labels_of(conn, instance_ids)
 
     async def run_view(self, tenant_id: str, instance_id: str) -> RunView | None:
         run = await self.get_run(tenant_id, instance_id)

@@ -26,13 +26,14 @@ from flowdeck.storage.log_fold import fold_context, merged_end_outputs
 from flowdeck.storage.log_rows import (
     dispatched_event,
     first_status_payload,
+    log_page,
     run_status_payload,
     started_event,
 )
 from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
 from flowdeck.storage.statements import LOG_COLUMNS
 from flowdeck.storage.steps import ChainStep, ChainStepInput, EndStep, EndStepInput, IterationStepInput, RunStart
-from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
+from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs, run_labels
 
 __all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "fold_context")
 
@@ -489,15 +490,8 @@ class StateManager:
         return payload if isinstance(payload, dict) else None
 
     async def read_log(self, instance_id: str, *, after_log_id: int = 0, limit: int | None = None) -> list[LogRow]:
-        stmt = (
-            sa.select(*LOG_COLUMNS)
-            .where(instance_logs.c.instance_id == instance_id, instance_logs.c.log_id > after_log_id)
-            .order_by(instance_logs.c.log_id)
-        )
-        if limit is not None:
-            stmt = stmt.limit(limit)
         async with self.db.read() as conn:
-            return [LogRow(*row) for row in await conn.execute(stmt)]
+            return [LogRow(*row) for row in await conn.execute(log_page(instance_id, after_log_id, limit))]
 
     async def get_timed_out_instances(self, now: float, limit: int = 100) -> list[str]:
         stmt = (
@@ -548,6 +542,7 @@ class StateManager:
             await conn.execute(join_barriers.delete().where(join_barriers.c.instance_id == instance_id))
             await conn.execute(loop_states.delete().where(loop_states.c.instance_id == instance_id))
             await conn.execute(instance_logs.delete().where(instance_logs.c.instance_id == instance_id))
+            await conn.execute(run_labels.delete().where(run_labels.c.instance_id == instance_id))
             await conn.execute(instances.delete().where(instances.c.id == instance_id))
             return True
 

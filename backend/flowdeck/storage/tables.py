@@ -16,6 +16,7 @@ __all__ = (
     "loop_states",
     "metadata",
     "node_jobs",
+    "run_labels",
     "tenants",
     "workflow_versions",
     "workflows",
@@ -100,9 +101,24 @@ instances = sa.Table(
     # (NULL for a run nothing called), and on that root the number of runs its tree holds, itself included.
     sa.Column("root_instance_id", Id, nullable=True),
     sa.Column("tree_runs", sa.Integer, nullable=False, server_default="1"),
-    sa.Index(None, "tenant_id", "created_at"),
-    sa.Index(None, "tenant_id", "status"),  # a tenant's active runs, counted at each start (engine/run_limits.py)
-    sa.Index(None, "workflow_id", "status", "created_at"),
+    # The run list (storage/run_queries.py): each filter has an index that starts with the tenant and
+    # ends in the list's order, so every page is an index range read newest first.
+    # SQLite (no statistics) picks the index with the most equality columns that gives the whole order.
+    sa.Index(None, "tenant_id", "created_at", "id"),
+    sa.Index(None, "tenant_id", "status", "created_at", "id"),  # also counts active runs (engine/run_limits.py)
+    sa.Index(None, "tenant_id", "workflow_id", "created_at", "id"),
+    sa.Index(None, "tenant_id", "workflow_id", "status", "created_at", "id"),
+    sa.Index(None, "tenant_id", "workflow_id", "is_test", "created_at", "id"),
+    sa.Index(None, "tenant_id", "is_test", "created_at", "id"),
+    sa.Index(None, "tenant_id", "trigger", "created_at", "id"),
+    sa.Index(
+        None,
+        "parent_instance_id",
+        "created_at",
+        "id",
+        sqlite_where=sa.text("parent_instance_id IS NOT NULL"),
+        postgresql_where=sa.text("parent_instance_id IS NOT NULL"),
+    ),
     sa.Index(None, "status", "deadline_at"),
     sa.Index(None, "status", "sla_at"),
     sa.Index(None, "parent_instance_id", "parent_node_id"),
@@ -187,4 +203,17 @@ loop_states = sa.Table(
     sa.Column("item_count", sa.Integer, nullable=False),
     sa.Column("finished", sa.Integer, nullable=False),
     sa.Column("attempt", sa.Integer, nullable=False),
+)
+
+# Run labels (domain/labels.py): the run's tenant and creation time are copied here so a label filter
+# reads one index newest first, and joins each run by its id.
+run_labels = sa.Table(
+    "run_labels",
+    metadata,
+    sa.Column("instance_id", Id, primary_key=True),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("tenant_id", Id, nullable=False),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("created_at", Epoch, nullable=False),
+    sa.Index("ix_run_labels_tenant_name_value_created", "tenant_id", "name", "value", "created_at", "instance_id"),
 )

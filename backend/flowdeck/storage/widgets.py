@@ -127,7 +127,7 @@ _GRANT = (
     .where(embed_tokens.c.token_hash == _p("p_hash"))
 )
 _TOUCH_TOKEN = embed_tokens.update().where(embed_tokens.c.id == _p("p_id")).values(last_used_at=_p("p_now"))
-# The index (workflow_id, status, created_at) answers this by reading its last entries backwards.
+# The index (tenant_id, workflow_id, status, created_at, id) answers this by reading its last entries backwards.
 _COMPLETED_RUNS = (
     sa.select(*_RUN_COLUMNS)
     .where(

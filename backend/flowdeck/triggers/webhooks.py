@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -121,12 +122,17 @@ class WebhookService:
         return target
 
     async def trigger(
-        self, target: HookTarget, run_input: Any, wait: float | None, timing: RunTiming | None = None
+        self,
+        target: HookTarget,
+        run_input: Any,
+        wait: float | None,
+        timing: RunTiming | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> HookOutcome:
-        """Start a production run; with ``wait``, wait up to that many seconds for it to finish."""
+        """Start a production run (with ``labels``); with ``wait``, wait up to that many seconds for it to finish."""
         try:
             instance_id = await self.engine.start_workflow_run(
-                target.tenant_id, target.workflow_id, run_input, trigger=TRIGGER, timing=timing
+                target.tenant_id, target.workflow_id, run_input, trigger=TRIGGER, timing=timing, labels=labels
             )
         except LookupError as exc:  # deleted in between
             raise WebhookNotFoundError(target.workflow_id) from exc

@@ -93,6 +93,8 @@ export type RunFilters = {
   to?: number | null;
   /** Runs whose id starts with this. */
   idPrefix?: string;
+  /** Runs carrying every one of these labels (`label.<name>=<value>`). */
+  labels?: Record<string, string>;
   limit?: number;
 };
 
@@ -109,6 +111,7 @@ export const runs = {
         from: filters.from,
         to: filters.to,
         idPrefix: filters.idPrefix,
+        ...Object.fromEntries(Object.entries(filters.labels ?? {}).map(([name, value]) => [`label.${name}`, value])),
         cursor: filters.cursor,
         limit: filters.limit ?? 50,
       })}`,

@@ -973,6 +973,9 @@ export interface components {
             input?: unknown;
             instanceId: string;
             isTest: boolean;
+            labels?: {
+                [key: string]: string;
+            };
             nodes?: {
                 [key: string]: components["schemas"]["NodeStateOut"];
             };
@@ -1007,6 +1010,9 @@ export interface components {
             error: string | null;
             instanceId: string;
             isTest: boolean;
+            labels?: {
+                [key: string]: string;
+            };
             parentInstanceId?: string | null;
             parentNodeId?: string | null;
             slaBreachedAt: number | null;
@@ -1030,6 +1036,10 @@ export interface components {
             /** @description fail the run if it has not finished by then (before timeoutSeconds) */
             deadlineAt?: number | null;
             input?: unknown;
+            /** @description run labels, name -> string value (GET /api/runs?label.name=value) */
+            labels?: {
+                [key: string]: unknown;
+            } | null;
         };
         /** StartTestRun */
         StartTestRun: {
@@ -3084,6 +3094,10 @@ export interface operations {
                 to?: number | null;
                 /** @description runs whose id starts with this (a short id) */
                 idPrefix?: string | null;
+                /** @description how runs started (api, webhook ...) */
+                trigger?: string | null;
+                /** @description runs this run's workflow nodes started */
+                parentInstanceId?: string | null;
                 /** @description nextCursor of the previous page */
                 cursor?: string | null;
                 /** @description page size */

@@ -210,6 +210,12 @@ function RunDetailScreen({ runId }: { runId: string }) {
             {duration !== null && ` · ${formatDuration(duration)}`}
           </span>
         )}
+        {detail &&
+          Object.entries(detail.labels ?? {}).map(([name, value]) => (
+            <Link key={name} className="pill" to={`/runs?labels=${encodeURIComponent(`${name}=${value}`)}`} title="Runs with this label" data-testid="run-label">
+              {name}={value}
+            </Link>
+          ))}
         <span className="spacer" />
         {!finished && (
           <button type="button" className="btn btn--danger" onClick={() => void cancel()} data-testid="run-cancel">

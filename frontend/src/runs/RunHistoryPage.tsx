@@ -1,4 +1,4 @@
-/** Run history: newest first, filtered by workflow, status, test/production, dates and run id; cursor pagination. */
+/** Run history: newest first, filtered by workflow, status, test/production, dates, run id and labels; cursor pagination. */
 import { useEffect, useMemo, useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 
@@ -7,7 +7,7 @@ import { RUN_STATUSES, type RunStatus, type RunSummary } from '../api/types';
 import { formatDuration, formatTime } from '../shared/format';
 import { errorMessage } from '../shared/toasts';
 import { StatusBadge } from '../shared/ui/StatusBadge';
-import { dayRange, RunSearchFilters } from './RunSearchFilters';
+import { dayRange, parseLabels, RunSearchFilters } from './RunSearchFilters';
 import { SlaBadge } from './SlaBadge';
 
 function isRunStatus(value: string | null): value is RunStatus {
@@ -24,6 +24,9 @@ export function RunHistoryPage() {
   const fromDay = params.get('from') ?? '';
   const toDay = params.get('to') ?? '';
   const idPrefix = (params.get('q') ?? '').trim();
+  const labelText = params.get('labels') ?? '';
+  const labelSearch = parseLabels(labelText);
+  const labelKey = JSON.stringify(labelSearch.labels);
   const [items, setItems] = useState<RunSummary[] | null>(null);
   const [cursor, setCursor] = useState<string | null>(null);
   const [titles, setTitles] = useState<Record<string, string>>({});
@@ -46,19 +49,20 @@ export function RunHistoryPage() {
       from: range.from,
       to: range.to,
       idPrefix: idPrefix || undefined,
+      labels: JSON.parse(labelKey) as Record<string, string>,
     }),
-    [workflowId, status, kind, range.from, range.to, idPrefix],
+    [workflowId, status, kind, range.from, range.to, idPrefix, labelKey],
   );
 
   useEffect(() => {
     let live = true;
-    if (range.error || !idValid) {
+    if (range.error || !idValid || labelSearch.error) {
       setItems([]);
       setCursor(null);
       return;
     }
     setItems(null);
-    // Typing a run id asks once the typing pauses; other filters ask at once.
+    // Typing a run id or labels asks once the typing pauses; other filters ask at once.
     const timer = window.setTimeout(
       () => {
         runs
@@ -71,13 +75,13 @@ export function RunHistoryPage() {
           })
           .catch((err: unknown) => live && setError(errorMessage(err)));
       },
-      idPrefix ? 200 : 0,
+      idPrefix || labelText ? 200 : 0,
     );
     return () => {
       live = false;
       window.clearTimeout(timer);
     };
-  }, [filters, range.error, idValid, idPrefix]);
+  }, [filters, range.error, idValid, idPrefix, labelText, labelSearch.error]);
 
   const setFilter = (key: string, value: string) => {
     const next = new URLSearchParams(params);
@@ -126,12 +130,13 @@ export function RunHistoryPage() {
         fromDay={fromDay}
         toDay={toDay}
         idPrefix={params.get('q') ?? ''}
+        labelText={labelText}
         rangeError={range.error}
-        idError={idValid ? null : 'A run id has only letters, digits, - and _.'}
+        idError={idValid ? labelSearch.error : 'A run id has only letters, digits, - and _.'}
         setFilter={setFilter}
         onClear={() => {
           const next = new URLSearchParams(params);
-          for (const key of ['from', 'to', 'q']) next.delete(key);
+          for (const key of ['from', 'to', 'q', 'labels']) next.delete(key);
           setParams(next, { replace: true });
         }}
       />
@@ -146,6 +151,7 @@ export function RunHistoryPage() {
               <th>Workflow</th>
               <th>Version</th>
               <th>Trigger</th>
+              <th>Labels</th>
               <th>Started</th>
               <th>Duration</th>
               <th>Run</th>
@@ -178,6 +184,13 @@ export function RunHistoryPage() {
                       </Link>
                     </>
                   )}
+                </td>
+                <td data-testid="run-labels">
+                  {Object.entries(r.labels ?? {}).map(([name, value]) => (
+                    <span key={name} className="pill" title={`${name}=${value}`}>
+                      {name}={value}
+                    </span>
+                  ))}
                 </td>
                 <td title={new Date((r.availableAt ?? r.startedAt ?? r.createdAt) * 1000).toLocaleString()} data-testid="run-started">
                   {r.availableAt ? `starts ${formatTime(r.availableAt)}` : formatTime(r.startedAt ?? r.createdAt)}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { dayRange } from './RunSearchFilters';
+import { dayRange, parseLabels } from './RunSearchFilters';
 
 describe('dayRange', () => {
   it('runs from the first local midnight to the end of the last day', () => {
@@ -18,5 +18,18 @@ describe('dayRange', () => {
   it('refuses a backwards range and what is not a date', () => {
     expect(dayRange('2026-03-05', '2026-03-01').error).toMatch(/after the last day/);
     expect(dayRange('yesterday', '').error).toMatch(/YYYY-MM-DD/);
+  });
+});
+
+describe('parseLabels', () => {
+  it('reads name=value pairs separated by spaces or commas', () => {
+    expect(parseLabels('customer=acme, region=eu')).toEqual({ labels: { customer: 'acme', region: 'eu' }, error: null });
+    expect(parseLabels('  ')).toEqual({ labels: {}, error: null });
+    expect(parseLabels('order.id=a=b')).toEqual({ labels: { 'order.id': 'a=b' }, error: null });
+  });
+
+  it('refuses a pair without = or with a bad name', () => {
+    expect(parseLabels('customer').error).toMatch(/name=value/);
+    expect(parseLabels('bad$name=x').error).toMatch(/name=value/);
   });
 });

@@ -1,4 +1,4 @@
-/** The run history's date range (local days, both ends included) and run-id search. */
+/** The run history's date range (local days, both ends included), run-id and label search. */
 import './runSearch.css';
 
 /** Epoch seconds of local midnight starting `day` ("YYYY-MM-DD"), or null when it is not a date. */
@@ -24,17 +24,34 @@ export function dayRange(fromDay: string, toDay: string): { from: number | null;
   return { from, to, error: null };
 }
 
+const LABEL_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** `customer=acme region=eu` (spaces or commas between pairs) as labels every listed run must carry. */
+export function parseLabels(text: string): { labels: Record<string, string>; error: string | null } {
+  const labels: Record<string, string> = {};
+  for (const pair of text.split(/[\s,]+/).filter(Boolean)) {
+    const at = pair.indexOf('=');
+    const name = at < 0 ? pair : pair.slice(0, at);
+    if (at < 0 || !LABEL_NAME.test(name)) {
+      return { labels: {}, error: 'Labels are name=value (names: letters, digits, _ . -).' };
+    }
+    labels[name] = pair.slice(at + 1);
+  }
+  return { labels, error: null };
+}
+
 type Props = {
   fromDay: string;
   toDay: string;
   idPrefix: string;
+  labelText: string;
   rangeError: string | null;
   idError: string | null;
   setFilter: (key: string, value: string) => void;
   onClear: () => void;
 };
 
-export function RunSearchFilters({ fromDay, toDay, idPrefix, rangeError, idError, setFilter, onClear }: Props) {
+export function RunSearchFilters({ fromDay, toDay, idPrefix, labelText, rangeError, idError, setFilter, onClear }: Props) {
   return (
     <div className="run-search" data-testid="run-search">
       <label className="run-search__field">
@@ -56,7 +73,18 @@ export function RunSearchFilters({ fromDay, toDay, idPrefix, rangeError, idError
           data-testid="filter-run-id"
         />
       </label>
-      {(fromDay || toDay || idPrefix) && (
+      <label className="run-search__field">
+        <span className="field__label">Labels</span>
+        <input
+          type="search"
+          className="input"
+          placeholder="customer=acme"
+          value={labelText}
+          onChange={(e) => setFilter('labels', e.target.value)}
+          data-testid="filter-labels"
+        />
+      </label>
+      {(fromDay || toDay || idPrefix || labelText) && (
         <button
           type="button"
           className="btn btn--small btn--ghost"

@@ -21,6 +21,7 @@ from flowdeck.api.inputs import check_json
 from flowdeck.api.openapi import SIGNED_IN, errors
 from flowdeck.api.schemas import HookFinished, HookPending, RunAccepted, WebhookOut, WebhookSecretOut
 from flowdeck.api.services.runs import checked_timing
+from flowdeck.domain.labels import label_filters
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.triggers.webhooks import (
     MAX_WAIT_SECONDS,
@@ -122,7 +123,8 @@ class HookController(Controller):
         """Start a production run (trigger ``webhook``) with the JSON body as its input.
 
         ``?availableAt=`` and ``?deadlineAt=`` (epoch seconds) schedule its start and set its deadline,
-        as for ``POST /api/workflows/{id}/runs`` (the body is all input, so they are query parameters).
+        as for ``POST /api/workflows/{id}/runs`` (the body is all input, so they are query parameters);
+        so are labels: ``?label.customer=acme`` (up to FLOWDECK_MAX_RUN_LABELS).
 
         Authenticated by the workflow's webhook secret in ``X-Flowdeck-Secret`` or by an API token of the
         workflow's tenant. Answers 202 ``{instanceId}``; with ``wait``, 200 ``{instanceId, status, output,
@@ -135,7 +137,8 @@ class HookController(Controller):
             )
             run_input = _body_input(await request.body())
             timing = checked_timing(RunTiming(available_at, deadline_at))
-            outcome = await hooks.trigger(target, run_input, wait, timing)
+            labels = label_filters(request.query_params, services.engine.label_limits)
+            outcome = await hooks.trigger(target, run_input, wait, timing, labels)
         except WebhookNotFoundError as exc:
             raise _not_found(exc) from exc
         except WebhookUnauthorizedError as exc:

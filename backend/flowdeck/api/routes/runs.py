@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, MediaType, Response, get, post
+from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.exceptions import ValidationException
 from litestar.params import JSONBody, PathParameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
@@ -23,6 +23,7 @@ from flowdeck.api.schemas import (
     WidgetDataOut,
     WidgetTypeName,
 )
+from flowdeck.domain.labels import label_filters
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.run_queries import RunFilter
 
@@ -38,6 +39,14 @@ ToFilter = Annotated[float | None, QueryParameter(name="to", ge=0, description="
 IdPrefixFilter = Annotated[
     str | None,
     QueryParameter(name="idPrefix", pattern=ID_PATTERN, description="runs whose id starts with this (a short id)"),
+]
+TriggerFilter = Annotated[
+    str | None,
+    QueryParameter(name="trigger", pattern=r"^[a-z]{1,16}$", description="how runs started (api, webhook ...)"),
+]
+CallerFilter = Annotated[
+    str | None,
+    QueryParameter(name="parentInstanceId", pattern=ID_PATTERN, description="runs this run's workflow nodes started"),
 ]
 WidgetType = Annotated[WidgetTypeName, QueryParameter(name="type", description="the widget type")]
 WidgetConfigJson = Annotated[
@@ -67,6 +76,7 @@ class RunController(Controller):
     @get(raises=errors(400))
     async def list_runs(
         self,
+        request: Request[Any, Any, Any],
         principal: Caller,
         services: AppServices,
         workflow_id: WorkflowFilter = None,
@@ -75,12 +85,18 @@ class RunController(Controller):
         created_from: FromFilter = None,
         created_to: ToFilter = None,
         id_prefix: IdPrefixFilter = None,
+        trigger: TriggerFilter = None,
+        parent_instance_id: CallerFilter = None,
         cursor: Cursor = None,
         limit: Limit = DEFAULT_LIMIT,
     ) -> RunPage:
-        """Runs, newest first, optionally filtered (``from`` <= created < ``to``, id prefix)."""
+        """Runs, newest first, optionally filtered (``from`` <= created < ``to``, id prefix, caller).
+
+        ``label.<name>=<value>`` (any number, all must match): runs carrying those labels.
+        """
         if created_from is not None and created_to is not None and created_from > created_to:
             raise ValidationException(detail="from: must not be after to")
+        labels = label_filters(request.query_params, services.engine.label_limits)
         filters = RunFilter(
             workflow_id=workflow_id,
             status=status,
@@ -88,6 +104,9 @@ class RunController(Controller):
             created_from=created_from,
             created_to=created_to,
             id_prefix=id_prefix,
+            trigger=trigger,
+            parent_instance_id=parent_instance_id,
+            labels=tuple(labels.items()),
         )
         return await services.runs.list(principal.tenant_id, filters, cursor, limit)
 

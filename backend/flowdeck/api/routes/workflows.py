@@ -118,8 +118,11 @@ class WorkflowController(Controller):
 
         ``availableAt`` (epoch seconds): the run stays PENDING until then. ``deadlineAt``: it fails then
         if it has not finished (the earlier of it and ``options.timeoutSeconds`` wins); a deadline that
-        has passed, or is not after ``availableAt``, is a 400.
+        has passed, or is not after ``availableAt``, is a 400. ``labels``: up to FLOWDECK_MAX_RUN_LABELS
+        ``name: "value"`` strings the run carries (search them with ``GET /api/runs?label.name=value``).
         """
         run_input = None if data is None else data.input
         timing = None if data is None else RunTiming(data.available_at, data.deadline_at)
-        return RunAccepted(instance_id=await services.runs.start(principal.tenant_id, workflow_id, run_input, timing))
+        labels = None if data is None else data.labels
+        instance_id = await services.runs.start(principal.tenant_id, workflow_id, run_input, timing, labels)
+        return RunAccepted(instance_id=instance_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from litestar.exceptions import NotFoundException, ValidationException
@@ -34,8 +35,9 @@ from flowdeck.storage.run_queries import RunFilter, RunQueries
 __all__ = ("RunService",)
 
 
-def _summary_fields(run: InstanceRecord) -> dict[str, Any]:
+def _summary_fields(run: InstanceRecord, labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {
+        "labels": labels or {},
         "instance_id": run.id,
         "workflow_id": run.workflow_id,
         "version": run.workflow_version,
@@ -100,11 +102,18 @@ class RunService:
         """The checks of a save: a test run refuses what saving the same graph would."""
 
     # -- starting and stopping -----------------------------------------------------------------------
-    async def start(self, tenant_id: str, workflow_id: str, run_input: Any, timing: RunTiming | None = None) -> str:
+    async def start(
+        self,
+        tenant_id: str,
+        workflow_id: str,
+        run_input: Any,
+        timing: RunTiming | None = None,
+        labels: Mapping[str, object] | None = None,
+    ) -> str:
         check_json(input=run_input)
         timing = checked_timing(timing)
         try:
-            return await self.engine.start_workflow_run(tenant_id, workflow_id, run_input, timing=timing)
+            return await self.engine.start_workflow_run(tenant_id, workflow_id, run_input, timing=timing, labels=labels)
         except LookupError as exc:  # unknown, deleted, or another tenant's
             raise NotFoundException(detail=f"workflow {workflow_id} not found") from exc
 
@@ -149,7 +158,9 @@ class RunService:
     # -- reading -------------------------------------------------------------------------------------
     async def list(self, tenant_id: str, filters: RunFilter, cursor: str | None, limit: int) -> RunPage:
         runs, after = await self.queries.list_runs(tenant_id, filters, decode_cursor(cursor, TimeKey), limit)
-        return RunPage(items=[RunSummary(**_summary_fields(r)) for r in runs], next_cursor=encode_cursor(after))
+        labels = await self.queries.labels_of(r.id for r in runs)
+        items = [RunSummary(**_summary_fields(r, labels.get(r.id))) for r in runs]
+        return RunPage(items=items, next_cursor=encode_cursor(after))
 
     async def detail(self, tenant_id: str, instance_id: str) -> RunDetail:
         view = await self.queries.run_view(tenant_id, instance_id)
@@ -159,8 +170,9 @@ class RunService:
         shown = ShownOutputs(run.id)  # the whole answer shows a bounded amount of output (engine/output_view.py)
         output, truncated = shown.show(run.output, None)
         nodes = {node_id: _node_out(v, shown, node_id) for node_id, v in view.nodes.items()}
+        labels = (await self.queries.labels_of([run.id])).get(run.id)
         return RunDetail(
-            **_summary_fields(run),
+            **_summary_fields(run, labels),
             input=run.input,
             output=output,
             output_truncated=_truncated(truncated),
