@@ -100,6 +100,17 @@ class HttpRequestHandler(NodeHandler):
             issues.append(ConfigIssue("config.url", f"the URL {exc}"))
         return issues
 
+    async def tenant_issues(self, tenant_id: str, config: Mapping[str, Any]) -> list[ConfigIssue]:
+        source_id = config.get("dataSourceId")
+        if not isinstance(source_id, str) or not source_id.strip() or _is_template(source_id):
+            return []
+        source = await self._store.get_source(tenant_id, source_id.strip())
+        if source is None:  # another tenant's source reads the same: its existence is not revealed
+            return [ConfigIssue("config.dataSourceId", f"no data source {source_id!r} here")]
+        if source.kind != HTTP:
+            return [ConfigIssue("config.dataSourceId", f"data source {source.name!r} is a {source.kind} source")]
+        return []
+
     # ------------------------------------------------------------------------------------- running
 
     async def execute(
