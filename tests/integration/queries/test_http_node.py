@@ -181,3 +181,21 @@ async def test_config_checks_name_the_field(setup: Setup) -> None:
         "config.bodyy",
     }
     assert not [p for p in setup.engine.validate(_flow({"url": "{{ ctx.input.url }}"})) if p.severity == "error"]
+
+
+async def test_an_answer_over_the_size_cap_fails_the_node(db: Database, http_base: str) -> None:
+    store = DataSourceStore(db, SecretBox("a-test-secret-key"))
+    async with QueryEngine(http_allow=LOCAL, max_response_bytes=1000) as queries:
+        engine = Engine(
+            db, HandlerRegistry([*builtin_handlers(), HttpRequestHandler(store, queries)]), poll_interval=0.05
+        )
+        await engine.start()
+        try:
+            tenant = await TenantStore(db).ensure("acme")
+            small = await run_to_end(engine, tenant, _flow({"url": http_base + "/big", "query": {"bytes": 1000}}))
+            big = await run_to_end(engine, tenant, _flow({"url": http_base + "/big", "query": {"bytes": 1001}}))
+        finally:
+            await engine.stop()
+    assert small.run.output["result"]["body"] == "x" * 1000
+    assert big.run.output["error"]["type"] == "ResponseTooLarge"
+    assert "larger than 1000 bytes" in big.run.output["error"]["message"]
