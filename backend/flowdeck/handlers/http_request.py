@@ -84,7 +84,7 @@ class HttpRequestHandler(NodeHandler):
 
     def _url_issues(self, url: Any, source_id: Any) -> list[ConfigIssue]:
         issues = []
-        if source_id is not None and (not isinstance(source_id, str) or not source_id.strip()):
+        if source_id is not None and (not isinstance(source_id, str) or not 0 < len(source_id.strip()) <= 128):
             issues.append(ConfigIssue("config.dataSourceId", "dataSourceId must be the id of an HTTP data source"))
         if not isinstance(url, str) or not url.strip():
             return [*issues, ConfigIssue("config.url", "url is required: an http:// or https:// URL, or a template")]
