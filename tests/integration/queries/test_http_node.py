@@ -19,6 +19,7 @@ from flowdeck.queries.store import DataSourceStore
 from flowdeck.storage.database import Database
 from flowdeck.storage.tenants import TenantStore
 from tests.integration.queries.conftest import LOCAL
+from tests.integration.queries.support import closed_port
 from tests.support.graphs import definition, edge, end, node
 from tests.support.runs import Outcome, run_to_end
 
@@ -123,6 +124,13 @@ async def test_5xx_is_retried_by_the_nodes_policy(setup: Setup, http_base: str) 
     config = {"url": http_base + "/flaky", "query": {"key": uuid.uuid4().hex, "fail": 2}}
     outcome = await _run(setup, config, retry=RETRY)
     assert outcome.nodes["call"].attempt == 3 and outcome.run.output["result"]["body"] == {"attempt": 3}
+
+
+async def test_a_connection_failure_is_retried_then_takes_error(setup: Setup) -> None:
+    outcome = await _run(setup, {"url": f"http://127.0.0.1:{closed_port()}/x"}, retry=RETRY)
+    assert outcome.count("NODE_FAILED", "call") == 3 and outcome.nodes["call"].attempt == 3
+    error = outcome.run.output["error"]
+    assert error["type"] == "ConnectionError" and error["message"].startswith("cannot reach http://127.0.0.1:")
 
 
 async def test_a_data_source_gives_the_base_url_headers_and_secrets(setup: Setup, http_base: str) -> None:
