@@ -143,6 +143,7 @@ def render_node_types() -> str:
     from flowdeck.handlers.data_query import DataQueryHandler
     from flowdeck.handlers.delay import DelayHandler
     from flowdeck.handlers.end import EndHandler
+    from flowdeck.handlers.http_request import HttpRequestHandler
     from flowdeck.handlers.loop import LoopHandler
     from flowdeck.handlers.python_code import PythonCodeHandler
     from flowdeck.handlers.start import StartHandler
@@ -153,6 +154,7 @@ def render_node_types() -> str:
         EndHandler,
         PythonCodeHandler,
         DataQueryHandler,
+        HttpRequestHandler,
         WorkflowCallHandler,
         ConditionHandler,
         DelayHandler,

@@ -81,6 +81,11 @@ class NodeHandler(ABC):
         """Everything wrong with ``config`` for this type (empty when it fits)."""
         return []
 
+    async def tenant_issues(self, tenant_id: str, config: Mapping[str, Any]) -> list[ConfigIssue]:
+        """What is wrong with ``config`` for this tenant (an object it names is not the tenant's); checked on
+        save, validate and test run, after ``config_issues`` found nothing."""
+        return []
+
     @abstractmethod
     async def execute(
         self, config: Mapping[str, Any], context: Mapping[str, Any], helpers: NodeHelpers

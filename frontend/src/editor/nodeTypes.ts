@@ -9,6 +9,7 @@ export const nodeTypes: NodeTypes = {
   end: FlowNode,
   python: FlowNode,
   dataQuery: FlowNode,
+  http: FlowNode,
   workflow: FlowNode,
   condition: FlowNode,
   delay: FlowNode,

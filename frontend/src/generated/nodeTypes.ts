@@ -6,6 +6,7 @@ export const NODE_HANDLES = {
   end: [],
   python: ["success", "error"],
   dataQuery: ["success", "error"],
+  http: ["success", "error"],
   workflow: ["success", "error"],
   condition: ["else"],
   delay: ["default"],

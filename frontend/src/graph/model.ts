@@ -6,7 +6,7 @@
  */
 import type { Edge, Node } from '@xyflow/react';
 
-export const NODE_TYPES = ['start', 'end', 'python', 'dataQuery', 'workflow', 'condition', 'delay', 'loop'] as const;
+export const NODE_TYPES = ['start', 'end', 'python', 'dataQuery', 'workflow', 'condition', 'delay', 'loop', 'http'] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 
 export type JoinMode = 'all' | 'any';
@@ -29,6 +29,17 @@ export type WorkflowConfig = { workflowId: string; input: Record<string, string>
 export type ConditionConfig = { branches: Branch[] };
 export type DelayConfig = { seconds: number | string };
 export type LoopConfig = { items: string; concurrency?: number; maxItems?: number };
+/** One HTTP request (SPEC §2 `http`): every value a template; `dataSourceId` makes `url` a path on its base URL. */
+export type HttpConfig = {
+  method: string;
+  url: string;
+  query: Record<string, unknown>;
+  headers: Record<string, string>;
+  body?: unknown;
+  dataSourceId?: string;
+  timeoutSeconds?: number;
+  failOnStatus?: boolean;
+};
 
 export type ConfigByType = {
   start: StartConfig;
@@ -39,6 +50,7 @@ export type ConfigByType = {
   condition: ConditionConfig;
   delay: DelayConfig;
   loop: LoopConfig;
+  http: HttpConfig;
 };
 
 /** The fields every node may carry besides its config (SPEC §1 "common node fields"). */
@@ -75,6 +87,7 @@ export const NODE_TYPE_INFO: Readonly<Record<NodeType, NodeTypeInfo>> = {
   start: { type: 'start', title: 'Start', icon: '▶', color: '#16a34a', description: 'Where every run begins' },
   python: { type: 'python', title: 'Python', icon: 'λ', color: '#2563eb', description: 'Run sandboxed Python code' },
   dataQuery: { type: 'dataQuery', title: 'Data query', icon: '⛁', color: '#0891b2', description: 'Run a saved query' },
+  http: { type: 'http', title: 'HTTP request', icon: '⇄', color: '#0d9488', description: 'Call a URL or an API' },
   workflow: { type: 'workflow', title: 'Run workflow', icon: '↪', color: '#db2777', description: 'Call another saved workflow' },
   condition: { type: 'condition', title: 'Condition', icon: '◇', color: '#d97706', description: 'Branch on expressions' },
   loop: { type: 'loop', title: 'Loop', icon: '↻', color: '#9333ea', description: 'Run a body once per item' },
@@ -82,7 +95,7 @@ export const NODE_TYPE_INFO: Readonly<Record<NodeType, NodeTypeInfo>> = {
   end: { type: 'end', title: 'End', icon: '■', color: '#dc2626', description: 'Collect the run output' },
 };
 
-export const PALETTE_ORDER: readonly NodeType[] = ['start', 'python', 'dataQuery', 'condition', 'loop', 'workflow', 'delay', 'end'];
+export const PALETTE_ORDER: readonly NodeType[] = ['start', 'python', 'http', 'dataQuery', 'condition', 'loop', 'workflow', 'delay', 'end'];
 
 export function isNodeType(value: unknown): value is NodeType {
   return typeof value === 'string' && (NODE_TYPES as readonly string[]).includes(value);
@@ -99,6 +112,8 @@ export function defaultConfig(type: NodeType): ConfigByType[NodeType] {
       return { code: "return {'ok': True}" };
     case 'dataQuery':
       return { queryId: '', args: {} };
+    case 'http':
+      return { method: 'GET', url: '', query: {}, headers: {} };
     case 'workflow':
       return { workflowId: '', input: {} };
     case 'condition':

@@ -18,6 +18,7 @@ export function takenHandle(node: EditorNode, output: unknown): string | null {
       return null;
     case 'python':
     case 'dataQuery':
+    case 'http':
     case 'workflow':
       return isRecord(output) && isRecord(output.error) && 'message' in output.error ? 'error' : 'success';
     case 'condition':

@@ -18,6 +18,7 @@ import { CopyIcon, TrashIcon } from '../../shared/ui/icons';
 import { useEditor, useEditorStoreApi } from '../storeContext';
 import { Field, NumberInput } from './fields';
 import { ConditionForm, DataQueryForm, DelayForm, EndForm, LoopForm, problemLookup, PythonForm, shownInline, StartForm, WorkflowForm } from './forms';
+import { HttpRequestForm } from './HttpRequestForm';
 import { RunDataTab } from './RunDataTab';
 import { PreviewContext } from './TemplatePreview';
 import { usePreviewContext } from './usePreviewContext';
@@ -45,6 +46,8 @@ function ConfigForm({ node, paths, readOnly, problemAt }: { node: EditorNode; pa
       return <PythonForm node={node} {...common} />;
     case 'dataQuery':
       return <DataQueryForm node={node} {...common} />;
+    case 'http':
+      return <HttpRequestForm node={node} {...common} />;
     case 'workflow':
       return <WorkflowForm node={node} {...common} currentWorkflowId={workflowId} />;
     case 'condition':

@@ -213,6 +213,7 @@ const INLINE_PATHS: readonly RegExp[] = [
   /^config\.code$/,
   /^config\.branches(\[\d+\]\.expression)?$/,
   /^config\.(queryId|args|workflowId|input|version|seconds|items|concurrency|maxItems|outputParameters)$/,
+  /^config\.(method|url|query|headers|body|dataSourceId|timeoutSeconds|failOnStatus)$/, // http
   /^outputVariable$/,
   /^retry\.maxAttempts$/,
   /^timeoutSeconds$/,

@@ -4,7 +4,7 @@ import { filterPalette } from './filter';
 
 describe('palette search', () => {
   it('lists every type for an empty query, in palette order', () => {
-    expect(filterPalette('  ')).toEqual(['start', 'python', 'dataQuery', 'condition', 'loop', 'workflow', 'delay', 'end']);
+    expect(filterPalette('  ')).toEqual(['start', 'python', 'http', 'dataQuery', 'condition', 'loop', 'workflow', 'delay', 'end']);
   });
 
   it('puts title prefixes first and matches descriptions and aliases', () => {
@@ -15,6 +15,8 @@ describe('palette search', () => {
     expect(filterPalette('run code')).toEqual(['python']);
     expect(filterPalette('subworkflow')).toEqual(['workflow']);
     expect(filterPalette('run w')[0]).toBe('workflow');
+    expect(filterPalette('http')).toEqual(['http', 'dataQuery']);
+    expect(filterPalette('rest api')).toEqual(['http']);
     expect(filterPalette('zzz')).toEqual([]);
   });
 });

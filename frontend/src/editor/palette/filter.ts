@@ -6,6 +6,7 @@ const ALIASES: Readonly<Record<NodeType, string>> = {
   start: 'trigger begin input',
   python: 'code script function transform',
   dataQuery: 'sql database db http request api fetch',
+  http: 'http request api fetch rest url get post webhook call',
   workflow: 'sub-workflow subworkflow child call invoke execute flow',
   condition: 'if branch switch router filter',
   loop: 'each for iterate map split batch',
