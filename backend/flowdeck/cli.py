@@ -172,6 +172,30 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     return 0
 
 
+async def _prune(settings: Settings, dry_run: bool) -> list[str]:
+    from flowdeck.engine.pruning import Pruner
+    from flowdeck.storage.database import Database
+    from flowdeck.storage.migrate import upgrade
+
+    if settings.is_sqlite:  # as serve does: a SQLite file is migrated first
+        await upgrade(settings.database_url)
+    db = Database(settings.database_url, pool_size=2, sqlite_synchronous=settings.sqlite_synchronous)
+    try:
+        report = await Pruner(db, settings.retention).prune(dry_run=dry_run)
+    finally:
+        await db.dispose()
+    verb = "would delete" if dry_run else "deleted"
+    lines = [f"{t.tenant}: {verb} {t.total} runs ({t.production} production, {t.test} test)" for t in report]
+    total = sum(t.total for t in report)
+    return [*lines, f"{verb} {total} runs in total" + (" (dry run: nothing was deleted)" if dry_run else "")]
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    for line in asyncio.run(_prune(Settings.from_env(), args.dry_run)):
+        print(line)
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from flowdeck.local_run import run_file
 
@@ -310,6 +334,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     migrate = sub.add_parser("migrate", help="upgrade the database schema to the latest version")
     migrate.set_defaults(func=cmd_migrate)
+
+    prune = sub.add_parser("prune", help="delete the finished runs past their tenant's retention, once, now")
+    prune.add_argument("--dry-run", action="store_true", help="only count what would be deleted")
+    prune.set_defaults(func=cmd_prune)
 
     run = sub.add_parser("run", help="validate a workflow JSON file and run it once, showing each node live")
     run.add_argument("file", help="path to a workflow definition (SPEC §1 JSON)")

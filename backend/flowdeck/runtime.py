@@ -83,6 +83,7 @@ async def open_runtime(
         tenant_concurrency=settings.tenant_concurrency,
         lease_seconds=settings.lease_seconds,
         poll_interval=settings.poll_interval_seconds,
+        retention=settings.retention,
     )
     notifier = Notifier(engine, SecretBox(settings.secret_key or None), queries.outbound)
     if with_worker:

@@ -8,6 +8,8 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from flowdeck.domain.retention import MAX_DAYS, MAX_RUNS, RetentionPolicy
+
 __all__ = ("DEFAULT_DATABASE_URL", "Settings")
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./flowdeck.db"
@@ -23,6 +25,12 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> i
         raise ValueError(f"{name} must be an integer, got {raw!r}") from None
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _at_most(name: str, value: int, maximum: int) -> int:
+    if value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return value
 
 
@@ -103,6 +111,9 @@ class Settings:
     db_pool_size: int = 20
     """FLOWDECK_DB_POOL_SIZE (PostgreSQL): connections one process keeps; ``serve --workers`` shares
     ``max_connections`` between its processes when it is unset (``serving.connection_share``)."""
+    retention: RetentionPolicy = RetentionPolicy()  # noqa: RUF009 -- frozen: one shared default is safe
+    """FLOWDECK_RETENTION_DAYS / _TEST_DAYS / _MAX_RUNS: the finished runs a tenant keeps unless it set its own
+    (``/api/settings/retention``); 0 keeps forever (engine/pruning.py)."""
     serve_workers: int | None = None
     """FLOWDECK_SERVE_WORKERS: worker processes ``flowdeck serve`` starts beside itself (unset: one per core
     beyond the first on PostgreSQL, none on SQLite; ``serving.serve_worker_count``)."""
@@ -130,6 +141,15 @@ class Settings:
             sqlite_synchronous=_choice(env, "FLOWDECK_SQLITE_SYNCHRONOUS", "full", ("full", "normal")).upper(),
             serve_workers=_optional_int(env, "FLOWDECK_SERVE_WORKERS"),
             db_pool_size=_int(env, "FLOWDECK_DB_POOL_SIZE", 20),
+            retention=RetentionPolicy(
+                max_age_days=_at_most("FLOWDECK_RETENTION_DAYS", _int(env, "FLOWDECK_RETENTION_DAYS", 30, 0), MAX_DAYS),
+                test_max_age_days=_at_most(
+                    "FLOWDECK_RETENTION_TEST_DAYS", _int(env, "FLOWDECK_RETENTION_TEST_DAYS", 7, 0), MAX_DAYS
+                ),
+                max_runs=_at_most(
+                    "FLOWDECK_RETENTION_MAX_RUNS", _int(env, "FLOWDECK_RETENTION_MAX_RUNS", 100_000, 0), MAX_RUNS
+                ),
+            ),
         )
 
     def with_generated_secret(self) -> Settings:
