@@ -113,6 +113,11 @@ class RetentionStore:
         async with self.db.transaction() as conn:
             await conn.execute(insert.on_conflict_do_update(index_elements=["tenant_id"], set_=values))
 
+    async def reset(self, tenant_id: str) -> None:
+        """Forget the tenant's own policy (the server's defaults apply again)."""
+        async with self.db.transaction() as conn:
+            await conn.execute(tenant_retention.delete().where(tenant_retention.c.tenant_id == tenant_id))
+
     async def tenants(self, defaults: RetentionPolicy) -> list[TenantPolicy]:
         """Every tenant with the policy it prunes by."""
         stmt = (
