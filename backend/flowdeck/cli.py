@@ -210,6 +210,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from flowdeck.bench import run_bench
 
+    if args.prune:  # issue 22: the engine's throughput while the pruner deletes N runs beside it
+        from flowdeck.bench_prune import run_prune_bench
+
+        return asyncio.run(run_prune_bench(Settings.from_env(), args.prune, json_path=args.json))
     if args.http:  # issue 15: webhook round trips against a real `flowdeck serve`, nothing else
         from flowdeck.bench_http import run_http_bench
 
@@ -355,6 +359,12 @@ def build_parser() -> argparse.ArgumentParser:
         "across N `flowdeck worker` processes for each N (0: the bench process's own worker), e.g. 0,1,2,4",
     )
     bench.add_argument("--http", action="store_true", help="only the webhook round trips against `flowdeck serve`")
+    bench.add_argument(
+        "--prune",
+        type=int,
+        metavar="N",
+        help="only 100 concurrent chains of 5, alone and while the pruner deletes N copied runs beside them",
+    )
     bench.set_defaults(func=cmd_bench)
 
     generate = sub.add_parser(

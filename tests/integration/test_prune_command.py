@@ -156,3 +156,25 @@ async def test_the_sqlite_file_shrinks_after_pruning(tmp_path: Path) -> None:
     assert "acme: deleted 3000 runs" in out
     after = path.stat().st_size
     assert after < before / 3, (before, after)
+
+
+async def test_migration_0014_turns_an_existing_sqlite_file_to_incremental_vacuum(tmp_path: Path) -> None:
+    from alembic import command
+
+    from flowdeck.storage.migrate import alembic_config
+
+    path = tmp_path / "old.db"
+    database_url = f"sqlite+aiosqlite:///{path}"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA auto_vacuum = NONE")  # a file made before this change
+    await asyncio.to_thread(command.upgrade, alembic_config(database_url), "0011")
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 0
+        conn.execute("INSERT INTO tenants (id, name, created_at) VALUES ('t1', 'acme', 1.0)")
+
+    await upgrade(database_url)
+
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+        assert conn.execute("SELECT name FROM tenants").fetchall() == [("acme",)]  # nothing lost
+        assert conn.execute("SELECT count(*) FROM tenant_retention").fetchone()[0] == 0

@@ -24,9 +24,14 @@ __all__ = ("Pruner", "TenantPruned")
 log = logging.getLogger(__name__)
 
 PRUNE_INTERVAL = 60.0
-BATCH_SIZE = 200
-"""Runs per delete transaction: measured at about 10 ms per 100 runs of 14 log rows (docs/operations.md)."""
-_VACUUM_PAGES = 2_000
+BATCH_SIZE = 100
+SQLITE_BATCH_SIZE = 50
+"""Runs per delete transaction (docs/operations.md has the measured times: tens of milliseconds)."""
+_SHARE = 0.15
+"""The part of the time a pass works; it rests the remainder (about 120 runs a second on SQLite here)."""
+_SLOW_BATCH_SECONDS = 0.25
+"""A batch whose transaction was open longer is logged (the engine's transactions wait behind it)."""
+_VACUUM_PAGES = 1_000
 """Pages (4 KiB) one SQLite ``incremental_vacuum`` step hands back."""
 
 
@@ -48,7 +53,7 @@ class Pruner:
         defaults: RetentionPolicy,
         *,
         clock: Callable[[], float] = time.time,
-        batch_size: int = BATCH_SIZE,
+        batch_size: int | None = None,
         interval: float = PRUNE_INTERVAL,
     ) -> None:
         self.db = db
@@ -56,10 +61,10 @@ class Pruner:
         self.defaults = defaults
         """The server's policy (FLOWDECK_RETENTION_*), for tenants without their own."""
         self.clock = clock
-        self.batch_size = batch_size
+        self.batch_size = batch_size or (SQLITE_BATCH_SIZE if db.is_sqlite else BATCH_SIZE)
         self.interval = interval
-        self.listeners: list[Callable[[int], None]] = []
-        """Told how many runs each batch deleted (the ``flowdeck_runs_pruned_total`` metric)."""
+        self.listeners: list[Callable[[Deleted], None]] = []
+        """Told what each batch deleted and how long it took (the ``flowdeck_runs_pruned_total`` metric)."""
         self._next_pass: float | None = None
         self._running = False
         self._task: asyncio.Task[None] | None = None
@@ -122,6 +127,7 @@ class Pruner:
         after: Cursor | None = None
         counted: set[str] = set()  # dry run: children counted with their caller
         while True:
+            started = time.perf_counter()
             batch = await self.store.candidates(tenant.tenant_id, cutoffs, keep, after, self.batch_size)
             if not batch:
                 break
@@ -135,17 +141,30 @@ class Pruner:
                 continue
             deleted = await self.store.delete(list(dict.fromkeys(run.id for run in runs)))
             done = Deleted(done.production + deleted.production, done.test + deleted.test)
+            if deleted.seconds > _SLOW_BATCH_SECONDS:
+                ms = deleted.seconds * 1000
+                log.warning("a pruning batch of %d runs held its transaction %.0f ms", deleted.total, ms)
             if deleted.total:
                 for listener in self.listeners:
-                    listener(deleted.total)
-            await asyncio.sleep(0)  # the engine's work goes between two batches
+                    listener(deleted)
+            await _rest(started)
         return TenantPruned(tenant.name, done.production, done.test)
 
     async def _reclaim_space(self) -> None:
-        for _ in range(100_000):  # bounded: each step frees pages, but never loop forever on a quirk
-            if not await self.db.reclaim_space(_VACUUM_PAGES):
-                return
-            await asyncio.sleep(0)  # the engine's work goes between two steps
+        """Hand the freed pages back in steps, until fewer than a step's worth are left (the engine's own
+        deletes free pages all the time: waiting for none would never end; SQLite reuses those)."""
+        started = time.perf_counter()
+        left = await self.db.reclaim_space(_VACUUM_PAGES)
+        while left >= _VACUUM_PAGES:
+            await _rest(started)
+            started = time.perf_counter()
+            left = await self.db.reclaim_space(_VACUUM_PAGES)
+
+
+async def _rest(started: float) -> None:
+    """Pause after a step that began at ``started`` so that the pruner takes at most ``_SHARE`` of the
+    time: the engine's own work (on SQLite, the same event loop and write lock) goes on meanwhile."""
+    await asyncio.sleep((time.perf_counter() - started) * (1 / _SHARE - 1))
 
 
 def _cursor(previous: Cursor | None, batch: list[Candidate]) -> Cursor:

@@ -126,7 +126,7 @@ def observe_engine(metrics: Metrics, engine: Engine, *, sandbox: SandboxPool | N
     """Count what ``engine`` does in this process, and read the queue (and the sandbox) at scrape time."""
     engine.attach_observer(metrics)
     engine.publisher.taps.append(metrics.observe)
-    engine.pruner.listeners.append(metrics.runs_pruned.inc)
+    engine.pruner.listeners.append(lambda deleted: metrics.runs_pruned.inc(deleted.total))
     metrics.sources.queue = lambda: read_queue_stats(engine.db, time.time())
     if sandbox is not None:
         metrics.sources.sandbox = lambda: sandbox.usage

@@ -12,6 +12,7 @@ deletes every row they own. A run is deleted once, however many processes prune 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -74,6 +75,9 @@ class Cursor:
 class Deleted:
     production: int = 0
     test: int = 0
+    seconds: float = 0.0
+    """How long the deleting transaction held its locks: PostgreSQL, from its first statement to its
+    commit; SQLite, its statements (they run on the event loop, and the group's commit is shared)."""
 
     @property
     def total(self) -> int:
@@ -226,7 +230,9 @@ class RetentionStore:
             .where(instances.c.id.in_(run_ids), *_KEEP)
             .with_for_update(skip_locked=True, of=instances)  # PostgreSQL; SQLite's write lock is the whole file
         )
+        seconds = 0.0
         async with self.db.transaction() as conn:
+            started = time.perf_counter()  # from the first statement: SQLite's lock wait is not holding it
             taken = (await conn.execute(take)).all()
             if not taken:
                 return Deleted()
@@ -234,5 +240,9 @@ class RetentionStore:
             for table in (instance_logs, node_jobs, join_barriers, loop_states, run_notices):
                 await conn.execute(table.delete().where(table.c.instance_id.in_(ids)))
             await conn.execute(instances.delete().where(instances.c.id.in_(ids)))
+            if self.db.is_sqlite:  # its statements ran on the event loop; the commit is shared with others
+                seconds = time.perf_counter() - started
+        if not self.db.is_sqlite:  # the row locks are held until the commit
+            seconds = time.perf_counter() - started
         tests = sum(1 for row in taken if row[1])
-        return Deleted(production=len(taken) - tests, test=tests)
+        return Deleted(len(taken) - tests, tests, seconds)
