@@ -225,24 +225,52 @@ class RetentionStore:
     # -- deleting -------------------------------------------------------------------------------------
     async def delete(self, run_ids: Sequence[str]) -> Deleted:
         """Delete those of these runs that are still due, with every row they own, in one transaction."""
-        take = (
-            sa.select(instances.c.id, instances.c.is_test)
-            .where(instances.c.id.in_(run_ids), *_KEEP)
-            .with_for_update(skip_locked=True, of=instances)  # PostgreSQL; SQLite's write lock is the whole file
-        )
-        seconds = 0.0
+        if not self.db.is_sqlite:
+            return await self._delete_in_one_statement(run_ids)
         async with self.db.transaction() as conn:
-            started = time.perf_counter()  # from the first statement: SQLite's lock wait is not holding it
-            taken = (await conn.execute(take)).all()
+            started = time.perf_counter()  # its statements run on the event loop; the commit is shared
+            taken = (await conn.execute(sa.select(instances.c.id, instances.c.is_test).where(_due(run_ids)))).all()
             if not taken:
                 return Deleted()
             ids = [row[0] for row in taken]
-            for table in (instance_logs, node_jobs, join_barriers, loop_states, run_notices):
+            for table in _OWNED:
                 await conn.execute(table.delete().where(table.c.instance_id.in_(ids)))
             await conn.execute(instances.delete().where(instances.c.id.in_(ids)))
-            if self.db.is_sqlite:  # its statements ran on the event loop; the commit is shared with others
-                seconds = time.perf_counter() - started
-        if not self.db.is_sqlite:  # the row locks are held until the commit
             seconds = time.perf_counter() - started
-        tests = sum(1 for row in taken if row[1])
-        return Deleted(len(taken) - tests, tests, seconds)
+        return _deleted([row[1] for row in taken], seconds)
+
+    async def _delete_in_one_statement(self, run_ids: Sequence[str]) -> Deleted:
+        """PostgreSQL: one statement (data-modifying CTEs), its own transaction: the runs are locked
+        ``FOR UPDATE SKIP LOCKED`` and deleted with their rows in a single round trip, so the locks are
+        held for the statement's execution only, never across the event loop's turns."""
+        taken = (
+            sa.select(instances.c.id).where(_due(run_ids)).with_for_update(skip_locked=True, of=instances).cte("taken")
+        )
+        owned = [
+            table.delete().where(table.c.instance_id.in_(sa.select(taken.c.id))).cte(f"owned_{table.name}")
+            for table in _OWNED
+        ]
+        stmt = (
+            instances.delete()
+            .where(instances.c.id.in_(sa.select(taken.c.id)))
+            .returning(instances.c.is_test)
+            .add_cte(*owned)
+        )
+        async with self.db.autocommit() as conn:
+            started = time.perf_counter()
+            tests = [row[0] for row in await conn.execute(stmt)]
+            seconds = time.perf_counter() - started
+        return _deleted(tests, seconds)
+
+
+_OWNED = (instance_logs, node_jobs, join_barriers, loop_states, run_notices)
+"""The tables whose rows belong to a run (``instance_id``); the run's child runs are deleted with it."""
+
+
+def _due(run_ids: Sequence[str]) -> sa.ColumnElement[bool]:
+    return sa.and_(instances.c.id.in_(run_ids), *_KEEP)
+
+
+def _deleted(is_test: list[bool], seconds: float) -> Deleted:
+    tests = sum(1 for test in is_test if test)
+    return Deleted(len(is_test) - tests, tests, seconds)
