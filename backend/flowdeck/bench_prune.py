@@ -61,13 +61,16 @@ async def copy_runs(
         async with db.transaction() as conn:
             await conn.execute(instances.insert(), runs)
             await conn.execute(instance_logs.insert(), rows)
+    if not db.is_sqlite:  # as autovacuum would after so many rows: plans from fresh statistics
+        async with db.autocommit() as conn:
+            await conn.execute(sa.text("ANALYZE instances, instance_logs"))
     return ids
 
 
 async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, json_path: str | None = None) -> int:
-    """``flowdeck bench --prune N``: rounds of 100 concurrent chains of 5, alone and then while the pruner
-    deletes N copied runs beside them; the throughput of both, and how long each delete transaction and
-    each SQLite vacuum step took."""
+    """``flowdeck bench --prune N``: rounds of 100 concurrent chains of 5 alone, then while the pruner
+    deletes N copied runs beside them, then alone again; the throughput of both, and how long each
+    delete transaction and each SQLite vacuum step took."""
     from flowdeck.bench import NoopHandler, _Bench, chain
     from flowdeck.bench import _write_json as write_json
 
@@ -97,6 +100,7 @@ async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, jso
                 beside.append(await _round(bench))
             report = await pruning
             prune_seconds = time.perf_counter() - started
+            alone += [await _round(bench) for _ in range(rounds)]  # after it too: the machine's load drifts
         finally:
             await bench.close()
     pruned = sum(t.total for t in report)
