@@ -3,8 +3,9 @@
 Every worker's sweep runs a pass at most once per ``interval`` (a minute), and ``flowdeck prune`` runs
 one by hand. A pass goes tenant by tenant, oldest runs first, in batches of ``batch_size`` runs: one
 read picks them, one short write transaction deletes them (storage/retention.py says which runs are
-never deleted and how two pruners share the work). On SQLite the freed pages then go back to the file
-system, a few thousand at a time, so the file shrinks without stopping the engine for long.
+never deleted and how two pruners share the work). After each step the pass rests, so that it works at
+most ``_SHARE`` of the time. On SQLite the freed pages then go back to the file system, a thousand at
+a time with the same rests, so the file shrinks without stopping the engine for long.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ BATCH_SIZE = 100
 SQLITE_BATCH_SIZE = 50
 """Runs per delete transaction (docs/operations.md has the measured times: tens of milliseconds)."""
 _SHARE = 0.15
-"""The part of the time a pass works; it rests the remainder (about 120 runs a second on SQLite here)."""
+"""The part of the time a pass works; it rests the remainder (90-170 runs a second here: docs/operations.md)."""
 _SLOW_BATCH_SECONDS = 0.25
 """A batch whose transaction was open longer is logged (the engine's transactions wait behind it)."""
 _VACUUM_PAGES = 1_000
@@ -135,7 +136,7 @@ class Pruner:
             runs = [*batch, *await self.store.descendants([run.id for run in batch], keep)]
             if dry_run:
                 fresh = {run.id: run for run in runs if run.id not in counted}
-                counted.update(run.id for run in runs if run not in batch)
+                counted.update(run.id for run in runs[len(batch) :])  # the descendants
                 tests = sum(1 for run in fresh.values() if run.is_test)
                 done = Deleted(done.production + len(fresh) - tests, done.test + tests)
                 continue

@@ -7,7 +7,8 @@ sent yet, and the latest COMPLETED production run of a workflow that has widgets
 Deleting is select-then-delete in bounded batches: the candidates are read (no lock), then one short
 write transaction takes those that are still due (on PostgreSQL ``FOR UPDATE SKIP LOCKED``: two
 pruners never wait on each other's rows, and a run another process is deleting is skipped) and
-deletes every row they own. A run is deleted once, however many processes prune at the same time.
+deletes every row they own; on PostgreSQL that transaction is a single statement. A run is deleted
+once, however many processes prune at the same time.
 """
 
 from __future__ import annotations
