@@ -77,8 +77,9 @@ class Deleted:
     production: int = 0
     test: int = 0
     seconds: float = 0.0
-    """How long the deleting transaction held its locks: PostgreSQL, from its first statement to its
-    commit; SQLite, its statements (they run on the event loop, and the group's commit is shared)."""
+    """How long the deleting transaction held its locks: PostgreSQL, its one statement as the client
+    saw it (an upper bound: it includes the event loop's delay in reading the answer); SQLite, its
+    statements (they run on the event loop, and the group's commit is shared)."""
 
     @property
     def total(self) -> int:
