@@ -29,7 +29,7 @@ BATCH_SIZE = 100
 SQLITE_BATCH_SIZE = 50
 """Runs per delete transaction (docs/operations.md has the measured times: tens of milliseconds)."""
 _SHARE = 0.10
-"""The part of the time a pass works; it rests the remainder (90-170 runs a second here: docs/operations.md)."""
+"""The part of the time a pass works; it rests the remainder (80-120 runs a second here: docs/benchmarks.md)."""
 _SLOW_BATCH_SECONDS = 0.25
 """A batch whose transaction was open longer is logged (the engine's transactions wait behind it)."""
 _VACUUM_PAGES = 1_000
