@@ -172,7 +172,7 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     return 0
 
 
-async def _prune(settings: Settings, dry_run: bool) -> list[str]:
+async def _prune(settings: Settings, dry_run: bool, fast: bool) -> list[str]:
     from flowdeck.engine.pruning import Pruner
     from flowdeck.storage.database import Database
     from flowdeck.storage.migrate import upgrade
@@ -181,7 +181,8 @@ async def _prune(settings: Settings, dry_run: bool) -> list[str]:
         await upgrade(settings.database_url)
     db = Database(settings.database_url, pool_size=2, sqlite_synchronous=settings.sqlite_synchronous)
     try:
-        report = await Pruner(db, settings.retention).prune(dry_run=dry_run)
+        pruner = Pruner(db, settings.retention, share=1.0) if fast else Pruner(db, settings.retention)
+        report = await pruner.prune(dry_run=dry_run)
     finally:
         await db.dispose()
     verb = "would delete" if dry_run else "deleted"
@@ -191,7 +192,7 @@ async def _prune(settings: Settings, dry_run: bool) -> list[str]:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    for line in asyncio.run(_prune(Settings.from_env(), args.dry_run)):
+    for line in asyncio.run(_prune(Settings.from_env(), args.dry_run, args.fast)):
         print(line)
     return 0
 
@@ -341,6 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     prune = sub.add_parser("prune", help="delete the finished runs past their tenant's retention, once, now")
     prune.add_argument("--dry-run", action="store_true", help="only count what would be deleted")
+    prune.add_argument(
+        "--fast", action="store_true", help="no rests between batches (a maintenance window: the engine waits)"
+    )
     prune.set_defaults(func=cmd_prune)
 
     run = sub.add_parser("run", help="validate a workflow JSON file and run it once, showing each node live")

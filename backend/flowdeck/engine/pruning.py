@@ -4,7 +4,7 @@ Every worker's sweep runs a pass at most once per ``interval`` (a minute), and `
 one by hand. A pass goes tenant by tenant, oldest runs first, in batches of ``batch_size`` runs: one
 read picks them, one short write transaction deletes them (storage/retention.py says which runs are
 never deleted and how two pruners share the work). After each step the pass rests, so that it works at
-most ``_SHARE`` of the time. On SQLite the freed pages then go back to the file system, a thousand at
+most ``SHARE`` of the time. On SQLite the freed pages then go back to the file system, a thousand at
 a time with the same rests, so the file shrinks without stopping the engine for long.
 """
 
@@ -28,7 +28,7 @@ PRUNE_INTERVAL = 60.0
 BATCH_SIZE = 100
 SQLITE_BATCH_SIZE = 50
 """Runs per delete transaction (docs/operations.md has the measured times: tens of milliseconds)."""
-_SHARE = 0.10
+SHARE = 0.10
 """The part of the time a pass works; it rests the remainder (80-120 runs a second here: docs/benchmarks.md)."""
 _SLOW_BATCH_SECONDS = 0.25
 """A batch whose transaction was open longer is logged (the engine's transactions wait behind it)."""
@@ -56,7 +56,9 @@ class Pruner:
         clock: Callable[[], float] = time.time,
         batch_size: int | None = None,
         interval: float = PRUNE_INTERVAL,
+        share: float = SHARE,
     ) -> None:
+        """``share``: the part of the time a pass works (1: no rests, for ``flowdeck prune --fast``)."""
         self.db = db
         self.store = RetentionStore(db)
         self.defaults = defaults
@@ -64,6 +66,7 @@ class Pruner:
         self.clock = clock
         self.batch_size = batch_size or (SQLITE_BATCH_SIZE if db.is_sqlite else BATCH_SIZE)
         self.interval = interval
+        self.share = share
         self.listeners: list[Callable[[Deleted], None]] = []
         """Told what each batch deleted and how long it took (the ``flowdeck_runs_pruned_total`` metric)."""
         self._next_pass: float | None = None
@@ -148,24 +151,27 @@ class Pruner:
             if deleted.total:
                 for listener in self.listeners:
                     listener(deleted)
-            await _rest(started)
+            await self._rest(started)
         return TenantPruned(tenant.name, done.production, done.test)
 
+    async def _rest(self, started: float) -> None:
+        """Pause after a step that began at ``started`` so that the pass works at most ``share`` of the
+        time: the engine's own work (on SQLite, the same event loop and write lock) goes on meanwhile."""
+        await asyncio.sleep((time.perf_counter() - started) * (1 / self.share - 1))
+
     async def _reclaim_space(self) -> None:
-        """Hand the freed pages back in steps, until fewer than a step's worth are left (the engine's own
-        deletes free pages all the time: waiting for none would never end; SQLite reuses those)."""
+        """Hand the freed pages back in steps, until a step found fewer than a step's worth left and
+        freed those too (the engine's own deletes free pages all the time: waiting for none could go
+        on for ever; SQLite reuses those)."""
         started = time.perf_counter()
         left = await self.db.reclaim_space(_VACUUM_PAGES)
-        while left >= _VACUUM_PAGES:
-            await _rest(started)
+        while left:
+            last = left < _VACUUM_PAGES
+            await self._rest(started)
             started = time.perf_counter()
             left = await self.db.reclaim_space(_VACUUM_PAGES)
-
-
-async def _rest(started: float) -> None:
-    """Pause after a step that began at ``started`` so that the pruner takes at most ``_SHARE`` of the
-    time: the engine's own work (on SQLite, the same event loop and write lock) goes on meanwhile."""
-    await asyncio.sleep((time.perf_counter() - started) * (1 / _SHARE - 1))
+            if last:
+                return
 
 
 def _cursor(previous: Cursor | None, batch: list[Candidate]) -> Cursor:
