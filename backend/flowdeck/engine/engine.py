@@ -15,12 +15,14 @@ from typing import Any
 
 from flowdeck.domain.labels import LabelLimits
 from flowdeck.domain.problems import Problem, has_errors
+from flowdeck.domain.retention import RetentionPolicy
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.engine.calls import ChildCascade
 from flowdeck.engine.executor import NodeExecutor
 from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.orchestrator import Orchestrator, RunStateError
 from flowdeck.engine.plans import PlanCache, RunNotFoundError
+from flowdeck.engine.pruning import Pruner
 from flowdeck.engine.publisher import LocalPublisher, RunUpdate, Subscription, Update
 from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits, TooManyActiveRunsError
 from flowdeck.engine.run_timing import RunTiming
@@ -67,9 +69,11 @@ class Engine:
         clock: Callable[[], float] = time.time,
         limits: RunLimits | None = None,
         label_limits: LabelLimits | None = None,
+        retention: RetentionPolicy | None = None,
     ) -> None:
         """``clock``: the time in epoch seconds for the state store and the worker (tests pass a fake one);
-        ``limits``: the run budgets (engine/run_limits.py)."""
+        ``limits``: the run budgets (engine/run_limits.py); ``retention``: the server's default retention
+        policy (FLOWDECK_RETENTION_*)."""
         self.db = db
         self.label_limits = label_limits or LabelLimits()
         self.observer: EngineObserver = observer or NullObserver()
@@ -105,6 +109,8 @@ class Engine:
         self.cascade = ChildCascade(self.children, self.orchestrator.cancel_run)
         self.orchestrator.end_listeners.append(self.cascade.run_ended)
         self.worker.sweep_hooks.append(self.cascade.sweep)
+        self.pruner = Pruner(db, retention or RetentionPolicy(), clock=clock)
+        self.worker.sweep_hooks.append(self.pruner.sweep_hook)  # finished runs past their retention
         registry.add(WorkflowCallHandler(self.workflows, self.children, self.orchestrator.cancel_run))
         self.publisher.attach(_ForgetFailedPlans(self.publisher, self.plans))
         self._worker_running = False
@@ -126,6 +132,7 @@ class Engine:
         if self._worker_running:
             await self.worker.stop(grace=grace)
             self._worker_running = False
+        await self.pruner.close()
         await self.cascade.close()
         await self.state.close()
 

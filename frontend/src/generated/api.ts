@@ -401,6 +401,25 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/settings/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GetRetention */
+        get: operations["ApiSettingsRetentionGetRetention"];
+        /** PutRetention */
+        put: operations["ApiSettingsRetentionPutRetention"];
+        post?: never;
+        /** ResetRetention */
+        delete: operations["ApiSettingsRetentionResetRetention"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/templates/preview": {
         parameters: {
             query?: never;
@@ -946,6 +965,23 @@ export interface components {
              */
             severity?: "error" | "warning";
         };
+        /** RetentionIn */
+        RetentionIn: {
+            /** @description days; 0 keeps forever */
+            maxAgeDays: number;
+            /** @description runs; 0 means no limit */
+            maxRuns: number;
+            /** @description days; 0 keeps forever */
+            testMaxAgeDays: number;
+        };
+        /** RetentionOut */
+        RetentionOut: {
+            custom: boolean;
+            defaults: components["schemas"]["RetentionIn"];
+            maxAgeDays: number;
+            maxRuns: number;
+            testMaxAgeDays: number;
+        };
         /** RetryRun */
         RetryRun: {
             /**
@@ -1345,6 +1381,8 @@ export type PasswordChange = components['schemas']['PasswordChange'];
 export type PreviewIn = components['schemas']['PreviewIn'];
 export type PreviewOut = components['schemas']['PreviewOut'];
 export type Problem = components['schemas']['Problem'];
+export type RetentionIn = components['schemas']['RetentionIn'];
+export type RetentionOut = components['schemas']['RetentionOut'];
 export type RetryRun = components['schemas']['RetryRun'];
 export type RunAccepted = components['schemas']['RunAccepted'];
 export type RunActionOut = components['schemas']['RunActionOut'];
@@ -3872,6 +3910,193 @@ export interface operations {
             };
             /** @description Nothing matches the given URI */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiSettingsRetentionGetRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionOut"];
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiSettingsRetentionPutRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionIn"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionOut"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiSettingsRetentionResetRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionOut"];
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
