@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.publisher import Update
+from flowdeck.engine.run_limits import RunLimits
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import Job
@@ -325,7 +326,11 @@ async def _run(url: str, topology: Topology, *, one_statement: bool) -> Trace:
     clock = FakeClock()
     db = Database(url, one_statement=one_statement)
     engine = Engine(
-        db, make_test_registry(), lease_seconds=LEASE_SECONDS, clock=clock, max_run_bytes=topology.max_run_bytes
+        db,
+        make_test_registry(),
+        lease_seconds=LEASE_SECONDS,
+        clock=clock,
+        limits=RunLimits(max_run_bytes=topology.max_run_bytes),
     )
     trace = Trace()
     try:
