@@ -21,7 +21,7 @@ const LOOP: DefinitionJson = {
       label: 'Work',
       position: { x: 400, y: 0 },
       config: { code: "def run(ctx):\n    return ctx['loop']['item'] * 2\n" },
-      retry: { maxAttempts: 3 },
+      retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 60 },
     },
     { id: 'end', type: 'end', label: 'End', position: { x: 400, y: 200 }, config: { outputParameters: {} } },
   ],
@@ -84,6 +84,8 @@ describe('RunDataTab of a loop-body node', () => {
         createdAt: 1,
         startedAt: 1,
         completedAt: 2,
+        slaBreachedAt: null,
+        parentInstanceId: null,
         input: { items: ['apple', 'pear'] },
         output: null,
         nodes: {
