@@ -76,6 +76,7 @@ def _views(run: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
 def _assert_nothing_unfinished(run: dict[str, Any], timeline: list[dict[str, Any]]) -> None:
     assert [(n, it, v["status"]) for n, it, v in _views(run) if v["status"] in UNFINISHED] == []
     assert [(b["nodeId"], b["iteration"], b["status"]) for b in timeline if b["status"] in UNFINISHED] == []
+    assert all(b["attempt"] >= 1 for b in timeline)  # attempts count from 1 everywhere
 
 
 def _assert_iterations_under_the_body(run: dict[str, Any], timeline: list[dict[str, Any]]) -> None:
