@@ -3,6 +3,7 @@ import { cleanup, fireEvent, render, screen } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import type { DefinitionJson } from '../../graph/convert';
+import type { RunAction } from '../../runs/runReducer';
 import { createEditorStore } from '../editorStore';
 import { EditorStoreProvider } from '../storeContext';
 import { RunDataTab } from './RunDataTab';
@@ -23,12 +24,14 @@ const LOOP: DefinitionJson = {
       config: { code: "def run(ctx):\n    return ctx['loop']['item'] * 2\n" },
       retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 60 },
     },
+    { id: 'after', type: 'python', label: 'After', position: { x: 600, y: 0 }, config: { code: "def run(ctx):\n    return ctx['work']\n" } },
     { id: 'end', type: 'end', label: 'End', position: { x: 400, y: 200 }, config: { outputParameters: {} } },
   ],
   edges: [
     { id: 'a', source: 'start', target: 'each', sourceHandle: 'default' },
     { id: 'b', source: 'each', target: 'work', sourceHandle: 'loop' },
     { id: 'c', source: 'each', target: 'end', sourceHandle: 'done' },
+    { id: 'd', source: 'work', target: 'after', sourceHandle: 'success' },
   ],
 };
 
@@ -39,9 +42,9 @@ function storeWithRun() {
   return store;
 }
 
-function renderWork(store: ReturnType<typeof createEditorStore>) {
-  const work = store.getState().nodes.find((n) => n.id === 'work');
-  if (!work) throw new Error('no work node');
+function renderWork(store: ReturnType<typeof createEditorStore>, id = 'work') {
+  const work = store.getState().nodes.find((n) => n.id === id);
+  if (!work) throw new Error(`no ${id} node`);
   render(
     <EditorStoreProvider store={store}>
       <RunDataTab node={work} context={{ input: { items: ['apple', 'pear'] } }} onTestFromHere={undefined} />
@@ -60,6 +63,50 @@ const iteration = (index: number, status: 'COMPLETED' | 'FAILED', output: unknow
   loop: { item: ['apple', 'pear'][index], index, count: 2 },
 });
 
+function failedRun(): RunAction {
+  return {
+    kind: 'detail',
+    detail: {
+      instanceId: 'r1',
+      workflowId: 'w1',
+      version: 1,
+      isTest: true,
+      status: 'FAILED',
+      trigger: 'test',
+      error: 'boom',
+      createdAt: 1,
+      startedAt: 1,
+      completedAt: 2,
+      slaBreachedAt: null,
+      parentInstanceId: null,
+      input: { items: ['apple', 'pear'] },
+      output: null,
+      nodes: {
+        work: {
+          status: 'FAILED',
+          attempt: 1,
+          attemptInRetry: 1,
+          startedAt: 1,
+          completedAt: 2,
+          output: null,
+          error: 'boom',
+          iterations: { '0': iteration(0, 'COMPLETED', 'appleapple'), '1': iteration(1, 'FAILED', null) },
+        },
+        after: {
+          status: 'COMPLETED',
+          attempt: 1,
+          attemptInRetry: 1,
+          startedAt: 1,
+          completedAt: 2,
+          output: null,
+          error: null,
+          iterations: { '0': iteration(0, 'COMPLETED', 'appleapple') },
+        },
+      },
+    },
+  };
+}
+
 describe('RunDataTab of a loop-body node', () => {
   it('counts a first attempt as 1 while only live iteration updates arrived', () => {
     const store = storeWithRun();
@@ -71,37 +118,7 @@ describe('RunDataTab of a loop-body node', () => {
 
   it('opens each iteration with the ctx.loop it received and its output', () => {
     const store = storeWithRun();
-    store.getState().dispatchRun({
-      kind: 'detail',
-      detail: {
-        instanceId: 'r1',
-        workflowId: 'w1',
-        version: 1,
-        isTest: true,
-        status: 'FAILED',
-        trigger: 'test',
-        error: 'boom',
-        createdAt: 1,
-        startedAt: 1,
-        completedAt: 2,
-        slaBreachedAt: null,
-        parentInstanceId: null,
-        input: { items: ['apple', 'pear'] },
-        output: null,
-        nodes: {
-          work: {
-            status: 'FAILED',
-            attempt: 1,
-            attemptInRetry: 1,
-            startedAt: 1,
-            completedAt: 2,
-            output: null,
-            error: 'boom',
-            iterations: { '0': iteration(0, 'COMPLETED', 'appleapple'), '1': iteration(1, 'FAILED', null) },
-          },
-        },
-      },
-    });
+    store.getState().dispatchRun(failedRun());
     renderWork(store);
     expect(screen.getByTestId('run-data-status').dataset.status).toBe('FAILED');
     expect(screen.getByTestId('run-data-attempts').textContent).toBe('attempt 1 of 3');
@@ -115,5 +132,16 @@ describe('RunDataTab of a loop-body node', () => {
     expect(screen.getByTestId('iteration-row-0').getAttribute('aria-selected')).toBe('true');
     expect(JSON.parse(screen.getByTestId('run-data-input').textContent ?? '').loop.item).toBe('apple');
     expect(JSON.parse(screen.getByTestId('run-data-output').textContent ?? '')).toBe('appleapple');
+  });
+
+  it('gives a later body node the outputs of its own iteration', () => {
+    const store = storeWithRun();
+    store.getState().dispatchRun(failedRun());
+    renderWork(store, 'after');
+    expect(JSON.parse(screen.getByTestId('run-data-input').textContent ?? '')).toEqual({
+      input: { items: ['apple', 'pear'] },
+      work: 'appleapple',
+      loop: { item: 'apple', index: 0, count: 2 },
+    });
   });
 });

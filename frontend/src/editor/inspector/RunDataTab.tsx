@@ -1,8 +1,10 @@
 /** A node's data from the last run (input context, output, logs, error, attempts) and its pinned output. */
 import { useState } from 'react';
 
-import { DEFAULT_RETRY, type EditorNode } from '../../graph/model';
-import { attemptLabel, displayStatus, leadIteration, timeSpan, type NodeRun } from '../../runs/runReducer';
+import { DEFAULT_RETRY, type EditorEdge, type EditorNode } from '../../graph/model';
+import { inputContext } from '../../graph/context';
+import { attemptLabel, completedOutputs, displayStatus, leadIteration, timeSpan, type NodeRun, type RunView } from '../../runs/runReducer';
+import { own } from '../../shared/dict';
 import { formatBytes, formatDuration, formatJson } from '../../shared/format';
 import { PinIcon } from '../../shared/ui/icons';
 import { JsonView } from '../../shared/ui/JsonView';
@@ -78,6 +80,32 @@ function PinEditor({ node }: { node: EditorNode }) {
   );
 }
 
+/**
+ * What a loop-body node received in iteration `key` (`"0.1"`): the outputs its upstream nodes gave in that
+ * iteration and in the iterations enclosing it (`"0"`), over the run's top-level ones, and that iteration's
+ * `ctx.loop` as the API reports it.
+ */
+function iterationContext(
+  nodeId: string,
+  key: string,
+  loop: NodeRun['loop'],
+  run: RunView,
+  graph: { nodes: readonly EditorNode[]; edges: readonly EditorEdge[] },
+): Record<string, unknown> {
+  const outputs = completedOutputs(run);
+  const parts = key.split('.');
+  const scopes = parts.map((_, i) => parts.slice(0, i + 1).join('.')); // outermost first: the innermost wins
+  for (const [id, other] of Object.entries(run.nodes)) {
+    for (const scope of scopes) {
+      const it = own(other.iterations, scope);
+      if (it?.status === 'COMPLETED') outputs[id] = it.output;
+    }
+  }
+  const ctx = inputContext(graph.nodes, graph.edges, nodeId, { input: run.input, outputs });
+  if (loop) ctx.loop = loop;
+  return ctx;
+}
+
 export function RunDataTab({
   node,
   context,
@@ -99,8 +127,10 @@ export function RunDataTab({
   const lead = nodeRun ? leadIteration(nodeRun) : null;
   const openKey = iterations.some(([key]) => key === picked) ? picked : (iterations.find(([, it]) => it === lead)?.[0] ?? null);
   const opened: NodeRun | null = iterations.find(([key]) => key === openKey)?.[1] ?? null;
-  // What the node received in the opened iteration: the context plus that iteration's ctx.loop.
-  const shownContext = opened?.loop ? { ...context, loop: opened.loop } : context;
+  const run = useEditor((s) => s.run);
+  const graphNodes = useEditor((s) => s.nodes);
+  const edges = useEditor((s) => s.edges);
+  const shownContext = opened && openKey !== null && run ? iterationContext(node.id, openKey, opened.loop, run, { nodes: graphNodes, edges }) : context;
   const shown = opened ?? nodeRun;
   return (
     <div className="run-data" data-testid="run-data">
