@@ -331,6 +331,9 @@ class NodeStateOut(Camel, omit_defaults=True):
     """How many partial retries ran this node again (0: the original run)."""
     child_instance_id: str | None = None
     """A ``workflow`` node: the run its latest call started."""
+    loop: dict[str, Any] | None = None
+    """One iteration of a loop-body node: the ``ctx.loop`` it ran with, ``{item, index, count}`` (an item too
+    large to show is ``null`` with ``itemTruncated: {bytes, preview}``)."""
     iterations: dict[str, NodeStateOut] | None = None
 
 

@@ -890,6 +890,9 @@ export interface components {
                 [key: string]: components["schemas"]["NodeStateOut"];
             } | null;
             logs?: string | null;
+            loop?: {
+                [key: string]: unknown;
+            } | null;
             nextAttemptAt?: number | null;
             output: unknown;
             outputTruncated?: components["schemas"]["OutputTruncatedOut"] | null;
