@@ -167,7 +167,7 @@ def render_node_types() -> str:
     rows = "".join(f"  {name}: {_list(handles)},\n" for name, handles in fixed.items())
     return (
         _HEADER.format(source="handlers")
-        + "\n/** Each node type's output handles; a condition (switch) node has one per branch (case) before these. */\n"
+        + "\n/** Each node type's output handles; a condition (switch) has one per branch (case) before these. */\n"
         + f"export const NODE_HANDLES = {{\n{rows}}} as const;\n"
     )
 
