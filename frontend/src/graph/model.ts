@@ -87,7 +87,7 @@ export const NODE_TYPE_INFO: Readonly<Record<NodeType, NodeTypeInfo>> = {
   condition: { type: 'condition', title: 'Condition', icon: '◇', color: '#d97706', description: 'Branch on expressions' },
   loop: { type: 'loop', title: 'Loop', icon: '↻', color: '#9333ea', description: 'Run a body once per item' },
   delay: { type: 'delay', title: 'Delay', icon: '◷', color: '#64748b', description: 'Wait, without holding a worker' },
-  switch: { type: 'switch', title: 'Switch', icon: '⑃', color: '#ea580c', description: 'Route by a value: one output per case' },
+  switch: { type: 'switch', title: 'Switch', icon: '⇉', color: '#ea580c', description: 'Route by a value: one output per case' },
   set: { type: 'set', title: 'Set fields', icon: '✎', color: '#0d9488', description: 'Build an object from named fields' },
   end: { type: 'end', title: 'End', icon: '■', color: '#dc2626', description: 'Collect the run output' },
 };

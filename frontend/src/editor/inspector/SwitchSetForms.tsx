@@ -212,14 +212,16 @@ export function SetForm({ node, setConfig, paths, readOnly, problemAt }: FormPro
             + Add field
           </button>
         )}
-        <span className="field__hint">
+        <p className="muted field__help">
           A value that is exactly <code>{'{{ expr }}'}</code> keeps its type (number, list, object); a dotted name (<code>customer.name</code>) sets a nested key.
-        </span>
+        </p>
         {error('config.fields')}
       </div>
-      <label className="field small" data-testid="set-keep-input">
-        <input type="checkbox" checked={keepInput} disabled={readOnly} onChange={(e) => setConfig({ fields, keepInput: e.target.checked })} /> Keep the input: set the fields
-        on the previous node&apos;s output
+      <label className="set-keep-input" data-testid="set-keep-input">
+        <input type="checkbox" checked={keepInput} disabled={readOnly} onChange={(e) => setConfig({ fields, keepInput: e.target.checked })} />
+        <span>
+          Keep the input: set the fields on the output of the node whose edge led here (with several, the first in edge order that ran)
+        </span>
       </label>
       {error('config.keepInput')}
     </>

@@ -209,7 +209,7 @@ export function EndForm({ node, setConfig, paths, readOnly, problemAt, previous 
       {!readOnly &&
         previous.map((p) => (
           <button key={p.id} type="button" className="btn btn--small" data-testid={`end-return-${p.id}`} onClick={() => returnOutput(p)}>
-            Return {previous.length > 1 ? `${p.label}'s` : "the previous node's"} output as result
+            {previous.length > 1 ? `Return the output of ${p.label} (ctx.${p.variable}) as result` : "Return the previous node's output as result"}
           </button>
         ))}
     </>
