@@ -47,3 +47,12 @@ async def test_a_saved_switch_routes_and_the_set_node_shapes(server: Server, ali
         assert run["status"] == "COMPLETED" and run["output"] == {"route": handle}
         assert run["nodes"]["shape"]["status"] == ("COMPLETED" if shape else "SKIPPED")
         assert run["nodes"]["shape"]["output"] == shape
+
+
+async def test_a_case_expression_previews_with_the_switch_value_bound(alice: Account) -> None:
+    context = {"input": {"kind": 12, "limit": 10}}
+    body = {"expression": "value > ctx.input.limit", "context": context, "switchValue": "{{ ctx.input.kind }}"}
+    answer = await alice.client.post("/api/templates/preview", json=body)
+    assert answer.status_code == 200 and answer.json() == {"value": True}
+    unbound = await alice.client.post("/api/templates/preview", json={**body, "switchValue": None})
+    assert unbound.status_code == 400 and "'value' is undefined" in unbound.json()["detail"]

@@ -128,6 +128,7 @@ export function SwitchForm({ node, setConfig, paths, readOnly, problemAt }: Form
                   readOnly={readOnly}
                   ariaLabel="Case expression"
                   preview="expression"
+                  switchValue={value}
                   testId={`case-${i}-text`}
                 />
               ) : (
