@@ -137,7 +137,7 @@ def render_realtime() -> str:
 
 def render_node_types() -> str:
     """``frontend/src/generated/nodeTypes.ts``: the output handles of each node type, as its handler declares
-    them (SPEC §2); a ``condition`` node has one more per branch, before these."""
+    them (SPEC §2); a ``condition`` node has one more per branch, a ``switch`` one per case, before these."""
     from flowdeck.handlers.base import NodeHandler
     from flowdeck.handlers.condition import ConditionHandler
     from flowdeck.handlers.data_query import DataQueryHandler
@@ -146,7 +146,9 @@ def render_node_types() -> str:
     from flowdeck.handlers.http_request import HttpRequestHandler
     from flowdeck.handlers.loop import LoopHandler
     from flowdeck.handlers.python_code import PythonCodeHandler
+    from flowdeck.handlers.set_fields import SetHandler
     from flowdeck.handlers.start import StartHandler
+    from flowdeck.handlers.switch import SwitchHandler
     from flowdeck.handlers.workflow_call import WorkflowCallHandler
 
     classes: list[type[NodeHandler]] = [
@@ -159,13 +161,15 @@ def render_node_types() -> str:
         ConditionHandler,
         DelayHandler,
         LoopHandler,
+        SwitchHandler,
+        SetHandler,
     ]
     # output_handles needs none of what a handler is built with (a sandbox pool, a store): no __init__
-    fixed = {cls.type_name: cls.output_handles(cls.__new__(cls), {"branches": []}) for cls in classes}
+    fixed = {cls.type_name: cls.output_handles(cls.__new__(cls), {"branches": [], "cases": []}) for cls in classes}
     rows = "".join(f"  {name}: {_list(handles)},\n" for name, handles in fixed.items())
     return (
         _HEADER.format(source="handlers")
-        + "\n/** Each node type's output handles; a condition node has one per branch before its `else`. */\n"
+        + "\n/** Each node type's output handles; a condition (switch) has one per branch (case) before these. */\n"
         + f"export const NODE_HANDLES = {{\n{rows}}} as const;\n"
     )
 

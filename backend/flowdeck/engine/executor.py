@@ -99,6 +99,9 @@ class NodeExecutor:
             is_test=plan.is_test,
             depth=plan.depth,
             label_limits=self.label_limits,
+            previous=tuple(
+                dict.fromkeys((e.source, plan.graph.node(e.source).variable) for e in plan.graph.edges_into(node.id))
+            ),
         )
         try:
             if context is None:

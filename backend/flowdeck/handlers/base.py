@@ -60,6 +60,9 @@ class NodeHelpers:
     """How deeply the run is nested in sub-workflow calls (0: nothing called it)."""
     label_limits: LabelLimits = DEFAULT_LABEL_LIMITS
     """What ``ctx.label`` may set (the ``python`` node)."""
+    previous: tuple[tuple[str, str], ...] = ()
+    """(node id, output variable) of the sources of the node's incoming edges, in the definition's edge
+    order, each once: what the ``set`` node's ``keepInput`` looks back at."""
 
 
 class NodeHandler(ABC):
@@ -76,6 +79,11 @@ class NodeHandler(ABC):
     def output_handles(self, config: Mapping[str, Any]) -> tuple[str, ...]:
         """The handles edges may leave this node from, for this config."""
         return self.handles
+
+    def expressions(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """(path, source) of the bare expressions in ``config`` (a condition's branches), for the checks
+        of the ``ctx`` names they read."""
+        return []
 
     def config_issues(self, config: Mapping[str, Any]) -> list[ConfigIssue]:
         """Everything wrong with ``config`` for this type (empty when it fits)."""

@@ -14,6 +14,8 @@ export const nodeTypes: NodeTypes = {
   condition: FlowNode,
   delay: FlowNode,
   loop: FlowNode,
+  switch: FlowNode,
+  set: FlowNode,
 };
 
 export const edgeTypes: EdgeTypes = { default: FlowEdge };

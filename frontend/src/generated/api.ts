@@ -949,6 +949,8 @@ export interface components {
                 [key: string]: unknown;
             };
             expression?: string | null;
+            /** @description a switch's `value` template: resolved against `context`, bound as `value` in `expression` */
+            switchValue?: string | null;
             template?: string | null;
         };
         /** PreviewOut */

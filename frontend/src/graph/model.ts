@@ -6,7 +6,7 @@
  */
 import type { Edge, Node } from '@xyflow/react';
 
-export const NODE_TYPES = ['start', 'end', 'python', 'dataQuery', 'workflow', 'condition', 'delay', 'loop', 'http'] as const;
+export const NODE_TYPES = ['start', 'end', 'python', 'dataQuery', 'workflow', 'condition', 'delay', 'loop', 'http', 'switch', 'set'] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 
 export type JoinMode = 'all' | 'any';
@@ -40,6 +40,12 @@ export type HttpConfig = {
   timeoutSeconds?: number;
   failOnStatus?: boolean;
 };
+/** A switch case: its handle and exactly one matcher (SPEC §2). */
+export type SwitchCase = { handle: string; equals?: unknown; in?: unknown[]; matches?: string; expression?: string };
+export type SwitchConfig = { value: string; cases: SwitchCase[] };
+/** A `set` field: a (dotted) name and a template, or any JSON value. */
+export type SetField = { name: string; value: unknown };
+export type SetConfig = { fields: SetField[]; keepInput?: boolean };
 
 export type ConfigByType = {
   start: StartConfig;
@@ -51,6 +57,8 @@ export type ConfigByType = {
   delay: DelayConfig;
   loop: LoopConfig;
   http: HttpConfig;
+  switch: SwitchConfig;
+  set: SetConfig;
 };
 
 /** The fields every node may carry besides its config (SPEC §1 "common node fields"). */
@@ -92,10 +100,12 @@ export const NODE_TYPE_INFO: Readonly<Record<NodeType, NodeTypeInfo>> = {
   condition: { type: 'condition', title: 'Condition', icon: '◇', color: '#d97706', description: 'Branch on expressions' },
   loop: { type: 'loop', title: 'Loop', icon: '↻', color: '#9333ea', description: 'Run a body once per item' },
   delay: { type: 'delay', title: 'Delay', icon: '◷', color: '#64748b', description: 'Wait, without holding a worker' },
+  switch: { type: 'switch', title: 'Switch', icon: '⇉', color: '#ea580c', description: 'Route by a value: one output per case' },
+  set: { type: 'set', title: 'Set fields', icon: '✎', color: '#0d9488', description: 'Build an object from named fields' },
   end: { type: 'end', title: 'End', icon: '■', color: '#dc2626', description: 'Collect the run output' },
 };
 
-export const PALETTE_ORDER: readonly NodeType[] = ['start', 'python', 'http', 'dataQuery', 'condition', 'loop', 'workflow', 'delay', 'end'];
+export const PALETTE_ORDER: readonly NodeType[] = ['start', 'python', 'http', 'set', 'dataQuery', 'condition', 'switch', 'loop', 'workflow', 'delay', 'end'];
 
 export function isNodeType(value: unknown): value is NodeType {
   return typeof value === 'string' && (NODE_TYPES as readonly string[]).includes(value);
@@ -122,6 +132,10 @@ export function defaultConfig(type: NodeType): ConfigByType[NodeType] {
       return { seconds: 1 };
     case 'loop':
       return { items: '{{ ctx.input.items }}', concurrency: 1 };
+    case 'switch':
+      return { value: '{{ ctx.input.kind }}', cases: [{ handle: 'case1', equals: 'a' }] };
+    case 'set':
+      return { fields: [{ name: 'field', value: '' }], keepInput: false };
   }
 }
 

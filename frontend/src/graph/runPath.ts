@@ -25,6 +25,10 @@ export function takenHandle(node: EditorNode, output: unknown): string | null {
       return isRecord(output) && typeof output.branch === 'string' ? output.branch : null;
     case 'loop':
       return 'done';
+    case 'switch':
+      return isRecord(output) && typeof output.handle === 'string' ? output.handle : null;
+    case 'set':
+      return 'success';
   }
 }
 

@@ -4,7 +4,7 @@ import { filterPalette } from './filter';
 
 describe('palette search', () => {
   it('lists every type for an empty query, in palette order', () => {
-    expect(filterPalette('  ')).toEqual(['start', 'python', 'http', 'dataQuery', 'condition', 'loop', 'workflow', 'delay', 'end']);
+    expect(filterPalette('  ')).toEqual(['start', 'python', 'http', 'set', 'dataQuery', 'condition', 'switch', 'loop', 'workflow', 'delay', 'end']);
   });
 
   it('puts title prefixes first and matches descriptions and aliases', () => {

@@ -12,6 +12,8 @@ const ALIASES: Readonly<Record<NodeType, string>> = {
   loop: 'each for iterate map split batch',
   delay: 'wait sleep timer pause',
   end: 'output finish return respond stop',
+  switch: 'route router case match regex branch',
+  set: 'edit fields assign map rename shape object',
 };
 
 /**
