@@ -22,7 +22,7 @@ from typing import TypeVar
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.effects import Effects
 from flowdeck.engine.plans import RunNotFoundError
-from flowdeck.storage.database import is_disconnect
+from flowdeck.storage.disconnects import is_disconnect
 from flowdeck.storage.state import StateManager, StateTransaction
 
 __all__ = ("Cas", "DecideFn", "DuplicateDeliveryError", "KnownVersions")

@@ -35,7 +35,7 @@ from flowdeck.engine.orchestrator import NodeOutcome, Orchestrator
 from flowdeck.engine.publisher import NodeUpdate
 from flowdeck.engine.run_timing import RunTiming, timeout_reason
 from flowdeck.engine.sla import mark_breaches
-from flowdeck.storage.database import is_disconnect
+from flowdeck.storage.disconnects import is_disconnect
 from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.records import Job
 from flowdeck.storage.state import StateManager

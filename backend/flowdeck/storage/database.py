@@ -51,12 +51,13 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from flowdeck.storage.compiled import CompiledStatement
+from flowdeck.storage.disconnects import is_disconnect, unsent
 from flowdeck.storage.schema import metadata
 from flowdeck.storage.statements import statements_for
 
 T = TypeVar("T")
 
-__all__ = ("Connection", "Database", "StatementCounter", "is_disconnect")
+__all__ = ("Connection", "Database", "StatementCounter")
 
 log = logging.getLogger(__name__)
 
@@ -121,54 +122,8 @@ class _InlineConnection:
         return fn(self._conn)
 
 
-_DISCONNECTED = (
-    asyncpg.PostgresConnectionError,  # ConnectionDoesNotExistError: "closed in the middle of operation"
-    asyncpg.AdminShutdownError,  # pg_terminate_backend, a fast shutdown
-    asyncpg.CrashShutdownError,
-    asyncpg.CannotConnectNowError,  # "the database system is starting up / shutting down"
-    ConnectionError,  # reset, refused, broken pipe
-)
-
-
-def is_disconnect(exc: BaseException) -> bool:
-    """Whether ``exc`` says the connection to PostgreSQL is gone (not that a statement was wrong), or
-    that asyncpg would not use it because PostgreSQL's closing message came first (``_unsent``).
-
-    Raw asyncpg errors (the compiled statements) and SQLAlchemy's wrapped ones (its
-    ``connection_invalidated``, or the asyncpg error it wraps) alike.
-    """
-    for seen in _causes(exc):
-        if isinstance(seen, sa.exc.DBAPIError) and seen.connection_invalidated:
-            return True
-        if isinstance(seen, _DISCONNECTED) or _closed(seen):
-            return True
-    return _unsent(exc)
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    """``exc`` and what it wraps: SQLAlchemy's error -> its adapter's error -> asyncpg's."""
-    chain: list[BaseException] = []
-    seen: BaseException | None = exc
-    while seen is not None and len(chain) < 5:
-        chain.append(seen)
-        seen = getattr(seen, "orig", None) or seen.__cause__
-    return chain
-
-
-def _closed(exc: BaseException) -> bool:
-    """asyncpg's check before it sends: "cannot call PreparedStatement.fetch(): the underlying connection is closed"."""
-    return isinstance(exc, asyncpg.InterfaceError) and "connection is closed" in str(exc)
-
-
 _READ_ATTEMPTS = 5
 """A read runs again on a fresh connection this many times at most (then ``_open`` has waited for one)."""
-
-
-def _unsent(exc: BaseException) -> bool:
-    """A lost connection asyncpg noticed before sending anything (so a write did not happen): closed, or
-    "cannot switch to state ...; another operation is in progress" (the FATAL of a ``pg_terminate_backend``
-    that arrived while the connection was idle)."""
-    return any(isinstance(seen, asyncpg.InternalClientError) or _closed(seen) for seen in _causes(exc))
 
 
 class _AsyncpgConnection:
@@ -205,7 +160,7 @@ class _AsyncpgConnection:
             try:
                 return await self._execute(statement, parameters)
             except Exception as exc:
-                retry = is_disconnect(exc) if self._reads else _unsent(exc)
+                retry = is_disconnect(exc) if self._reads else unsent(exc)
                 if self._reopen is None or not retry or attempt >= _READ_ATTEMPTS:
                     raise
                 log.warning("a statement lost its PostgreSQL connection (%s); running it again on a fresh one", exc)

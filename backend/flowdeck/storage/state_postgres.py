@@ -19,7 +19,8 @@ import sqlalchemy as sa
 from flowdeck.domain.scopes import nested_pattern, parent_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.storage.chain_batches import ChainStepBatcher
-from flowdeck.storage.database import Database, is_disconnect
+from flowdeck.storage.database import Database
+from flowdeck.storage.disconnects import is_disconnect
 from flowdeck.storage.jobs import NO_SHARE, NewJob, TenantShare, claim_plan
 from flowdeck.storage.log_rows import run_status_payload
 from flowdeck.storage.records import Job, LogEvent
