@@ -51,7 +51,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from flowdeck.storage.compiled import CompiledStatement
-from flowdeck.storage.disconnects import is_disconnect, unsent
+from flowdeck.storage.disconnects import DatabaseUnavailableError, is_disconnect, unsent
 from flowdeck.storage.schema import metadata
 from flowdeck.storage.statements import statements_for
 
@@ -135,7 +135,7 @@ class _AsyncpgConnection:
 
     With ``reopen``, a statement that fails because PostgreSQL closed the connection runs again on a
     fresh one: any statement of a read (reads change nothing), and a statement without a transaction
-    only when nothing of it was sent (``_unsent``: asyncpg refused before sending).
+    only when nothing of it was sent (``unsent``: asyncpg refused before sending).
     """
 
     committed: asyncio.Future[None] | None = None
@@ -474,8 +474,11 @@ class Database:
             except Exception as exc:
                 if conn is not None:
                     await _discard(conn)
-                if not is_disconnect(exc) or loop.time() >= deadline:
+                if not is_disconnect(exc):
                     raise
+                if loop.time() >= deadline:
+                    waited = f"FLOWDECK_DB_RECONNECT_SECONDS ({self.reconnect_seconds:g} s)"
+                    raise DatabaseUnavailableError(f"PostgreSQL took no connection for {waited}: {exc}") from exc
                 if attempt == self.pool_size:  # the pool's connections are used up: PostgreSQL is away
                     log.warning("PostgreSQL closed or refused the connection (%s); trying again", exc)
                 if attempt >= self.pool_size:

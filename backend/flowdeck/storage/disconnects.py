@@ -9,7 +9,12 @@ from __future__ import annotations
 import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
 
-__all__ = ("is_disconnect", "unsent")
+__all__ = ("DatabaseUnavailableError", "is_disconnect", "unsent")
+
+
+class DatabaseUnavailableError(ConnectionError):
+    """PostgreSQL took no connection for FLOWDECK_DB_RECONNECT_SECONDS (the API answers 503)."""
+
 
 _DISCONNECTED = (
     asyncpg.PostgresConnectionError,  # ConnectionDoesNotExistError: "closed in the middle of operation"
