@@ -148,3 +148,25 @@ async def test_runs_complete_once_while_connections_are_terminated_again_and_aga
     assert twice == []
     # 3 items x (split, left, right, join) + start, each, end
     assert Counter(row[0] for row in completed) == dict.fromkeys(run_ids, 15)
+
+
+async def test_a_write_that_loses_its_connection_before_committing_runs_again(
+    alice: Account, admin: asyncpg.Connection
+) -> None:
+    created = await alice.client.post("/api/workflows", json=diamond(2))
+    workflow_id = created.json()["id"]
+    blocker = admin
+    async with blocker.transaction():  # holds the workflow's row: the save's UPDATE waits for it, mid-transaction
+        await blocker.execute("SELECT 1 FROM workflows WHERE id = $1 FOR UPDATE", workflow_id)
+        save = asyncio.create_task(alice.client.put(f"/api/workflows/{workflow_id}", json={**diamond(3), "version": 1}))
+        async with asyncio.timeout(10):  # the event: the save's transaction waits on the lock
+            while not await blocker.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ):
+                await asyncio.sleep(0.01)
+        assert await terminate_all(blocker) >= 1  # its connection closes after BEGIN, before COMMIT
+    saved = await save
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["version"] == 2  # saved once: the first attempt never committed
+    latest = await alice.client.get(f"/api/workflows/{workflow_id}")
+    assert latest.status_code == 200 and latest.json()["version"] == 2

@@ -51,7 +51,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from flowdeck.storage.compiled import CompiledStatement
-from flowdeck.storage.disconnects import DatabaseUnavailableError, is_disconnect, unsent
+from flowdeck.storage.disconnects import DatabaseUnavailableError, is_disconnect, unsent, write_track
 from flowdeck.storage.schema import metadata
 from flowdeck.storage.statements import statements_for
 
@@ -420,19 +420,26 @@ class Database:
         wrapped = _AsyncpgConnection(
             conn, raw, self.counter, None if transaction == "write" else reopen, reads=reads and transaction != "write"
         )
+        track = write_track.get()
         try:
             if tx is None:
+                if track is not None and not reads:
+                    track.committed = True  # a write without a transaction: done once sent
                 yield wrapped
                 return
             self.counter.round_trips += 2  # BEGIN, and COMMIT or ROLLBACK
             try:
                 yield wrapped
-            except BaseException:
+            except BaseException as exc:
                 with contextlib.suppress(Exception):
                     await tx.rollback()
+                if track is not None and transaction == "write" and is_disconnect(exc):
+                    track.lost = True
                 raise
             if transaction == "write":
                 self.counter.commits += 1
+                if track is not None:
+                    track.committed = True
                 await tx.commit()
             else:
                 try:

@@ -6,10 +6,26 @@ firewall cuts it. What is retried where: docs/engine.md "Lost connections".
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+from dataclasses import dataclass
+
 import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
 
-__all__ = ("DatabaseUnavailableError", "is_disconnect", "unsent")
+__all__ = ("DatabaseUnavailableError", "WriteTrack", "is_disconnect", "unsent", "write_track")
+
+
+@dataclass(slots=True)
+class WriteTrack:
+    """What the writes of one unit of work (an API request: api/replay.py) did, as ``Database`` saw them."""
+
+    committed: bool = False
+    """A write committed, or may have: its COMMIT, or a statement without a transaction, was sent."""
+    lost: bool = False
+    """A write transaction lost its connection before its COMMIT was sent (so it never committed)."""
+
+
+write_track: ContextVar[WriteTrack | None] = ContextVar("flowdeck_write_track", default=None)
 
 
 class DatabaseUnavailableError(ConnectionError):
