@@ -72,7 +72,10 @@ async def open_runtime(
     else:
         await require_latest(settings.database_url)  # a process of one version on another's schema: refused
     db = Database(
-        settings.database_url, pool_size=settings.db_pool_size, sqlite_synchronous=settings.sqlite_synchronous
+        settings.database_url,
+        pool_size=settings.db_pool_size,
+        sqlite_synchronous=settings.sqlite_synchronous,
+        reconnect_seconds=settings.db_reconnect_seconds,
     )
     sandbox = SandboxPool(
         settings.sandbox_workers, max_size=settings.sandbox_max_workers, idle_seconds=settings.sandbox_idle_seconds

@@ -155,6 +155,9 @@ class Settings:
     db_pool_size: int = 20
     """FLOWDECK_DB_POOL_SIZE (PostgreSQL): connections one process keeps; ``serve --workers`` shares
     ``max_connections`` between its processes when it is unset (``serving.connection_share``)."""
+    db_reconnect_seconds: float = 15.0
+    """FLOWDECK_DB_RECONNECT_SECONDS (PostgreSQL): how long a statement waits for PostgreSQL to take
+    connections again (a restart, a failover) before it fails (the API answers 503)."""
     max_tree_runs: int = 1000
     """FLOWDECK_MAX_TREE_RUNS: runs in one tree of sub-workflow calls, the run nobody called included."""
     tenant_active_runs: int = 10_000
@@ -199,6 +202,7 @@ class Settings:
             sqlite_synchronous=_choice(env, "FLOWDECK_SQLITE_SYNCHRONOUS", "full", ("full", "normal")).upper(),
             serve_workers=_optional_int(env, "FLOWDECK_SERVE_WORKERS"),
             db_pool_size=_int(env, "FLOWDECK_DB_POOL_SIZE", 20),
+            db_reconnect_seconds=_float(env, "FLOWDECK_DB_RECONNECT_SECONDS", 15.0),
             max_run_bytes=_int(env, "FLOWDECK_MAX_RUN_BYTES", DEFAULT_MAX_RUN_BYTES, minimum=1024),
             max_tree_runs=_int(env, "FLOWDECK_MAX_TREE_RUNS", 1000),
             tenant_active_runs=_int(env, "FLOWDECK_TENANT_ACTIVE_RUNS", 10_000),

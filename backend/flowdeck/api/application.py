@@ -17,6 +17,7 @@ from flowdeck.api.context import AppContext, Services
 from flowdeck.api.dependencies import DEPENDENCIES
 from flowdeck.api.errors import EXCEPTION_HANDLERS
 from flowdeck.api.frame_headers import add_frame_headers
+from flowdeck.api.replay import replay_lost_writes
 from flowdeck.api.routes import API_ROUTES
 from flowdeck.api.routes.metrics import metrics as metrics_route
 from flowdeck.api.routes.spa import spa_routes
@@ -64,7 +65,7 @@ def create_api(
     return Litestar(
         route_handlers=[*API_ROUTES, metrics_route, *spa_routes(config.static_dir)],  # the SPA catch-all last
         dependencies=DEPENDENCIES,
-        middleware=[auth_middleware()],
+        middleware=[replay_lost_writes, auth_middleware()],
         before_request=check_body,
         before_send=[add_frame_headers],
         exception_handlers=EXCEPTION_HANDLERS,

@@ -13,6 +13,7 @@ from litestar.status_codes import (
     HTTP_404_NOT_FOUND,
     HTTP_409_CONFLICT,
     HTTP_429_TOO_MANY_REQUESTS,
+    HTTP_503_SERVICE_UNAVAILABLE,
 )
 from litestar.types import ExceptionHandlersMap
 
@@ -27,6 +28,7 @@ from flowdeck.engine.plans import RunNotFoundError
 from flowdeck.engine.run_limits import TooManyActiveRunsError
 from flowdeck.queries.errors import DataSourceInUseError, NameTakenError, NotFoundError, QueryValidationError
 from flowdeck.queries.secrets import SecretKeyMissingError
+from flowdeck.storage.disconnects import DatabaseUnavailableError
 from flowdeck.storage.workflows import StaleVersionError
 from flowdeck.widgets.errors import ConfigError, InputParamError
 
@@ -119,7 +121,14 @@ def _too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[
     return error_response(HTTP_400_BAD_REQUEST, "the request body is nested too deeply")
 
 
+def _database_away(_: Request[Any, Any, Any], exc: DatabaseUnavailableError) -> Response[dict[str, Any]]:
+    # The one 5xx a lost connection may cost: PostgreSQL stayed away longer than the setting allows.
+    log.warning("answered 503: %s", exc)
+    return error_response(HTTP_503_SERVICE_UNAVAILABLE, str(exc), headers={"Retry-After": "5"})
+
+
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {
+    DatabaseUnavailableError: _database_away,
     DefinitionInvalidError: _invalid_definition,
     InputInvalidError: _invalid_input,
     StaleVersionError: _stale,

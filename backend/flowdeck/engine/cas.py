@@ -3,13 +3,15 @@
 A decision reads the instance version, claims the next one and only then writes; everything commits
 together. A decision that loses the CAS rolls back and runs again on fresh state. This process's own
 decisions of one run queue on a lock first, so they don't lose the CAS to each other (on PostgreSQL
-a loser has already waited for the winner's commit); the CAS still decides between processes.
+a loser has already waited for the winner's commit); the CAS still decides between processes. A
+decision that lost its database connection runs again the same way (docs/engine.md "Lost connections").
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import random
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,13 +22,19 @@ from typing import TypeVar
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.effects import Effects
 from flowdeck.engine.plans import RunNotFoundError
+from flowdeck.storage.disconnects import is_disconnect
 from flowdeck.storage.state import StateManager, StateTransaction
 
 __all__ = ("Cas", "DecideFn", "DuplicateDeliveryError", "KnownVersions")
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 MAX_CAS_ATTEMPTS = 200
+_LOST_CONNECTION_RETRIES = 3
+"""A decision whose connection PostgreSQL closed is taken again this many times at most (then the
+node's lease brings it back)."""
 
 DecideFn = Callable[[StateTransaction, RunStatus, Effects], Awaitable[T]]
 """A decision: given the transaction, the run's status (the CAS won) and the effects to fill."""
@@ -106,6 +114,7 @@ class Cas:
         ``defer``: return before the decision is durable (early release, storage/database.py), for a
         worker going on with the node it leased; its effects are announced once it is durable.
         """
+        lost = 0
         for attempt in range(MAX_CAS_ATTEMPTS):
             known = self.versions.get(instance_id)
             try:
@@ -118,6 +127,15 @@ class Cas:
             except _CasConflictError:
                 self.versions.forget(instance_id)
                 await asyncio.sleep(random.uniform(0, 0.001 * min(attempt + 1, 20)))  # noqa: S311 -- jitter
+                continue
+            except Exception as exc:
+                self.versions.forget(instance_id)
+                if not is_disconnect(exc) or lost >= _LOST_CONNECTION_RETRIES:
+                    raise
+                # PostgreSQL closed the connection: the decision is taken again on fresh state. Safe even
+                # if it was lost at COMMIT and did commit: its log writes find the duplicate delivery.
+                lost += 1
+                log.warning("a decision of run %s lost its database connection; taking it again", instance_id)
                 continue
             except BaseException:
                 self.versions.forget(instance_id)

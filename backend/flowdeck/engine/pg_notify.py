@@ -4,7 +4,9 @@ PostgreSQL database and no Redis is configured. What travels and why: ``engine/f
 Two connections of their own per process (one listens, one sends), outside the engine's pool: a
 listening connection must stay open, and a NOTIFY must not wait behind the engine's transactions.
 A NOTIFY payload is at most 8,000 bytes; larger updates go by reference (``max_message_bytes``).
-If the listening connection drops, it is opened again (messages sent meanwhile are missed, as on Redis).
+If the listening connection drops, it is opened again and LISTENs again (messages sent meanwhile are
+missed, as on Redis: the worker's poll finds the jobs they announced, clients read the log through the
+run's snapshot). A send that loses its connection is sent again on a new one.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy.engine import make_url
+
+from flowdeck.storage.disconnects import is_disconnect
 
 __all__ = ("CHANNEL", "PostgresTransport")
 
@@ -54,10 +58,22 @@ class PostgresTransport:
         self._watch = asyncio.create_task(self._reconnect_when_lost(), name="flowdeck-notify-watch")
 
     async def send(self, message: bytes) -> None:
+        """Send on the sending connection, opened again if PostgreSQL closed it; a send that lost its
+        connection is sent once more on a new one (at worst a message arrives twice: receivers take
+        an update again as it is)."""
         async with self._send_lock:
-            if self._sender is None or self._sender.is_closed():
-                self._sender = await asyncpg.connect(**self._connect_args)
-            await self._sender.execute("SELECT pg_notify($1, $2)", self.channel, message.decode())
+            for attempt in range(2):
+                try:
+                    if self._sender is None or self._sender.is_closed():
+                        self._sender = await asyncpg.connect(**self._connect_args)
+                    await self._sender.execute("SELECT pg_notify($1, $2)", self.channel, message.decode())
+                    return
+                except Exception as exc:
+                    if attempt or not is_disconnect(exc):
+                        raise
+                    with contextlib.suppress(Exception):
+                        self._sender.terminate()  # type: ignore[union-attr]
+                    self._sender = None
 
     async def close(self) -> None:
         if self._watch is not None:
@@ -90,5 +106,6 @@ class PostgresTransport:
                 try:
                     await self._listen()
                     break
-                except (OSError, asyncpg.PostgresError):
+                except Exception as exc:  # noqa: BLE001 -- whatever it was, listening must come back
+                    log.warning("could not LISTEN again (%s); trying again in %.1f s", exc, delay)
                     await asyncio.sleep(delay)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
+import itertools
 import logging
 import os
 import socket
@@ -30,10 +31,11 @@ from typing import Any
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.executor import NodeExecutor
-from flowdeck.engine.orchestrator import Orchestrator
+from flowdeck.engine.orchestrator import NodeOutcome, Orchestrator
 from flowdeck.engine.publisher import NodeUpdate
 from flowdeck.engine.run_timing import RunTiming, timeout_reason
 from flowdeck.engine.sla import mark_breaches
+from flowdeck.storage.disconnects import is_disconnect
 from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.records import Job
 from flowdeck.storage.state import StateManager
@@ -44,6 +46,8 @@ log = logging.getLogger(__name__)
 
 STALE_RUN_SECONDS = 300.0
 _MAX_DUE_TIMES = 10_000
+_LOST_CONNECTION_RETRIES = 4
+"""A decision or a lease renewal whose database connection was closed is taken again this many times."""
 _NEXT_DUE_READ_SECONDS = 5.0
 
 
@@ -272,13 +276,7 @@ class Worker:
                 self._running[current.id] = current.tenant_id
                 outcome, context = await self.executor.run(current, known_context, leased_early=leased_early)
                 claim_for = None if self._stopping else self.id
-                successor = await self.orchestrator.handle_result(
-                    current,
-                    outcome,
-                    claim_for=claim_for,
-                    claim_any=self.share() if self._saturated else None,
-                    early_release=claim_for is not None,
-                )
+                successor = await self._decide(current, outcome, claim_for)
                 if successor is not None:
                     leased_early = True
                     known_context = await self.executor.context_for_successor(current, context, outcome, successor)
@@ -298,15 +296,41 @@ class Worker:
             if self._saturated or self._capped:  # a slot opened that a due job may be waiting for
                 self._wake.set()
 
+    async def _decide(self, job: Job, outcome: NodeOutcome, claim_for: str | None) -> Job | None:
+        """The orchestrator's decision on a node's result, taken again when PostgreSQL closed the connection
+        under it (a re-decision is safe: the log writes are idempotent and the CAS orders them), so a
+        lost connection costs latency rather than the node's lease (docs/engine.md "Lost connections")."""
+        for attempt in itertools.count():
+            try:
+                return await self.orchestrator.handle_result(
+                    job,
+                    outcome,
+                    claim_for=claim_for,
+                    claim_any=self.share() if self._saturated else None,
+                    early_release=claim_for is not None,
+                )
+            except Exception as exc:
+                if not is_disconnect(exc) or attempt >= _LOST_CONNECTION_RETRIES:
+                    raise
+                log.warning("the result of node %s of run %s lost its database connection; deciding again",
+                            job.node_id, job.instance_id)  # fmt: skip
+                await asyncio.sleep(0.05 * 2**attempt)
+        raise AssertionError("unreachable")
+
     # -- leases --------------------------------------------------------------------------------------
     async def _heartbeat_loop(self) -> None:
         interval = self.lease_seconds / 3
         while True:  # also while draining: the nodes still running keep their leases; stop() cancels it
             await asyncio.sleep(interval)
-            try:
-                await self.heartbeat()
-            except Exception:
-                log.exception("renewing leases failed")
+            for attempt in itertools.count():
+                try:
+                    await self.heartbeat()
+                except Exception as exc:
+                    if is_disconnect(exc) and attempt < _LOST_CONNECTION_RETRIES:
+                        await asyncio.sleep(0.05 * 2**attempt)  # renewing is idempotent: at once again
+                        continue
+                    log.exception("renewing leases failed")
+                break
 
     async def heartbeat(self) -> None:
         held = {job.id: task for task, job in self._current.items()}

@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
+import asyncpg  # type: ignore[import-untyped]
 import msgspec
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -49,6 +51,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from flowdeck.storage.compiled import CompiledStatement
+from flowdeck.storage.disconnects import DatabaseUnavailableError, is_disconnect, unsent, write_track
 from flowdeck.storage.schema import metadata
 from flowdeck.storage.statements import statements_for
 
@@ -119,22 +122,54 @@ class _InlineConnection:
         return fn(self._conn)
 
 
+_READ_ATTEMPTS = 5
+"""A read runs again on a fresh connection this many times at most (then ``_open`` has waited for one)."""
+
+
 class _AsyncpgConnection:
     """An async SQLAlchemy connection whose compiled hot statements run on asyncpg directly (PostgreSQL).
 
     SQLAlchemy's side of the connection is in autocommit mode, so it never opens a transaction of
     its own: ``Database`` opens one on the asyncpg connection itself (``asyncpg.Connection.transaction``),
     and both SQLAlchemy's statements and the compiled ones run inside it.
+
+    With ``reopen``, a statement that fails because PostgreSQL closed the connection runs again on a
+    fresh one: any statement of a read (reads change nothing), and a statement without a transaction
+    only when nothing of it was sent (``unsent``: asyncpg refused before sending).
     """
 
     committed: asyncio.Future[None] | None = None
 
-    def __init__(self, conn: AsyncConnection, raw: Any, counter: StatementCounter) -> None:
+    def __init__(
+        self,
+        conn: AsyncConnection,
+        raw: Any,
+        counter: StatementCounter,
+        reopen: Callable[[], Awaitable[tuple[AsyncConnection, Any]]] | None = None,
+        *,
+        reads: bool = False,
+    ) -> None:
         self._conn = conn
         self._raw = raw
         self._counter = counter
+        self._reopen = reopen
+        self._reads = reads
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
+        for attempt in itertools.count():
+            try:
+                return await self._execute(statement, parameters)
+            except Exception as exc:
+                retry = is_disconnect(exc) if self._reads else unsent(exc)
+                if self._reopen is None or not retry or attempt >= _READ_ATTEMPTS:
+                    raise
+                log.warning("a statement lost its PostgreSQL connection (%s); running it again on a fresh one", exc)
+                if attempt:
+                    await asyncio.sleep(0.01 * 2**attempt)
+                self._conn, self._raw = await self._reopen()
+        raise AssertionError("unreachable")
+
+    async def _execute(self, statement: Any, parameters: Any) -> Any:
         if isinstance(statement, CompiledStatement) and isinstance(parameters, list) and len(parameters) > 1:
             statement = statement.core  # many rows: one multi-row statement through SQLAlchemy
         if not isinstance(statement, CompiledStatement):
@@ -175,13 +210,18 @@ class Database:
         one_statement: bool = True,
         sqlite_synchronous: str = "FULL",
         defer_seconds: float = 0.002,
+        reconnect_seconds: float = 15.0,
     ) -> None:
         """``one_statement`` (PostgreSQL): take the common decisions and write pairs as single statements
         (data-modifying CTEs). ``False`` writes the same rows with the portable statements SQLite uses;
         tests/integration/test_one_statement_equivalence.py runs every topology both ways and compares.
         ``sqlite_synchronous``: ``FULL`` (power-loss safe) or ``NORMAL`` (FLOWDECK_SQLITE_SYNCHRONOUS).
-        ``defer_seconds``: how long an early-released SQLite group may stay open at most."""
+        ``defer_seconds``: how long an early-released SQLite group may stay open at most.
+        ``reconnect_seconds`` (PostgreSQL): how long a caller waits for PostgreSQL to take connections
+        again (a restart, a failover) before its statement fails (FLOWDECK_DB_RECONNECT_SECONDS)."""
         self.url = url
+        self.pool_size = pool_size
+        self.reconnect_seconds = reconnect_seconds
         self.is_sqlite = url.startswith("sqlite")
         self.counter = StatementCounter()
         self.one_statement = one_statement and not self.is_sqlite
@@ -350,43 +390,107 @@ class Database:
         trips (PostgreSQL only: SQLite has no data-modifying CTEs to make such statements of)."""
         if self.is_sqlite:
             raise RuntimeError("single-statement writes are a PostgreSQL path (SQLite has no data-modifying CTEs)")
-        async with self._postgres(transaction=None) as conn:
+        async with self._postgres(transaction=None, reads=False) as conn:
             yield conn
 
     @asynccontextmanager
-    async def _postgres(self, *, transaction: Literal["write", "read"] | None) -> AsyncIterator[_AsyncpgConnection]:
+    async def _postgres(
+        self, *, transaction: Literal["write", "read"] | None, reads: bool = True
+    ) -> AsyncIterator[_AsyncpgConnection]:
         """A pooled connection, in a transaction (committed for "write", rolled back for "read") or none.
 
         Public APIs only: SQLAlchemy runs in autocommit mode (it opens no transaction) and the
         transaction is asyncpg's, on the driver connection SQLAlchemy hands out. BEGIN and COMMIT
         (or ROLLBACK) are one round trip each, as with SQLAlchemy's own transaction.
+
+        A connection PostgreSQL closed (a restart, a failover, ``pg_terminate_backend``) is never handed
+        out (``_open``). ``reads`` (a read, or a statement without a transaction that only reads): a
+        statement that loses its connection runs again on a fresh one. A write transaction that loses
+        its connection after BEGIN raises: it never committed, and the caller decides whether to take
+        it again (docs/engine.md "Lost connections"); one that loses it at COMMIT may have committed.
         """
-        async with self.engine.connect() as conn:
-            await conn.execution_options(isolation_level="AUTOCOMMIT")
-            raw = (await conn.get_raw_connection()).driver_connection
-            assert raw is not None
-            wrapped = _AsyncpgConnection(conn, raw, self.counter)
-            if transaction is None:
+        conn, raw, tx = await self._open(transaction)
+
+        async def reopen() -> tuple[AsyncConnection, Any]:
+            nonlocal conn, raw, tx
+            await _discard(conn)
+            conn, raw, tx = await self._open(transaction)
+            return conn, raw
+
+        wrapped = _AsyncpgConnection(
+            conn, raw, self.counter, None if transaction == "write" else reopen, reads=reads and transaction != "write"
+        )
+        track = write_track.get()
+        try:
+            if tx is None:
+                if track is not None and not reads:
+                    track.committed = True  # a write without a transaction: done once sent
                 yield wrapped
                 return
-            tx = raw.transaction()
-            await tx.start()
             self.counter.round_trips += 2  # BEGIN, and COMMIT or ROLLBACK
             try:
-                try:
-                    yield wrapped
-                except BaseException:
-                    with contextlib.suppress(Exception):
-                        await tx.rollback()
-                    raise
-                if transaction == "write":
-                    self.counter.commits += 1
-                    await tx.commit()
-                else:
+                yield wrapped
+            except BaseException as exc:
+                with contextlib.suppress(Exception):
                     await tx.rollback()
-            finally:
-                if raw.is_in_transaction():  # the rollback failed: never pool a connection mid-transaction
-                    await conn.invalidate()
+                if track is not None and transaction == "write" and is_disconnect(exc):
+                    track.lost = True
+                raise
+            if transaction == "write":
+                self.counter.commits += 1
+                if track is not None:
+                    track.committed = True
+                await tx.commit()
+            else:
+                try:
+                    await tx.rollback()
+                except Exception as exc:  # a read that lost its connection after its last statement: done
+                    if not is_disconnect(exc):
+                        raise
+        finally:
+            if raw.is_closed() or raw.is_in_transaction():  # never pool a connection mid-transaction
+                await _discard(conn)
+            else:
+                await conn.close()
+
+    async def _open(self, transaction: Literal["write", "read"] | None) -> tuple[AsyncConnection, Any, Any]:
+        """A pooled connection in autocommit mode, its transaction begun if asked, that PostgreSQL has not closed.
+
+        asyncpg sees a connection close as soon as PostgreSQL closes it (it always reads its socket), so
+        a pooled connection that was terminated is known dead for free (no ping round trip): it is
+        dropped and the next one tried. A BEGIN that fails on a lost connection is taken again on a
+        fresh one (nothing was sent but the BEGIN). While PostgreSQL refuses connections (a restart, a
+        failover) this waits, up to ``reconnect_seconds``, then raises.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.reconnect_seconds
+        for attempt in itertools.count():
+            conn: AsyncConnection | None = None
+            try:
+                conn = await self.engine.connect()
+                await conn.execution_options(isolation_level="AUTOCOMMIT")
+                raw = (await conn.get_raw_connection()).driver_connection
+                assert raw is not None
+                if raw.is_closed():
+                    raise asyncpg.ConnectionDoesNotExistError("the pooled connection was closed by PostgreSQL")
+                tx = None
+                if transaction is not None:
+                    tx = raw.transaction()
+                    await tx.start()
+                return conn, raw, tx
+            except Exception as exc:
+                if conn is not None:
+                    await _discard(conn)
+                if not is_disconnect(exc):
+                    raise
+                if loop.time() >= deadline:
+                    waited = f"FLOWDECK_DB_RECONNECT_SECONDS ({self.reconnect_seconds:g} s)"
+                    raise DatabaseUnavailableError(f"PostgreSQL took no connection for {waited}: {exc}") from exc
+                if attempt == self.pool_size:  # the pool's connections are used up: PostgreSQL is away
+                    log.warning("PostgreSQL closed or refused the connection (%s); trying again", exc)
+                if attempt >= self.pool_size:
+                    await asyncio.sleep(min(0.05 * 2 ** (attempt - self.pool_size), 1.0))
+        raise AssertionError("unreachable")
 
     async def reclaim_space(self, pages: int) -> int:
         """SQLite: hand up to ``pages`` free pages back to the file system (``auto_vacuum=INCREMENTAL``)
@@ -435,6 +539,14 @@ class Database:
     def _count_commit(self, *_: Any) -> None:
         self.counter.round_trips += 1
         self.counter.commits += 1
+
+
+async def _discard(conn: AsyncConnection) -> None:
+    """Close a connection for good (it never goes back to the pool)."""
+    with contextlib.suppress(Exception):
+        await conn.invalidate()
+    with contextlib.suppress(Exception):
+        await conn.close()
 
 
 def _sqlite_engine(url: str, synchronous: str) -> sa.Engine:

@@ -13,10 +13,14 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
+import sqlalchemy as sa
+
 from flowdeck.domain.scopes import nested_pattern, parent_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.storage.chain_batches import ChainStepBatcher
 from flowdeck.storage.database import Database
+from flowdeck.storage.disconnects import is_disconnect
 from flowdeck.storage.jobs import NO_SHARE, NewJob, TenantShare, claim_plan
 from flowdeck.storage.log_rows import run_status_payload
 from flowdeck.storage.records import Job, LogEvent
@@ -32,6 +36,9 @@ from flowdeck.storage.steps import (
 )
 
 __all__ = ("PostgresStateManager", "PostgresStateTransaction")
+
+_START_ATTEMPTS = 3
+"""A run's start statement that lost its connection runs again (its new run's id keeps it from starting twice)."""
 
 
 class PostgresStateTransaction(StateTransaction):
@@ -174,6 +181,17 @@ class PostgresStateManager(StateManager):
             ),
             "p_start_id": start.start_id,
         }
-        async with self.db.autocommit() as conn:
-            await conn.execute(postgres_statements().start_run, params)
-        return now
+        for attempt in range(_START_ATTEMPTS):
+            try:
+                async with self.db.autocommit() as conn:
+                    await conn.execute(postgres_statements().start_run, params)
+            except Exception as exc:
+                if attempt and any(
+                    isinstance(e, sa.exc.IntegrityError | asyncpg.UniqueViolationError) for e in (exc, exc.__cause__)
+                ):
+                    return now  # the attempt that lost its connection had committed: the run's id is taken by it
+                if not is_disconnect(exc) or attempt == _START_ATTEMPTS - 1:
+                    raise
+                continue  # PostgreSQL closed the connection mid-statement: it may have committed (see above)
+            return now
+        raise AssertionError("unreachable")

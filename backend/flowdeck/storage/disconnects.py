@@ -1,0 +1,78 @@
+"""Telling a lost PostgreSQL connection from a failed statement (storage/database.py retries on the first).
+
+A connection is lost when PostgreSQL restarts, fails over, is told ``pg_terminate_backend``, or a
+firewall cuts it. What is retried where: docs/engine.md "Lost connections".
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+import asyncpg  # type: ignore[import-untyped]
+import sqlalchemy as sa
+
+__all__ = ("DatabaseUnavailableError", "WriteTrack", "is_disconnect", "unsent", "write_track")
+
+
+@dataclass(slots=True)
+class WriteTrack:
+    """What the writes of one unit of work (an API request: api/replay.py) did, as ``Database`` saw them."""
+
+    committed: bool = False
+    """A write committed, or may have: its COMMIT, or a statement without a transaction, was sent."""
+    lost: bool = False
+    """A write transaction lost its connection before its COMMIT was sent (so it never committed)."""
+
+
+write_track: ContextVar[WriteTrack | None] = ContextVar("flowdeck_write_track", default=None)
+
+
+class DatabaseUnavailableError(ConnectionError):
+    """PostgreSQL took no connection for FLOWDECK_DB_RECONNECT_SECONDS (the API answers 503)."""
+
+
+_DISCONNECTED = (
+    asyncpg.PostgresConnectionError,  # ConnectionDoesNotExistError: "closed in the middle of operation"
+    asyncpg.AdminShutdownError,  # pg_terminate_backend, a fast shutdown
+    asyncpg.CrashShutdownError,
+    asyncpg.CannotConnectNowError,  # "the database system is starting up / shutting down"
+    ConnectionError,  # reset, refused, broken pipe
+)
+
+
+def is_disconnect(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection to PostgreSQL is gone (not that a statement was wrong), or
+    that asyncpg would not use it because PostgreSQL's closing message came first (``unsent``).
+
+    Raw asyncpg errors (the compiled statements) and SQLAlchemy's wrapped ones (its
+    ``connection_invalidated``, or the asyncpg error it wraps) alike.
+    """
+    for seen in _causes(exc):
+        if isinstance(seen, sa.exc.DBAPIError) and seen.connection_invalidated:
+            return True
+        if isinstance(seen, _DISCONNECTED) or _closed(seen):
+            return True
+    return unsent(exc)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it wraps: SQLAlchemy's error -> its adapter's error -> asyncpg's."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 5:
+        chain.append(seen)
+        seen = getattr(seen, "orig", None) or seen.__cause__
+    return chain
+
+
+def _closed(exc: BaseException) -> bool:
+    """asyncpg's check before it sends: "cannot call PreparedStatement.fetch(): the underlying connection is closed"."""
+    return isinstance(exc, asyncpg.InterfaceError) and "connection is closed" in str(exc)
+
+
+def unsent(exc: BaseException) -> bool:
+    """A lost connection asyncpg noticed before sending anything (so a write did not happen): closed, or
+    "cannot switch to state ...; another operation is in progress" (the FATAL of a ``pg_terminate_backend``
+    that arrived while the connection was idle)."""
+    return any(isinstance(seen, asyncpg.InternalClientError) or _closed(seen) for seen in _causes(exc))

@@ -1,0 +1,172 @@
+"""A database connection that PostgreSQL closed (a restart, a failover, a firewall, ``pg_terminate_backend``)
+costs a request latency, never a 5xx, and costs a run nothing: every run completes, no node twice.
+
+PostgreSQL only (SQLite has no connections to lose); under ``CI=true`` an unreachable server is an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import asyncpg  # type: ignore[import-untyped]
+import pytest
+import pytest_asyncio
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from flowdeck.storage.tables import instance_logs
+from tests.api.conftest import Account, Server
+from tests.support.graphs import definition, diamond, edge, end, node
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+TERMINATE = (
+    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+)
+
+
+@pytest.fixture(scope="module")
+def api_db_url(postgres_url: str) -> str:
+    """This module's server runs on PostgreSQL only."""
+    return postgres_url
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def admin(postgres_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection of the test's own, outside Flowdeck's pool: it terminates Flowdeck's."""
+    u = make_url(postgres_url)
+    conn = await asyncpg.connect(host=u.host, port=u.port or 5432, user=u.username, database=u.database)
+    yield conn
+    await conn.close()
+
+
+async def terminate_all(admin: asyncpg.Connection) -> int:
+    return int(await admin.fetchval(TERMINATE))
+
+
+def diamond_in_a_loop() -> dict:
+    """start -> each (loop over 3 items, 2 at a time) -> a diamond of 2 per item -> end."""
+    return definition(
+        [
+            node("start", "start"),
+            node("each", "loop", config={"items": [1, 2, 3], "concurrency": 2}),
+            node("split"),
+            node("left"),
+            node("right"),
+            node("join", joinMode="all"),
+            end(params={"result": "{{ ctx.each.count }}"}),
+        ],
+        [
+            edge("start", "each"),
+            edge("each", "split", "loop"),
+            edge("split", "left"),
+            edge("split", "right"),
+            edge("left", "join"),
+            edge("right", "join"),
+            edge("each", "end", "done"),
+        ],
+    )
+
+
+async def test_requests_after_every_connection_was_terminated_answer_2xx(
+    server: Server, alice: Account, admin: asyncpg.Connection
+) -> None:
+    created = await alice.client.post("/api/workflows", json=diamond(2))
+    assert created.status_code == 201, created.text
+    workflow_id = created.json()["id"]
+    first = (await alice.client.post(f"/api/workflows/{workflow_id}/runs")).json()["instanceId"]
+    await server.engine.wait_for_run(first, 10)
+    version = 1
+    for _ in range(3):  # each round: the pool holds connections PostgreSQL has closed
+        assert await terminate_all(admin) > 0
+        read = await alice.client.get(f"/api/runs/{first}")
+        assert read.status_code == 200, read.text
+        assert read.json()["status"] == "COMPLETED"
+        assert (await alice.client.get("/api/workflows")).status_code == 200
+        await terminate_all(admin)
+        started = await alice.client.post(f"/api/workflows/{workflow_id}/runs")
+        assert started.status_code == 202, started.text
+        run = await server.engine.wait_for_run(started.json()["instanceId"], 15)
+        assert run.status.value == "COMPLETED"
+        await terminate_all(admin)
+        updated = await alice.client.put(f"/api/workflows/{workflow_id}", json={**diamond(2), "version": version})
+        assert updated.status_code == 200, updated.text
+        version += 1
+
+
+async def test_runs_complete_once_while_connections_are_terminated_again_and_again(
+    server: Server, alice: Account, admin: asyncpg.Connection
+) -> None:
+    created = await alice.client.post("/api/workflows", json=diamond_in_a_loop())
+    assert created.status_code == 201, created.text
+    workflow_id = created.json()["id"]
+    statuses: Counter[int] = Counter()
+    finished = asyncio.Event()
+
+    async def read_all_along() -> None:  # what a browser does meanwhile
+        while not finished.is_set():
+            statuses[(await alice.client.get("/api/runs", params={"workflowId": workflow_id})).status_code] += 1
+
+    async def terminate_all_along() -> int:
+        rounds = 0
+        while not finished.is_set():
+            await terminate_all(admin)
+            rounds += 1
+            await asyncio.sleep(0.2)
+        return rounds
+
+    reader, killer = asyncio.create_task(read_all_along()), asyncio.create_task(terminate_all_along())
+    try:
+        run_ids = []
+        for _ in range(30):
+            started = await alice.client.post(f"/api/workflows/{workflow_id}/runs")
+            statuses[started.status_code] += 1
+            if started.status_code == 202:
+                run_ids.append(started.json()["instanceId"])
+        runs = [await server.engine.wait_for_run(run_id, 60) for run_id in run_ids]
+    finally:
+        finished.set()
+        await reader
+        rounds = await killer
+    assert rounds >= 5
+    assert set(statuses) <= {200, 202}, statuses
+    assert len(run_ids) == 30
+    assert [(run.status.value, run.error) for run in runs] == [("COMPLETED", None)] * 30
+    assert all(run.output == {"result": 3} for run in runs)
+    async with server.engine.db.read() as conn:
+        completed = (
+            await conn.execute(
+                sa.select(instance_logs.c.instance_id, instance_logs.c.node_id, instance_logs.c.iteration).where(
+                    instance_logs.c.instance_id.in_(run_ids), instance_logs.c.event_type == "NODE_COMPLETED"
+                )
+            )
+        ).all()
+    twice = [key for key, count in Counter(completed).items() if count > 1]
+    assert twice == []
+    # 3 items x (split, left, right, join) + start, each, end
+    assert Counter(row[0] for row in completed) == dict.fromkeys(run_ids, 15)
+
+
+async def test_a_write_that_loses_its_connection_before_committing_runs_again(
+    alice: Account, admin: asyncpg.Connection
+) -> None:
+    created = await alice.client.post("/api/workflows", json=diamond(2))
+    workflow_id = created.json()["id"]
+    blocker = admin
+    async with blocker.transaction():  # holds the workflow's row: the save's UPDATE waits for it, mid-transaction
+        await blocker.execute("SELECT 1 FROM workflows WHERE id = $1 FOR UPDATE", workflow_id)
+        save = asyncio.create_task(alice.client.put(f"/api/workflows/{workflow_id}", json={**diamond(3), "version": 1}))
+        async with asyncio.timeout(10):  # the event: the save's transaction waits on the lock
+            while not await blocker.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ):
+                await asyncio.sleep(0.01)
+        assert await terminate_all(blocker) >= 1  # its connection closes after BEGIN, before COMMIT
+    saved = await save
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["version"] == 2  # saved once: the first attempt never committed
+    latest = await alice.client.get(f"/api/workflows/{workflow_id}")
+    assert latest.status_code == 200 and latest.json()["version"] == 2
