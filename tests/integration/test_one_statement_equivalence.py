@@ -385,6 +385,7 @@ async def _run(url: str, topology: Topology, *, one_statement: bool) -> Trace:
             run = await engine.state.get_instance(instance_id)
             assert run is not None and run.status in TERMINAL_RUN_STATUSES, f"{topology.name}: {run}"
     finally:
+        await engine.stop()  # its chain-step batch in flight ends before the pool closes
         await db.dispose()
     return trace
 
