@@ -565,14 +565,16 @@ def _sqlite_connect(synchronous: str) -> Callable[[Any, Any], None]:
     def connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # no implicit BEGIN: _sqlite_begin says which kind
         cursor = dbapi_connection.cursor()
-        for pragma in (
+        cursor.execute("PRAGMA busy_timeout=5000")  # first: the pragmas below may wait for another writer
+        if cursor.execute("PRAGMA page_count").fetchone()[0] == 0:
             # A new database gives freed pages back (the pruner's incremental_vacuum); an existing one
-            # takes it from migration 0014's VACUUM. First: it must precede the first table.
-            "PRAGMA auto_vacuum=INCREMENTAL",
+            # takes it from migration 0014's VACUUM. Only on an empty file: it must precede the first table,
+            # and on a database in use it would wait for the lock of a write transaction left open.
+            cursor.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        for pragma in (
             "PRAGMA journal_mode=WAL",
             f"PRAGMA synchronous={synchronous}",
             "PRAGMA foreign_keys=ON",
-            "PRAGMA busy_timeout=5000",
             "PRAGMA cache_size=-65536",
         ):
             cursor.execute(pragma)
