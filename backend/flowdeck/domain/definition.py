@@ -6,13 +6,15 @@ reported at once; only a definition without errors is converted into these struc
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
 __all__ = (
     "DEFAULT_NODE_TIMEOUT_SECONDS",
     "DEFAULT_RUN_TIMEOUT_SECONDS",
+    "MAX_NODE_TIMEOUT_SECONDS",
+    "MAX_RUN_TIMEOUT_SECONDS",
     "EdgeSpec",
     "NodeSpec",
     "Position",
@@ -24,6 +26,11 @@ __all__ = (
 
 DEFAULT_NODE_TIMEOUT_SECONDS = 30.0
 DEFAULT_RUN_TIMEOUT_SECONDS = 3600.0
+MAX_RUN_TIMEOUT_SECONDS: Final = 31 * 24 * 3600
+"""``options.timeoutSeconds``: the longest ``delay`` (30 days) fits, with a day for the rest of the run."""
+MAX_NODE_TIMEOUT_SECONDS: Final = 24 * 3600
+"""A node's ``timeoutSeconds`` while it holds a worker slot (and a sandbox or a connection); a node that
+waits parked (``NodeHandler.parks``: a ``workflow`` node's call) may wait up to the run's maximum."""
 
 JoinMode = Literal["all", "any"]
 ErrorHandling = Literal["continue", "fail_workflow"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
+from flowdeck.domain.definition import MAX_NODE_TIMEOUT_SECONDS
 from flowdeck.domain.errors import ConfigIssue, NodeError
 from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
 from flowdeck.outbound import URLRefusedError, join_path, parse_url
@@ -27,7 +28,6 @@ from flowdeck.queries.http_runner import build_request, source_headers
 from flowdeck.queries.models import HTTP, DataSource
 from flowdeck.queries.service import load_source
 from flowdeck.queries.store import DataSourceStore
-from flowdeck.validation.limits import MAX_NODE_TIMEOUT_SECONDS
 
 __all__ = ("METHODS", "HttpRequestHandler")
 

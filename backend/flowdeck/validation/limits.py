@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from flowdeck.domain.definition import MAX_NODE_TIMEOUT_SECONDS, MAX_RUN_TIMEOUT_SECONDS
+
 __all__ = (
     "ANALYSIS_FACTOR",
     "MAX_CYCLES_REPORTED",
@@ -28,11 +30,6 @@ MAX_CYCLES_REPORTED: Final = 50
 MAX_LABEL_CHARS: Final = 500
 MAX_TITLE_CHARS: Final = 200  # the workflows.title column, and what the API accepts
 MAX_RETRY_ATTEMPTS: Final = 10
-MAX_RUN_TIMEOUT_SECONDS: Final = 31 * 24 * 3600
-"""``options.timeoutSeconds``: the longest ``delay`` (30 days) fits, with a day for the rest of the run."""
-MAX_NODE_TIMEOUT_SECONDS: Final = 24 * 3600
-"""A node's ``timeoutSeconds`` while it holds a worker slot (and a sandbox or a connection); a node that
-waits parked (``NodeHandler.parks``: a ``workflow`` node's call) may wait up to the run's maximum."""
 
 PROBLEM_CODES: Final = (
     "invalid_definition",
