@@ -267,6 +267,13 @@ class RunAccepted(Camel):
     instance_id: str
 
 
+class ResumedOut(Camel):
+    """``POST /resume/{token}`` and ``POST /forms/{token}``: the run and the ``wait`` node that go on."""
+
+    instance_id: str
+    node_id: str
+
+
 class RunSummary(Camel):
     instance_id: str
     workflow_id: str | None
@@ -307,6 +314,14 @@ class OutputTruncatedOut(Camel):
     """Where it is read in full (``GET``, the same credentials)."""
 
 
+class WaitingForOut(Camel):
+    resume_on: Literal["webhook", "form"]
+    url: str | None
+    """The path that resumes the node (``/resume/{token}``, or the form page ``/forms/{token}``)."""
+    until: float
+    """When its ``timeoutSeconds`` pass (epoch seconds)."""
+
+
 class NodeStateOut(Camel, omit_defaults=True):
     status: NodeStatus
     attempt: int
@@ -328,6 +343,8 @@ class NodeStateOut(Camel, omit_defaults=True):
     """How many partial retries ran this node again (0: the original run)."""
     child_instance_id: str | None = None
     """A ``workflow`` node: the run its latest call started."""
+    waiting_for: WaitingForOut | None = None
+    """A ``wait`` node while WAITING: what it waits for, the URL that resumes it and until when."""
     iterations: dict[str, NodeStateOut] | None = None
 
 

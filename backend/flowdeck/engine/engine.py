@@ -26,12 +26,15 @@ from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits, TooManyActiveR
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.engine.worker import Worker
 from flowdeck.handlers.registry import HandlerRegistry
+from flowdeck.handlers.wait import WaitHandler
 from flowdeck.handlers.workflow_call import WorkflowCallHandler
+from flowdeck.settings import DEFAULT_MAX_WAIT_SECONDS
 from flowdeck.storage.children import ChildRuns
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import InstanceRecord
 from flowdeck.storage.state import StateManager
 from flowdeck.storage.tenants import TenantStore
+from flowdeck.storage.waits import WaitTokens
 from flowdeck.storage.workflows import WorkflowRecord, WorkflowStore
 from flowdeck.validation.definition import validate_definition
 
@@ -67,6 +70,7 @@ class Engine:
         clock: Callable[[], float] = time.time,
         limits: RunLimits | None = None,
         label_limits: LabelLimits | None = None,
+        max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
     ) -> None:
         """``clock``: the time in epoch seconds for the state store and the worker (tests pass a fake one);
         ``limits``: the run budgets (engine/run_limits.py)."""
@@ -106,6 +110,8 @@ class Engine:
         self.orchestrator.end_listeners.append(self.cascade.run_ended)
         self.worker.sweep_hooks.append(self.cascade.sweep)
         registry.add(WorkflowCallHandler(self.workflows, self.children, self.orchestrator.cancel_run))
+        self.waits = WaitTokens(db, clock)
+        registry.add(WaitHandler(self.waits, max_wait_seconds))
         self.publisher.attach(_ForgetFailedPlans(self.publisher, self.plans))
         self._worker_running = False
         self.definition_listeners: list[Callable[[], None]] = []

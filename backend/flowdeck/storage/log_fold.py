@@ -16,6 +16,7 @@ from typing import Any
 from flowdeck.domain.statuses import TERMINAL_NODE_STATUSES, EventType, NodeStatus, RunStatus
 from flowdeck.storage.children import CALL_KEY
 from flowdeck.storage.records import InstanceRecord, LogRow
+from flowdeck.storage.waits import WAIT_KEY
 
 __all__ = (
     "NodeView",
@@ -59,7 +60,7 @@ def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
                 context["output"] = merge_end_output(context.get("output") or {}, output)
         elif event_type == EventType.INPUT_SET:
             context["input"] = payload.get("input") if payload else None
-        elif payload and output_variable != CALL_KEY:  # a call's record is bookkeeping, not data
+        elif payload and output_variable not in (CALL_KEY, WAIT_KEY):  # bookkeeping, not data
             context.update(payload)
     return context
 
@@ -104,6 +105,8 @@ class NodeView:
     """Attempts of the current dispatch taken from a worker that stopped (they spend no retry)."""
     child_instance_id: str | None = None
     """A ``workflow`` node: the run its latest call started."""
+    waiting_for: dict[str, Any] | None = None
+    """A ``wait`` node while WAITING: ``{resumeOn, url, until}``."""
     before_cancel: NodeStatus | None = field(default=None, repr=False)
     """While CANCELLED by the run's end: the status it had (a partial retry resumes from there)."""
     late: LogRow | None = field(default=None, repr=False)
@@ -134,6 +137,8 @@ class NodeView:
             data["nextAttemptAt"] = self.next_attempt_at
         if self.child_instance_id is not None:
             data["childInstanceId"] = self.child_instance_id
+        if self.waiting_for is not None and self.status is NodeStatus.WAITING:
+            data["waitingFor"] = self.waiting_for
         if self.iterations:
             data["iterations"] = {key: view.to_json() for key, view in self.iterations.items()}
         return data
@@ -156,13 +161,22 @@ def _note_holder(view: NodeView, row: LogRow, event: EventType) -> None:
         view.takeovers = int((row.payload or {}).get("takeovers") or 0)
 
 
+def _apply_bookkeeping(view: NodeView, row: LogRow) -> None:
+    """A node's SYSTEM_SET rows: a ``workflow`` node's call, a ``wait`` node parking (WAITING)."""
+    payload = row.payload or {}
+    if row.output_variable == CALL_KEY:
+        view.child_instance_id = (payload.get(CALL_KEY) or {}).get("instanceId")
+    elif row.output_variable == WAIT_KEY and view.status is NodeStatus.RUNNING:
+        view.status, view.waiting_for = NodeStatus.WAITING, payload.get(WAIT_KEY)
+
+
 def _apply_to_node(view: NodeView, row: LogRow) -> None:
     event = EventType(row.event_type)
     if _ignored(view, row, event):
         return
     view.attempt = max(view.attempt, row.node_attempt)
-    if event is EventType.SYSTEM_SET and row.output_variable == CALL_KEY:
-        view.child_instance_id = ((row.payload or {}).get(CALL_KEY) or {}).get("instanceId")
+    if event is EventType.SYSTEM_SET:
+        _apply_bookkeeping(view, row)
         return
     _note_holder(view, row, event)
     if event is EventType.NODE_FAILED:

@@ -33,7 +33,15 @@ from flowdeck.storage.log_rows import (
 from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
 from flowdeck.storage.statements import LOG_COLUMNS
 from flowdeck.storage.steps import ChainStep, ChainStepInput, EndStep, EndStepInput, IterationStepInput, RunStart
-from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs, run_labels
+from flowdeck.storage.tables import (
+    instance_logs,
+    instances,
+    join_barriers,
+    loop_states,
+    node_jobs,
+    run_labels,
+    wait_tokens,
+)
 
 __all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "fold_context")
 
@@ -543,6 +551,7 @@ class StateManager:
             await conn.execute(loop_states.delete().where(loop_states.c.instance_id == instance_id))
             await conn.execute(instance_logs.delete().where(instance_logs.c.instance_id == instance_id))
             await conn.execute(run_labels.delete().where(run_labels.c.instance_id == instance_id))
+            await conn.execute(wait_tokens.delete().where(wait_tokens.c.instance_id == instance_id))
             await conn.execute(instances.delete().where(instances.c.id == instance_id))
             return True
 

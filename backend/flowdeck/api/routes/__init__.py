@@ -15,6 +15,7 @@ from flowdeck.api.routes.runs import RunController
 from flowdeck.api.routes.templates import TemplateController
 from flowdeck.api.routes.testruns import TestRunController
 from flowdeck.api.routes.tokens import TokenController
+from flowdeck.api.routes.waits import FormController, ResumeController
 from flowdeck.api.routes.widgets import WidgetController
 from flowdeck.api.routes.workflows import WorkflowController
 
@@ -36,4 +37,6 @@ API_ROUTES: list[ControllerRouterHandler] = [
     QueryController,
     WidgetController,
     EmbedController,
+    ResumeController,
+    FormController,
 ]
