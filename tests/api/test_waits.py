@@ -183,3 +183,22 @@ async def test_a_form_takes_json(server: Server, alice: Account, anonymous: http
 
 
 FORM = "application/x-www-form-urlencoded"
+
+
+async def test_a_test_run_waits_and_its_deletion_drops_the_token(
+    server: Server, alice: Account, anonymous: httpx.AsyncClient
+) -> None:
+    graph = waiting({"resumeOn": "webhook"})
+    first = await alice.client.post("/api/test-runs", json=graph)
+    assert first.status_code == 202, first.text
+    run_id = first.json()["instanceId"]
+    url = (await until_seen(alice, run_id, is_waiting()))["nodes"]["hold"]["waitingFor"]["url"]
+    assert (await anonymous.post(url, json={"from": "editor"})).status_code == 202
+    await server.engine.wait_for_run(run_id, 15)
+    run = (await alice.client.get(f"/api/runs/{run_id}")).json()
+    assert run["output"]["got"]["body"] == {"from": "editor"}
+
+    second = (await alice.client.post("/api/test-runs", json=graph)).json()["instanceId"]
+    url = (await until_seen(alice, second, is_waiting()))["nodes"]["hold"]["waitingFor"]["url"]
+    assert (await alice.client.delete(f"/api/test-runs/{second}")).status_code == 204
+    assert (await anonymous.post(url, json={})).status_code == 404
