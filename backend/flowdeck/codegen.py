@@ -147,6 +147,7 @@ def render_node_types() -> str:
     from flowdeck.handlers.loop import LoopHandler
     from flowdeck.handlers.python_code import PythonCodeHandler
     from flowdeck.handlers.start import StartHandler
+    from flowdeck.handlers.wait import WaitHandler
     from flowdeck.handlers.workflow_call import WorkflowCallHandler
 
     classes: list[type[NodeHandler]] = [
@@ -155,6 +156,7 @@ def render_node_types() -> str:
         PythonCodeHandler,
         DataQueryHandler,
         WorkflowCallHandler,
+        WaitHandler,
         ConditionHandler,
         DelayHandler,
         LoopHandler,

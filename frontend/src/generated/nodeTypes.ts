@@ -7,6 +7,7 @@ export const NODE_HANDLES = {
   python: ["success", "error"],
   dataQuery: ["success", "error"],
   workflow: ["success", "error"],
+  wait: ["success", "timeout"],
   condition: ["else"],
   delay: ["default"],
   loop: ["loop", "done"],
