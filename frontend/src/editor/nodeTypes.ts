@@ -12,6 +12,7 @@ export const nodeTypes: NodeTypes = {
   workflow: FlowNode,
   condition: FlowNode,
   delay: FlowNode,
+  wait: FlowNode,
   loop: FlowNode,
 };
 

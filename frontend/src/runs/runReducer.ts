@@ -79,6 +79,8 @@ function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRu
     // RETRYING: when the next attempt starts; DISPATCHED: when a delayed node falls due.
     nextAttemptAt: msg.status === 'RETRYING' || msg.status === 'DISPATCHED' ? (msg.nextAttemptAt ?? null) : null,
     childInstanceId: msg.childInstanceId ?? base.childInstanceId ?? null,
+    // A wait node while WAITING: what resumes it (its URL) and until when.
+    waitingFor: msg.status === 'WAITING' ? (msg.waitingFor ?? null) : null,
   };
 }
 

@@ -17,7 +17,7 @@ import { completedOutputs } from '../../runs/runReducer';
 import { CopyIcon, TrashIcon } from '../../shared/ui/icons';
 import { useEditor, useEditorStoreApi } from '../storeContext';
 import { Field, NumberInput } from './fields';
-import { ConditionForm, DataQueryForm, DelayForm, EndForm, LoopForm, problemLookup, PythonForm, shownInline, StartForm, WorkflowForm } from './forms';
+import { ConditionForm, DataQueryForm, DelayForm, EndForm, LoopForm, problemLookup, PythonForm, shownInline, StartForm, WaitForm, WorkflowForm } from './forms';
 import { RunDataTab } from './RunDataTab';
 import { PreviewContext } from './TemplatePreview';
 import { usePreviewContext } from './usePreviewContext';
@@ -51,6 +51,8 @@ function ConfigForm({ node, paths, readOnly, problemAt }: { node: EditorNode; pa
       return <ConditionForm node={node} {...common} />;
     case 'delay':
       return <DelayForm node={node} {...common} />;
+    case 'wait':
+      return <WaitForm node={node} {...common} />;
     case 'loop':
       return <LoopForm node={node} {...common} />;
   }

@@ -6,6 +6,7 @@ import { CodeEditor } from './LazyCodeEditor';
 import { Field, KeyValueEditor, NumberInput } from './fields';
 
 export { DataQueryForm } from './DataQueryForm';
+export { WaitForm } from './WaitForm';
 export { WorkflowForm } from './WorkflowForm';
 import { TemplateInput } from './TemplateInput';
 
@@ -213,6 +214,7 @@ const INLINE_PATHS: readonly RegExp[] = [
   /^config\.code$/,
   /^config\.branches(\[\d+\]\.expression)?$/,
   /^config\.(queryId|args|workflowId|input|version|seconds|items|concurrency|maxItems|outputParameters)$/,
+  /^config\.(resumeOn|timeoutSeconds|fields(\[\d+\]\.\w+)?)$/,
   /^outputVariable$/,
   /^retry\.maxAttempts$/,
   /^timeoutSeconds$/,

@@ -10,6 +10,7 @@ const ALIASES: Readonly<Record<NodeType, string>> = {
   condition: 'if branch switch router filter',
   loop: 'each for iterate map split batch',
   delay: 'wait sleep timer pause',
+  wait: 'webhook callback form resume pause human approval input',
   end: 'output finish return respond stop',
 };
 
