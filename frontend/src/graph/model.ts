@@ -84,7 +84,7 @@ export const NODE_TYPE_INFO: Readonly<Record<NodeType, NodeTypeInfo>> = {
   condition: { type: 'condition', title: 'Condition', icon: '◇', color: '#d97706', description: 'Branch on expressions' },
   loop: { type: 'loop', title: 'Loop', icon: '↻', color: '#9333ea', description: 'Run a body once per item' },
   delay: { type: 'delay', title: 'Delay', icon: '◷', color: '#64748b', description: 'Wait, without holding a worker' },
-  wait: { type: 'wait', title: 'Wait', icon: '⏸', color: '#0d9488', description: 'Wait for a call or a form' },
+  wait: { type: 'wait', title: 'Wait', icon: '‖', color: '#0d9488', description: 'Wait for a call or a form' },
   end: { type: 'end', title: 'End', icon: '■', color: '#dc2626', description: 'Collect the run output' },
 };
 

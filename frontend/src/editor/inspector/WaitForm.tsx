@@ -154,7 +154,7 @@ export function WaitForm({ node, setConfig, readOnly, problemAt }: FormProps<'wa
           <option value="form">a form submission (/forms/…)</option>
         </select>
       </Field>
-      <Field label="Timeout (seconds)" error={problemAt('config.timeoutSeconds')} hint="Then the timeout handle is taken (default 7 days, at most 30). No worker is held while waiting.">
+      <Field label="Timeout (seconds)" error={problemAt('config.timeoutSeconds')} hint="Then the timeout handle is taken (default 7 days, at most 30 days). No worker is held while waiting.">
         <NumberInput
           value={config.timeoutSeconds}
           min={1}

@@ -64,8 +64,8 @@ function WaitingLine({ waitingFor }: { waitingFor: NonNullable<NodeRun['waitingF
       {url && (
         <div className="fd-node__waiting-url">
           <input className="input input--small" readOnly value={url} aria-label="Resume URL" data-testid="node-resume-url" onFocus={(e) => e.target.select()} />
-          <button type="button" className="icon-btn" aria-label="Copy the URL" onClick={() => void navigator.clipboard?.writeText(url)}>
-            ⧉
+          <button type="button" className="btn btn--small" onClick={() => void navigator.clipboard?.writeText(url)}>
+            Copy
           </button>
           {waitingFor.resumeOn === 'form' && (
             <a href={url} target="_blank" rel="noreferrer" data-testid="node-open-form" onClick={(e) => e.stopPropagation()}>
