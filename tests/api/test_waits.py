@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.api.conftest import Account, Server
+from tests.api.test_socketio import Watcher
 from tests.support.graphs import definition, edge, end, node
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -202,3 +203,60 @@ async def test_a_test_run_waits_and_its_deletion_drops_the_token(
     url = (await until_seen(alice, second, is_waiting()))["nodes"]["hold"]["waitingFor"]["url"]
     assert (await alice.client.delete(f"/api/test-runs/{second}")).status_code == 204
     assert (await anonymous.post(url, json={})).status_code == 404
+
+
+async def test_the_live_view_shows_waiting_then_the_resume(
+    server: Server, alice: Account, anonymous: httpx.AsyncClient
+) -> None:
+    watcher = Watcher()
+    await watcher.sio.connect(server.url, auth={"token": alice.token}, transports=["websocket"])
+    try:
+        run_id = await start(alice, waiting({"resumeOn": "webhook"}))
+        await until_seen(alice, run_id, is_waiting())
+        assert await watcher.join(run_id) == {"ok": True}
+        snapshot = watcher.of_run(run_id)[0]
+        assert snapshot[0] == "workflow_run_snapshot"
+        hold = snapshot[1]["nodes"]["hold"]
+        assert hold["status"] == "WAITING" and hold["waitingFor"]["url"].startswith("/resume/")
+        assert (await anonymous.post(hold["waitingFor"]["url"], json={"ok": 1})).status_code == 202
+        await asyncio.wait_for(watcher.finished.wait(), 15)
+        updates = [d for name, d in watcher.of_run(run_id) if name == "workflow_node_update" and d["nodeID"] == "hold"]
+        assert updates[-1]["status"] == "COMPLETED" and updates[-1]["output"] == {
+            "body": {"ok": 1},
+            "receivedAt": pytest.approx(time.time(), abs=60),
+        }
+    finally:
+        await watcher.sio.disconnect()
+
+
+async def test_the_waiting_update_is_announced_live(server: Server, alice: Account) -> None:
+    graph = definition(
+        [
+            node("start", "start"),
+            node("slow", config={"sleep": 0.5}),
+            node("hold", "wait", config={"resumeOn": "form"}),
+            end(),
+        ],
+        [edge("start", "slow"), edge("slow", "hold"), edge("hold", "end", "success")],
+    )
+    watcher = Watcher()
+    await watcher.sio.connect(server.url, auth={"token": alice.token}, transports=["websocket"])
+    try:
+        created = await alice.client.post("/api/test-runs", json=graph)
+        assert created.status_code == 202, created.text
+        run_id = created.json()["instanceId"]
+        assert await watcher.join(run_id) == {"ok": True}  # before the wait is reached: slow sleeps 0.5 s
+        deadline = time.monotonic() + 15
+        while not (
+            seen := [d for _, d in watcher.of_run(run_id) if d.get("nodeID") == "hold" and d["status"] == "WAITING"]
+        ):
+            assert time.monotonic() < deadline, watcher.of_run(run_id)
+            await asyncio.sleep(0.05)
+        assert (
+            seen[0]["status"] == "WAITING"
+            and seen[0]["waitingFor"]["resumeOn"] == "form"
+            and seen[0]["waitingFor"]["url"].startswith("/forms/")
+        )
+        await alice.client.post(f"/api/runs/{run_id}/cancel")
+    finally:
+        await watcher.sio.disconnect()
