@@ -34,7 +34,7 @@ from flowdeck.storage.database import Database
 from flowdeck.storage.records import InstanceRecord
 from flowdeck.storage.state import StateManager
 from flowdeck.storage.tenants import TenantStore
-from flowdeck.storage.waits import WaitTokens
+from flowdeck.storage.waits import ResumeAnswer, TokenInfo, WaitTokens
 from flowdeck.storage.workflows import WorkflowRecord, WorkflowStore
 from flowdeck.validation.definition import validate_definition
 
@@ -332,6 +332,16 @@ class Engine:
         for child_id in children:
             await self.state.delete_test_instance(child_id)
         return deleted
+
+    async def resume_wait(self, token: str, output: Any) -> tuple[ResumeAnswer, TokenInfo | None]:
+        """Resume the ``wait`` node of ``token`` (storage/waits.py) and wake a worker for it at once, in this
+        process and, through the fan-out's job listener, in the others."""
+        answer, info = await self.waits.resume(token, output)
+        if answer == "resumed":
+            now = self.waits.clock()
+            for listener in self.orchestrator.job_listeners:
+                listener(now)
+        return answer, info
 
     async def wait_for_run(self, instance_id: str, timeout: float) -> InstanceRecord:
         """Wait until the run is finished (or ``timeout`` passes); returns its latest record."""

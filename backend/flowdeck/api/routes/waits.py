@@ -79,7 +79,7 @@ class ResumeController(Controller):
         if info is None or info.resume_on != "webhook":
             raise NotFoundException(detail=_UNKNOWN)
         body = _json_body(await request.body())
-        answer, resumed = await waits.resume(token, {"body": body, "receivedAt": time.time()})
+        answer, resumed = await services.engine.resume_wait(token, {"body": body, "receivedAt": time.time()})
         return _answer(answer, resumed)
 
 
@@ -124,7 +124,7 @@ class FormController(Controller):
             output = typed_values(fields, values, from_html=from_html)
         except FormError as exc:
             raise ValidationException(detail=exc.message, extra=[{"key": f"fields.{exc.field}"}]) from exc
-        answer, info = await services.engine.waits.resume(token, output)
+        answer, info = await services.engine.resume_wait(token, output)
         if from_html and answer != "unknown":
             text = "Thank you: your answer was sent." if answer == "resumed" else "This form was submitted already."
             return Response(
