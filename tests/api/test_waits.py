@@ -260,3 +260,9 @@ async def test_the_waiting_update_is_announced_live(server: Server, alice: Accou
         await alice.client.post(f"/api/runs/{run_id}/cancel")
     finally:
         await watcher.sio.disconnect()
+
+
+async def test_ctx_run_is_a_known_variable_in_a_workflow_with_waits(alice: Account) -> None:
+    checked = await alice.client.post("/api/workflows/validate", json=waiting({"resumeOn": "webhook"}))
+    assert checked.status_code == 200
+    assert [p for p in checked.json()["problems"] if p["code"] == "unknown_variable"] == []
