@@ -155,3 +155,23 @@ async def test_a_resume_racing_the_timeout_one_wins(engine: Engine, tenant_id: s
     assert (answer[0] == "resumed") != timed_out
     state = await engine.waits.state(run_id, "hold", "")
     assert state is not None and state.resumed != state.timed_out
+
+
+async def test_a_call_before_the_run_reaches_the_wait_is_kept(engine: Engine, tenant_id: str) -> None:
+    d = definition(
+        [
+            node("start", "start"),
+            node("slow", config={"sleep": 2.0}),  # the call below comes while it sleeps
+            node("hold", "wait", config={"resumeOn": "webhook"}),
+            end(params={"got": "{{ ctx.hold.body }}"}),
+        ],
+        [edge("start", "slow"), edge("slow", "hold"), edge("hold", "end", "success")],
+        timeoutSeconds=600,
+    )
+    run_id = await start(engine, tenant_id, d)
+    rows = await engine.state.read_log(run_id)
+    (urls,) = [r.payload["run"]["resumeUrls"] for r in rows if r.output_variable == "__run"]
+    assert (await engine.resume_wait(token_of(urls["hold"]), {"body": "early"}))[0] == "resumed"
+    outcome = await finished(engine, run_id)
+    assert outcome.run.output == {"got": "early"}
+    assert "hold" not in {r.node_id for r in outcome.rows if r.output_variable == "__wait"}  # it never parked
