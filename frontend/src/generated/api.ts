@@ -964,6 +964,11 @@ export interface components {
              */
             severity?: "error" | "warning";
         };
+        /** ResumedOut */
+        ResumedOut: {
+            instanceId: string;
+            nodeId: string;
+        };
         /** RetryRun */
         RetryRun: {
             /**
@@ -1370,6 +1375,7 @@ export type PasswordChange = components['schemas']['PasswordChange'];
 export type PreviewIn = components['schemas']['PreviewIn'];
 export type PreviewOut = components['schemas']['PreviewOut'];
 export type Problem = components['schemas']['Problem'];
+export type ResumedOut = components['schemas']['ResumedOut'];
 export type RetryRun = components['schemas']['RetryRun'];
 export type RunAccepted = components['schemas']['RunAccepted'];
 export type RunActionOut = components['schemas']['RunActionOut'];
@@ -6581,7 +6587,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["ResumedOut"];
                 };
             };
             /** @description Bad request syntax or unsupported method */

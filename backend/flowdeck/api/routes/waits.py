@@ -13,13 +13,12 @@ from urllib.parse import parse_qsl
 
 import msgspec
 from litestar import Controller, MediaType, Request, Response, get, post
-from litestar.exceptions import NotFoundException, ValidationException
+from litestar.exceptions import HTTPException, NotFoundException, ValidationException
 from litestar.params import FromPath
 from litestar.status_codes import HTTP_202_ACCEPTED, HTTP_409_CONFLICT
 
 from flowdeck.api.auth import PUBLIC
 from flowdeck.api.dependencies import AppServices
-from flowdeck.api.errors import error_response
 from flowdeck.api.inputs import check_json
 from flowdeck.api.openapi import errors
 from flowdeck.api.routes.wait_page import form_page, message_page
@@ -54,12 +53,12 @@ def _json_body(raw: bytes) -> Any:
     return value
 
 
-def _answer(answer: ResumeAnswer, info: TokenInfo | None) -> Response[Any]:
+def _answer(answer: ResumeAnswer, info: TokenInfo | None) -> ResumedOut:
     if answer == "unknown" or info is None:
         raise NotFoundException(detail=_UNKNOWN)
     if answer == "used":
-        return error_response(HTTP_409_CONFLICT, _USED)
-    return Response(ResumedOut(instance_id=info.instance_id, node_id=info.node_id), status_code=HTTP_202_ACCEPTED)
+        raise HTTPException(status_code=HTTP_409_CONFLICT, detail=_USED)
+    return ResumedOut(instance_id=info.instance_id, node_id=info.node_id)
 
 
 class ResumeController(Controller):
@@ -68,9 +67,7 @@ class ResumeController(Controller):
     security = []
 
     @post("/{token:str}", opt={PUBLIC: True}, status_code=HTTP_202_ACCEPTED, raises=errors(400, 404, 409, 413))
-    async def resume(
-        self, token: FromPath[str], request: Request[Any, Any, Any], services: AppServices
-    ) -> Response[Any]:
+    async def resume(self, token: FromPath[str], request: Request[Any, Any, Any], services: AppServices) -> ResumedOut:
         """Resume the ``wait`` node (``resumeOn: "webhook"``) of this token with the JSON body: the node's
         output is ``{body, receivedAt}``. 202 ``{instanceId, nodeId}``; 409 when it was resumed already;
         404 for an unknown token, or one whose run ended or whose timeout passed."""
@@ -133,4 +130,4 @@ class FormController(Controller):
                 media_type=MediaType.HTML,
                 headers=PAGE_HEADERS,
             )
-        return _answer(answer, info)
+        return Response(_answer(answer, info), status_code=HTTP_202_ACCEPTED)
