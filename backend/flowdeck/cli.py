@@ -177,6 +177,31 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     return 0
 
 
+async def _prune(settings: Settings, dry_run: bool, fast: bool) -> list[str]:
+    from flowdeck.engine.pruning import Pruner
+    from flowdeck.storage.database import Database
+    from flowdeck.storage.migrate import upgrade
+
+    if settings.is_sqlite:  # as serve does: a SQLite file is migrated first
+        await upgrade(settings.database_url)
+    db = Database(settings.database_url, pool_size=2, sqlite_synchronous=settings.sqlite_synchronous)
+    try:
+        pruner = Pruner(db, settings.retention, share=1.0) if fast else Pruner(db, settings.retention)
+        report = await pruner.prune(dry_run=dry_run)
+    finally:
+        await db.dispose()
+    verb = "would delete" if dry_run else "deleted"
+    lines = [f"{t.tenant}: {verb} {t.total} runs ({t.production} production, {t.test} test)" for t in report]
+    total = sum(t.total for t in report)
+    return [*lines, f"{verb} {total} runs in total" + (" (dry run: nothing was deleted)" if dry_run else "")]
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    for line in asyncio.run(_prune(Settings.from_env(), args.dry_run, args.fast)):
+        print(line)
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from flowdeck.local_run import run_file
 
@@ -195,6 +220,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from flowdeck.bench_history import run_history_bench
 
         return asyncio.run(run_history_bench(Settings.from_env(), args.runs, args.json))
+    if args.prune:  # issue 22: the engine's throughput while the pruner deletes N runs beside it
+        from flowdeck.bench_prune import run_prune_bench
+
+        return asyncio.run(run_prune_bench(Settings.from_env(), args.prune, json_path=args.json))
     if args.http:  # issue 15: webhook round trips against a real `flowdeck serve`, nothing else
         from flowdeck.bench_http import run_http_bench
 
@@ -384,6 +413,13 @@ def build_parser() -> argparse.ArgumentParser:
     migrate = sub.add_parser("migrate", help="upgrade the database schema to the latest version")
     migrate.set_defaults(func=cmd_migrate)
 
+    prune = sub.add_parser("prune", help="delete the finished runs past their tenant's retention, once, now")
+    prune.add_argument("--dry-run", action="store_true", help="only count what would be deleted")
+    prune.add_argument(
+        "--fast", action="store_true", help="no rests between batches (a maintenance window: the engine waits)"
+    )
+    prune.set_defaults(func=cmd_prune)
+
     run = sub.add_parser("run", help="validate a workflow JSON file and run it once, showing each node live")
     run.add_argument("file", help="path to a workflow definition (SPEC §1 JSON)")
     run.add_argument("--input", help="the run input, as JSON")
@@ -406,6 +442,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="only the run history: build --runs runs in one tenant (copies of real ones) and time its queries",
     )
     bench.add_argument("--runs", type=int, default=1_000_000, help="with --history: runs in the tenant")
+    bench.add_argument(
+        "--prune",
+        type=int,
+        metavar="N",
+        help="only 100 concurrent chains of 5, alone and while the pruner deletes N copied runs beside them",
+    )
     bench.set_defaults(func=cmd_bench)
 
     generate = sub.add_parser(

@@ -138,15 +138,18 @@ def render_realtime() -> str:
 
 def render_node_types() -> str:
     """``frontend/src/generated/nodeTypes.ts``: the output handles of each node type, as its handler declares
-    them (SPEC §2); a ``condition`` node has one more per branch, before these."""
+    them (SPEC §2); a ``condition`` node has one more per branch, a ``switch`` one per case, before these."""
     from flowdeck.handlers.base import NodeHandler
     from flowdeck.handlers.condition import ConditionHandler
     from flowdeck.handlers.data_query import DataQueryHandler
     from flowdeck.handlers.delay import DelayHandler
     from flowdeck.handlers.end import EndHandler
+    from flowdeck.handlers.http_request import HttpRequestHandler
     from flowdeck.handlers.loop import LoopHandler
     from flowdeck.handlers.python_code import PythonCodeHandler
+    from flowdeck.handlers.set_fields import SetHandler
     from flowdeck.handlers.start import StartHandler
+    from flowdeck.handlers.switch import SwitchHandler
     from flowdeck.handlers.wait import WaitHandler
     from flowdeck.handlers.workflow_call import WorkflowCallHandler
 
@@ -155,18 +158,21 @@ def render_node_types() -> str:
         EndHandler,
         PythonCodeHandler,
         DataQueryHandler,
+        HttpRequestHandler,
         WorkflowCallHandler,
         WaitHandler,
         ConditionHandler,
         DelayHandler,
         LoopHandler,
+        SwitchHandler,
+        SetHandler,
     ]
     # output_handles needs none of what a handler is built with (a sandbox pool, a store): no __init__
-    fixed = {cls.type_name: cls.output_handles(cls.__new__(cls), {"branches": []}) for cls in classes}
+    fixed = {cls.type_name: cls.output_handles(cls.__new__(cls), {"branches": [], "cases": []}) for cls in classes}
     rows = "".join(f"  {name}: {_list(handles)},\n" for name, handles in fixed.items())
     return (
         _HEADER.format(source="handlers")
-        + "\n/** Each node type's output handles; a condition node has one per branch before its `else`. */\n"
+        + "\n/** Each node type's output handles; a condition (switch) has one per branch (case) before these. */\n"
         + f"export const NODE_HANDLES = {{\n{rows}}} as const;\n"
     )
 

@@ -20,6 +20,7 @@ from flowdeck.engine.redis_bridge import RedisTransport
 from flowdeck.engine.run_limits import RunLimits
 from flowdeck.handlers.base import NodeHandler
 from flowdeck.handlers.data_query import DataQueryHandler
+from flowdeck.handlers.http_request import HttpRequestHandler
 from flowdeck.handlers.python_code import PythonCodeHandler
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
 from flowdeck.notifications.notifier import Notifier
@@ -81,7 +82,13 @@ async def open_runtime(
     sources = DataSourceStore(db, SecretBox(settings.secret_key or None))
     labels = LabelLimits(settings.max_run_labels, settings.max_label_chars)
     registry = HandlerRegistry(
-        [*builtin_handlers(), PythonCodeHandler(sandbox), DataQueryHandler(sources, queries), *extra_handlers]
+        [
+            *builtin_handlers(),
+            PythonCodeHandler(sandbox),
+            DataQueryHandler(sources, queries),
+            HttpRequestHandler(sources, queries),
+            *extra_handlers,
+        ]
     )
     engine = Engine(
         db,
@@ -93,6 +100,7 @@ async def open_runtime(
         limits=RunLimits(settings.max_tree_runs, settings.tenant_active_runs, settings.max_run_bytes),
         label_limits=labels,
         max_wait_seconds=settings.max_wait_seconds,
+        retention=settings.retention,
     )
     notifier = Notifier(engine, SecretBox(settings.secret_key or None), queries.outbound)
     if with_worker:

@@ -8,6 +8,8 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from flowdeck.domain.retention import MAX_DAYS, MAX_RUNS, RetentionPolicy
+
 __all__ = (
     "DEFAULT_DATABASE_URL",
     "DEFAULT_MAX_RUN_BYTES",
@@ -37,15 +39,15 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> i
     return value
 
 
-def _optional_int(env: Mapping[str, str], name: str) -> int | None:
-    """A count of at least 0, or ``None`` when unset (the default is decided where it is used)."""
-    return None if (env.get(name) or "").strip() == "" else _int(env, name, 0, minimum=0)
-
-
-def _at_most(value: int, name: str, maximum: int) -> int:
+def _at_most(name: str, value: int, maximum: int) -> int:
     if value > maximum:
         raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return value
+
+
+def _optional_int(env: Mapping[str, str], name: str) -> int | None:
+    """A count of at least 0, or ``None`` when unset (the default is decided where it is used)."""
+    return None if (env.get(name) or "").strip() == "" else _int(env, name, 0, minimum=0)
 
 
 def _list(env: Mapping[str, str], name: str, separator: str) -> tuple[str, ...]:
@@ -168,6 +170,9 @@ class Settings:
     the longest run)."""
     tenant_active_runs: int = 10_000
     """FLOWDECK_TENANT_ACTIVE_RUNS: a tenant's PENDING and RUNNING runs; a start past it is refused (429)."""
+    retention: RetentionPolicy = RetentionPolicy()  # noqa: RUF009 -- frozen: one shared default is safe
+    """FLOWDECK_RETENTION_DAYS / _TEST_DAYS / _MAX_RUNS: the finished runs a tenant keeps unless it set its own
+    (``/api/settings/retention``); 0 keeps forever (engine/pruning.py)."""
     serve_workers: int | None = None
     """FLOWDECK_SERVE_WORKERS: worker processes ``flowdeck serve`` starts beside itself (unset: one per core
     beyond the first on PostgreSQL, none on SQLite; ``serving.serve_worker_count``)."""
@@ -209,12 +214,21 @@ class Settings:
             max_tree_runs=_int(env, "FLOWDECK_MAX_TREE_RUNS", 1000),
             tenant_active_runs=_int(env, "FLOWDECK_TENANT_ACTIVE_RUNS", 10_000),
             max_wait_seconds=_at_most(
-                _int(env, "FLOWDECK_MAX_WAIT_SECONDS", DEFAULT_MAX_WAIT_SECONDS, minimum=1),
                 "FLOWDECK_MAX_WAIT_SECONDS",
+                _int(env, "FLOWDECK_MAX_WAIT_SECONDS", DEFAULT_MAX_WAIT_SECONDS, minimum=1),
                 31 * 24 * 3600,
             ),
             max_run_labels=_int(env, "FLOWDECK_MAX_RUN_LABELS", 10, minimum=0),
-            max_label_chars=_at_most(_int(env, "FLOWDECK_MAX_LABEL_CHARS", 200), "FLOWDECK_MAX_LABEL_CHARS", 1000),
+            max_label_chars=_at_most("FLOWDECK_MAX_LABEL_CHARS", _int(env, "FLOWDECK_MAX_LABEL_CHARS", 200), 1000),
+            retention=RetentionPolicy(
+                max_age_days=_at_most("FLOWDECK_RETENTION_DAYS", _int(env, "FLOWDECK_RETENTION_DAYS", 30, 0), MAX_DAYS),
+                test_max_age_days=_at_most(
+                    "FLOWDECK_RETENTION_TEST_DAYS", _int(env, "FLOWDECK_RETENTION_TEST_DAYS", 7, 0), MAX_DAYS
+                ),
+                max_runs=_at_most(
+                    "FLOWDECK_RETENTION_MAX_RUNS", _int(env, "FLOWDECK_RETENTION_MAX_RUNS", 100_000, 0), MAX_RUNS
+                ),
+            ),
         )
 
     def with_generated_secret(self) -> Settings:

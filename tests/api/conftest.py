@@ -28,6 +28,7 @@ from flowdeck.api.config import ApiConfig
 from flowdeck.app import Flowdeck, build_app
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.run_limits import RunLimits
+from flowdeck.handlers.http_request import HttpRequestHandler
 from flowdeck.queries.engine import QueryEngine
 from flowdeck.queries.secrets import SecretBox
 from flowdeck.queries.service import DataService
@@ -112,11 +113,14 @@ async def serve(
     @asynccontextmanager
     async def runtime(given: Settings) -> AsyncIterator[_Runtime]:
         limits = RunLimits(given.max_tree_runs, given.tenant_active_runs, given.max_run_bytes)
-        engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, limits=limits)
         queries = QueryEngine(**query_options)
+        store = DataSourceStore(db, SecretBox("api-test-secret"))
+        registry = make_test_registry()
+        registry.add(HttpRequestHandler(store, queries))  # needs the query engine, as in flowdeck.runtime
+        engine = Engine(db, registry, lease_seconds=2.0, poll_interval=0.05, limits=limits)
         await engine.start()
         try:
-            yield _Runtime(db, engine, DataService(DataSourceStore(db, SecretBox("api-test-secret")), queries))
+            yield _Runtime(db, engine, DataService(store, queries))
         finally:
             await engine.stop()
             await queries.close()

@@ -119,6 +119,14 @@ async def test_nested_loops_carry_nested_iteration_paths(engine: Engine, tenant_
     }
     assert iterations_of(outcome, "double") == ["0.0", "0.1", "1.0"]
     assert iterations_of(outcome, "inner") == ["0", "1", "2"]
+    # The run view: each iteration under the body node that ran in it, with the ctx.loop it received.
+    nodes = outcome.nodes
+    assert not nodes["outer"].iterations and set(nodes["inner"].iterations) == {"0", "1", "2"}  # no phantoms
+    assert nodes["double"].iterations["0.1"].loop == {"item": 2, "index": 1, "count": 2}  # the inner loop's
+    assert nodes["inner"].iterations["1"].loop == {"item": [3], "index": 1, "count": 3}  # the outer loop's
+    assert nodes["double"].iterations["1.0"].output == 6
+    assert (nodes["double"].status.value, nodes["double"].attempt) == ("COMPLETED", 1)
+    assert (nodes["inner"].status.value, nodes["inner"].attempt) == ("COMPLETED", 1)
 
 
 async def test_more_items_than_max_items_fail_the_loop_clearly(engine: Engine, tenant_id: str) -> None:

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.publisher import Update
+from flowdeck.engine.run_limits import RunLimits
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import Job
@@ -324,9 +325,8 @@ async def _run(url: str, topology: Topology, *, one_statement: bool) -> Trace:
     """Drive one run to its end, one node at a time in a fixed order, recording every step."""
     clock = FakeClock()
     db = Database(url, one_statement=one_statement)
-    engine = Engine(
-        db, make_test_registry(), lease_seconds=LEASE_SECONDS, clock=clock, max_run_bytes=topology.max_run_bytes
-    )
+    limits = RunLimits(max_run_bytes=topology.max_run_bytes)
+    engine = Engine(db, make_test_registry(), lease_seconds=LEASE_SECONDS, clock=clock, limits=limits)
     trace = Trace()
     try:
         tenant_id = await engine.tenants.ensure("equivalence")

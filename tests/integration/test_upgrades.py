@@ -27,12 +27,15 @@ from flowdeck.accounts.credentials import hash_secret
 from flowdeck.accounts.passwords import PasswordService
 from flowdeck.accounts.rate_limit import LoginRateLimiter
 from flowdeck.accounts.service import AccountsService
+from flowdeck.api.services.definition_checks import SaveChecks
 from flowdeck.api.services.runs import RunService
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.handlers.python_code import PythonCodeHandler
 from flowdeck.handlers.registry import HandlerRegistry, builtin_handlers
+from flowdeck.notifications.notifier import Notifier
 from flowdeck.notifications.secrets import NotificationSecrets
+from flowdeck.outbound import OutboundPolicy
 from flowdeck.queries.secrets import SecretBox
 from flowdeck.queries.store import DataSourceStore
 from flowdeck.sandbox.pool import SandboxPool
@@ -106,7 +109,7 @@ async def test_a_database_at_an_earlier_revision_upgrades_with_every_run_and_sec
     engine = Engine(db, HandlerRegistry([*builtin_handlers(), PythonCodeHandler(sandbox)]), poll_interval=0.05)
     running.append((db, engine, sandbox))
     queries = RunQueries(db, engine.state)
-    runs = RunService(engine, queries)
+    runs = RunService(engine, queries, SaveChecks(engine, Notifier(engine, SecretBox(None), OutboundPolicy())))
     tenant, expected = seed.tenant_id, seed.runs_at(revision)
 
     listed, _ = await queries.list_runs(tenant, RunFilter(), None, 500)

@@ -320,7 +320,7 @@ def test_unknown_node_type_lists_the_known_types() -> None:
     problem = only(problems, "unknown_node_type")
     assert problem.node_id == "score"
     assert "'pyhton'" in problem.message
-    assert "condition, delay, end, loop, python, start" in problem.message
+    assert "condition, delay, end, loop, python, set, start, switch" in problem.message
 
 
 @pytest.mark.parametrize("end", ["source", "target"])

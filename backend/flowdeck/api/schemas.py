@@ -13,6 +13,7 @@ import msgspec
 from msgspec import Meta
 
 from flowdeck.domain.problems import Problem
+from flowdeck.domain.retention import MAX_DAYS, MAX_RUNS
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 
 __all__ = (
@@ -30,6 +31,8 @@ __all__ = (
     "NodeStateOut",
     "PasswordChange",
     "Problem",
+    "RetentionIn",
+    "RetentionOut",
     "RetryRun",
     "RunAccepted",
     "RunActionOut",
@@ -345,6 +348,9 @@ class NodeStateOut(Camel, omit_defaults=True):
     """A ``workflow`` node: the run its latest call started."""
     waiting_for: WaitingForOut | None = None
     """A ``wait`` node while WAITING: what it waits for, the URL that resumes it and until when."""
+    loop: dict[str, Any] | None = None
+    """One iteration of a loop-body node: the ``ctx.loop`` it ran with, ``{item, index, count}`` (an item too
+    large to show is ``null`` with ``itemTruncated: {bytes, preview}``)."""
     iterations: dict[str, NodeStateOut] | None = None
 
 
@@ -550,3 +556,30 @@ class NotificationTestOut(Camel):
     status: int | None
     """The receiver's HTTP status (null: no answer)."""
     error: str | None
+
+
+# -- settings -----------------------------------------------------------------------------------------
+Days = Annotated[int, Meta(ge=0, le=MAX_DAYS, description="days; 0 keeps forever")]
+RunCount = Annotated[int, Meta(ge=0, le=MAX_RUNS, description="runs; 0 means no limit")]
+
+
+class RetentionIn(Body):
+    """A tenant's retention policy: finished runs older than these ages or past the newest ``maxRuns``
+    are deleted (docs/operations.md "Retention and pruning")."""
+
+    max_age_days: Days
+    """Production runs, by the time they were created."""
+    test_max_age_days: Days
+    """Test runs (the editor's runs of unsaved graphs and the runs they called)."""
+    max_runs: RunCount
+    """How many of the newest runs (production and test together) are kept whatever their age."""
+
+
+class RetentionOut(Camel):
+    max_age_days: int
+    test_max_age_days: int
+    max_runs: int
+    custom: bool
+    """The tenant set these; ``false``: they are the server's defaults (FLOWDECK_RETENTION_*)."""
+    defaults: RetentionIn
+    """The server's defaults, which ``DELETE`` goes back to."""

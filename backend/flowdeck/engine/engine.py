@@ -15,12 +15,14 @@ from typing import Any
 
 from flowdeck.domain.labels import LabelLimits
 from flowdeck.domain.problems import Problem, has_errors
+from flowdeck.domain.retention import RetentionPolicy
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.engine.calls import ChildCascade
 from flowdeck.engine.executor import NodeExecutor
 from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.orchestrator import Orchestrator, RunStateError
 from flowdeck.engine.plans import PlanCache, RunNotFoundError
+from flowdeck.engine.pruning import Pruner
 from flowdeck.engine.publisher import LocalPublisher, RunUpdate, Subscription, Update
 from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits, TooManyActiveRunsError
 from flowdeck.engine.run_timing import RunTiming
@@ -71,9 +73,11 @@ class Engine:
         limits: RunLimits | None = None,
         label_limits: LabelLimits | None = None,
         max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
+        retention: RetentionPolicy | None = None,
     ) -> None:
         """``clock``: the time in epoch seconds for the state store and the worker (tests pass a fake one);
-        ``limits``: the run budgets (engine/run_limits.py)."""
+        ``limits``: the run budgets (engine/run_limits.py); ``retention``: the server's default retention
+        policy (FLOWDECK_RETENTION_*)."""
         self.db = db
         self.label_limits = label_limits or LabelLimits()
         self.observer: EngineObserver = observer or NullObserver()
@@ -109,6 +113,8 @@ class Engine:
         self.cascade = ChildCascade(self.children, self.orchestrator.cancel_run)
         self.orchestrator.end_listeners.append(self.cascade.run_ended)
         self.worker.sweep_hooks.append(self.cascade.sweep)
+        self.pruner = Pruner(db, retention or RetentionPolicy(), clock=clock)
+        self.worker.sweep_hooks.append(self.pruner.sweep_hook)  # finished runs past their retention
         registry.add(WorkflowCallHandler(self.workflows, self.children, self.orchestrator.cancel_run))
         self.waits = WaitTokens(db, clock)
         registry.add(WaitHandler(self.waits, max_wait_seconds))
@@ -132,6 +138,7 @@ class Engine:
         if self._worker_running:
             await self.worker.stop(grace=grace)
             self._worker_running = False
+        await self.pruner.close()
         await self.cascade.close()
         await self.state.close()
 

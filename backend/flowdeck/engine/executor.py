@@ -100,6 +100,9 @@ class NodeExecutor:
             depth=plan.depth,
             label_limits=self.label_limits,
             wired_handles=frozenset(plan.graph.handle_of(edge) for edge in plan.graph.edges_from(node.id)),
+            previous=tuple(
+                dict.fromkeys((e.source, plan.graph.node(e.source).variable) for e in plan.graph.edges_into(node.id))
+            ),
         )
         try:
             if context is None:

@@ -54,10 +54,21 @@ class ShownOutputs:
         preview = encoded[:PREVIEW_BYTES].decode("utf-8", errors="ignore")
         return None, {"bytes": size, "preview": preview, "href": output_href(self.run_id, node_id, iteration)}
 
+    def loop(self, loop: dict[str, Any] | None, node_id: str, iteration: str) -> dict[str, Any] | None:
+        """An iteration's ``ctx.loop`` with its item shown this way (a truncated item has no address of its own)."""
+        if loop is None or "item" not in loop:
+            return loop
+        item, truncated = self.show(loop["item"], node_id, iteration)
+        if truncated is None:
+            return loop
+        return {**loop, "item": item, "itemTruncated": {"bytes": truncated["bytes"], "preview": truncated["preview"]}}
+
     def node_json(self, data: dict[str, Any], node_id: str, iteration: str = "") -> dict[str, Any]:
         """A node's ``NodeView.to_json()`` with its output (and its iterations') shown this way."""
         output, truncated = self.show(data.get("output"), node_id, iteration)
         shown = {**data, "output": output}
+        if data.get("loop") is not None:
+            shown["loop"] = self.loop(data["loop"], node_id, iteration)
         if truncated is not None:
             shown["outputTruncated"] = truncated
         iterations = data.get("iterations")

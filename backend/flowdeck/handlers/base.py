@@ -73,6 +73,9 @@ class NodeHelpers:
     """What ``ctx.label`` may set (the ``python`` node)."""
     wired_handles: frozenset[str] = frozenset()
     """The handles of the node that edges leave from (a ``wait`` node fails on a timeout nothing takes)."""
+    previous: tuple[tuple[str, str], ...] = ()
+    """(node id, output variable) of the sources of the node's incoming edges, in the definition's edge
+    order, each once: what the ``set`` node's ``keepInput`` looks back at."""
 
 
 class NodeHandler(ABC):
@@ -90,8 +93,18 @@ class NodeHandler(ABC):
         """The handles edges may leave this node from, for this config."""
         return self.handles
 
+    def expressions(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """(path, source) of the bare expressions in ``config`` (a condition's branches), for the checks
+        of the ``ctx`` names they read."""
+        return []
+
     def config_issues(self, config: Mapping[str, Any]) -> list[ConfigIssue]:
         """Everything wrong with ``config`` for this type (empty when it fits)."""
+        return []
+
+    async def tenant_issues(self, tenant_id: str, config: Mapping[str, Any]) -> list[ConfigIssue]:
+        """What is wrong with ``config`` for this tenant (an object it names is not the tenant's); checked on
+        save, validate and test run, after ``config_issues`` found nothing."""
         return []
 
     @abstractmethod

@@ -28,6 +28,14 @@ class ConditionHandler(NodeHandler):
         )
         return (*ids, "else")
 
+    def expressions(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        branches = config.get("branches")
+        return [
+            (f"config.branches[{index}].expression", branch["expression"])
+            for index, branch in enumerate(branches if isinstance(branches, list) else [])
+            if isinstance(branch, dict) and isinstance(branch.get("expression"), str)
+        ]
+
     def config_issues(self, config: Mapping[str, Any]) -> list[ConfigIssue]:
         branches = config.get("branches")
         if not isinstance(branches, list) or not branches:

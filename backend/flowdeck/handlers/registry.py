@@ -9,7 +9,9 @@ from flowdeck.handlers.condition import ConditionHandler
 from flowdeck.handlers.delay import DelayHandler
 from flowdeck.handlers.end import EndHandler
 from flowdeck.handlers.loop import LoopHandler
+from flowdeck.handlers.set_fields import SetHandler
 from flowdeck.handlers.start import StartHandler
+from flowdeck.handlers.switch import SwitchHandler
 
 __all__ = ("HandlerRegistry", "builtin_handlers")
 
@@ -35,4 +37,7 @@ class HandlerRegistry:
 
 def builtin_handlers() -> list[NodeHandler]:
     """The handlers that need nothing from outside (no sandbox pool, no query engine)."""
-    return [StartHandler(), EndHandler(), ConditionHandler(), DelayHandler(), LoopHandler()]
+    return [
+        *(StartHandler(), EndHandler(), ConditionHandler(), DelayHandler(), LoopHandler()),
+        *(SwitchHandler(), SetHandler()),
+    ]

@@ -78,6 +78,9 @@ class Metrics:
         self.sla_breaches = Counter(
             "flowdeck_sla_breaches", "Runs marked past options.slaSeconds (each once, by one process).", registry=r
         )
+        self.runs_pruned = Counter(
+            "flowdeck_runs_pruned", "Finished runs deleted past their retention (each by one process).", registry=r
+        )
         self.queue_due = Gauge("flowdeck_queue_due_jobs", "Jobs due now that no live lease holds.", registry=r)
         self.queue_oldest = Gauge(
             "flowdeck_queue_oldest_due_age_seconds", "How long the oldest due job has waited.", registry=r
@@ -146,6 +149,7 @@ def observe_engine(metrics: Metrics, engine: Engine, *, sandbox: SandboxPool | N
     """Count what ``engine`` does in this process, and read the queue (and the sandbox) at scrape time."""
     engine.attach_observer(metrics)
     engine.publisher.taps.append(metrics.observe)
+    engine.pruner.listeners.append(lambda deleted: metrics.runs_pruned.inc(deleted.total))
     metrics.sources.queue = lambda: read_queue_stats(engine.db, time.time())
     if sandbox is not None:
         metrics.sources.sandbox = lambda: sandbox.usage

@@ -39,7 +39,7 @@ from flowdeck.queries.models import DataSource, SavedQuery
 from flowdeck.queries.placeholders import as_text, render
 from flowdeck.queries.values import json_safe
 
-__all__ = ("HttpRunner",)
+__all__ = ("HttpRunner", "build_request", "source_headers")
 
 _RETRYABLE_STATUS: Final = frozenset({408, 429})
 _TEXT_TYPES: Final = ("application/xml", "application/javascript", "application/x-www-form-urlencoded")
@@ -75,6 +75,32 @@ def _body(response: httpx.Response, data: bytes, where: str) -> tuple[Any, str |
         return base64.b64encode(data).decode("ascii"), "base64"
 
 
+def source_headers(source: DataSource | None, secrets: Mapping[str, str], headers: Mapping[str, Any]) -> dict[str, str]:
+    """Request headers, later winning: the data source's ``config.headers``, ``headers``, the source's secrets."""
+    merged = dict(source.config.get("headers") or {}) if source is not None else {}
+    merged.update({str(key): as_text(value) for key, value in headers.items()})
+    merged.update(secrets)
+    return merged
+
+
+def build_request(
+    method: str, url: str, query: Mapping[str, Any], headers: dict[str, str], body: Any
+) -> dict[str, Any]:
+    """httpx request arguments: ``query`` values as text (a list repeats the parameter, ``None`` drops it);
+    a string ``body`` is sent as it is, anything else (not ``None``) as JSON."""
+    params = {
+        str(key): [as_text(v) for v in value] if isinstance(value, list) else as_text(value)
+        for key, value in query.items()
+        if value is not None
+    }
+    request: dict[str, Any] = {"method": method, "url": url, "params": params, "headers": headers}
+    if isinstance(body, str):
+        request["content"] = body.encode()
+    elif body is not None:
+        request["json"] = body
+    return request
+
+
 class HttpRunner:
     def __init__(
         self,
@@ -105,21 +131,10 @@ class HttpRunner:
         spec = query.definition
         path = str(render(spec.get("path") or "", args, _segment))
         url = join_path(str(source.config["baseUrl"]), path)
-        params = {
-            key: [as_text(v) for v in value] if isinstance(value, list) else as_text(value)
-            for key, value in render(spec.get("query") or {}, args).items()
-            if value is not None
-        }
-        headers = dict(source.config.get("headers") or {})
-        headers.update({key: as_text(value) for key, value in render(spec.get("headers") or {}, args).items()})
-        headers.update(secrets)
-        request: dict[str, Any] = {"method": spec.get("method", "GET"), "url": url, "params": params}
-        body = render(spec.get("body"), args)
-        if isinstance(body, str):
-            request["content"] = body.encode()
-        elif body is not None:
-            request["json"] = body
-        return {**request, "headers": headers}
+        return build_request(
+            spec.get("method", "GET"), url, render(spec.get("query") or {}, args),
+            source_headers(source, secrets, render(spec.get("headers") or {}, args)), render(spec.get("body"), args),
+        )  # fmt: skip
 
     async def run(
         self,
@@ -135,11 +150,19 @@ class HttpRunner:
         if isinstance(configured, int | float) and not isinstance(configured, bool):
             timeout = min(timeout, float(configured))
         where = f"saved query {query.name!r} ({request['method']} {query.definition.get('path') or '/'})"
-        data, response = await self._send(source, request, where, timeout)
+        data, response = await self._send(f"data source {source.name!r}", request, where, timeout)
         return self._result(response, data, where)
 
+    async def send(
+        self, target: str, request: dict[str, Any], where: str, timeout: float
+    ) -> tuple[bytes, httpx.Response]:
+        """Send ``request`` (``build_request``) through the outbound guard and read the answer up to the size cap,
+        whatever its status; every failure is a ``NodeError`` (``target`` names what was called, ``where`` the
+        request)."""
+        return await self._send(target, request, where, timeout)
+
     async def _send(
-        self, source: DataSource, request: dict[str, Any], where: str, timeout: float
+        self, target: str, request: dict[str, Any], where: str, timeout: float
     ) -> tuple[bytes, httpx.Response]:
         limits = httpx.Timeout(timeout, connect=min(timeout, self.connect_timeout))
         try:  # a source saved before a rule existed, or arguments that make the path unreadable
@@ -151,8 +174,7 @@ class HttpRunner:
             async with asyncio.timeout(timeout), self._http().stream(**request, timeout=limits) as response:
                 return await self._read(response, where), response
         except AddressRefusedError as exc:
-            message = f"data source {source.name!r}: {exc}"
-            raise NodeError(message, retryable=False, error_type="AddressRefused") from None
+            raise NodeError(f"{target}: {exc}", retryable=False, error_type="AddressRefused") from None
         except (httpx.TimeoutException, TimeoutError):
             raise NodeError(f"{where}: timed out after {timeout:g} s", error_type="QueryTimeout") from None
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
@@ -160,7 +182,7 @@ class HttpRunner:
         except httpx.LocalProtocolError as exc:
             raise NodeError(f"{where}: invalid request: {exc}", retryable=False, error_type="ArgumentError") from None
         except httpx.TransportError as exc:
-            message = f"cannot reach data source {source.name!r}: {str(exc) or type(exc).__name__}"
+            message = f"cannot reach {target}: {str(exc) or type(exc).__name__}"
             raise NodeError(message, error_type="ConnectionError") from None
 
     async def probe(self, source: DataSource, secrets: Mapping[str, str], *, timeout: float) -> tuple[int, str]:
@@ -168,7 +190,7 @@ class HttpRunner:
         headers = {**dict(source.config.get("headers") or {}), **secrets}
         request = {"method": "GET", "url": str(source.config["baseUrl"]), "headers": headers}
         where = f"connection test of data source {source.name!r} (GET {source.config['baseUrl']})"
-        _, response = await self._send(source, request, where, timeout)
+        _, response = await self._send(f"data source {source.name!r}", request, where, timeout)
         return response.status_code, response.reason_phrase
 
     async def _read(self, response: httpx.Response, where: str) -> bytes:
@@ -188,14 +210,25 @@ class HttpRunner:
             chunks.append(chunk)
         return b"".join(chunks)
 
+    @classmethod
+    def _result(cls, response: httpx.Response, data: bytes, where: str) -> dict[str, Any]:
+        if response.status_code >= 400:
+            raise cls.status_error(response, data, where)
+        return cls.answer(response, data, where)
+
     @staticmethod
-    def _result(response: httpx.Response, data: bytes, where: str) -> dict[str, Any]:
+    def status_error(response: httpx.Response, data: bytes, where: str) -> NodeError:
+        """The failure an unwanted status is: retryable for 5xx, 408 and 429, not for the others."""
         status = response.status_code
-        if status >= 400:
-            snippet = data[:300].decode("utf-8", errors="replace").strip()
-            message = f"{where}: HTTP {status} {response.reason_phrase}" + (f": {snippet}" if snippet else "")
-            retryable = status >= 500 or status in _RETRYABLE_STATUS
-            raise NodeError(message, retryable=retryable, error_type="HTTPError")
+        snippet = data[:300].decode("utf-8", errors="replace").strip()
+        message = f"{where}: HTTP {status} {response.reason_phrase}".rstrip() + (f": {snippet}" if snippet else "")
+        retryable = status >= 500 or status in _RETRYABLE_STATUS
+        return NodeError(message, retryable=retryable, error_type="HTTPError", details={"status": status})
+
+    @staticmethod
+    def answer(response: httpx.Response, data: bytes, where: str) -> dict[str, Any]:
+        """``{status, headers, body}``: the body parsed when JSON, else text (binary: ``bodyEncoding: "base64"``)."""
+        status = response.status_code
         body, encoding = _body(response, data, where)
         headers = {key: ", ".join(response.headers.get_list(key)) for key in response.headers}
         result: dict[str, Any] = {"status": status, "headers": headers, "body": body}

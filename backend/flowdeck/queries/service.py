@@ -32,7 +32,15 @@ from flowdeck.queries.secrets import SecretDecryptionError, SecretKeyMissingErro
 from flowdeck.queries.store import DataSourceStore
 from flowdeck.queries.validation import validate_source
 
-__all__ = ("SECRET_MASK", "DataService", "query_view", "run_saved_query", "source_view")
+__all__ = (
+    "SECRET_MASK",
+    "DataService",
+    "load_source",
+    "query_view",
+    "run_saved_query",
+    "secrets_for_run",
+    "source_view",
+)
 
 SECRET_MASK: Final = "set"  # noqa: S105  (what is shown instead of a secret value)
 _READ_ONLY: Final = frozenset({"id", "createdAt", "updatedAt"})
@@ -100,11 +108,23 @@ async def _run(
         raise NodeError(
             f"the data source of saved query {query.name!r} is gone", retryable=False, error_type="NotFound"
         )
+    return await engine.run(source, secrets_for_run(store, source), query, args, timeout=timeout, row_limit=row_limit)
+
+
+def secrets_for_run(store: DataSourceStore, source: DataSource) -> dict[str, str]:
+    """The source's decrypted secrets; a missing or wrong ``FLOWDECK_SECRET_KEY`` is a non-retryable ``NodeError``."""
     try:
-        secrets = store.secrets_of(source)
+        return dict(store.secrets_of(source))
     except (SecretKeyMissingError, SecretDecryptionError) as exc:
         raise NodeError(f"data source {source.name!r}: {exc}", retryable=False, error_type="ConfigError") from None
-    return await engine.run(source, secrets, query, args, timeout=timeout, row_limit=row_limit)
+
+
+async def load_source(store: DataSourceStore, tenant_id: str, source_id: str) -> tuple[DataSource, dict[str, str]]:
+    """The tenant's data source and its secrets, for a run; another tenant's id is "does not exist" as well."""
+    source = await store.get_source(tenant_id, source_id)
+    if source is None:
+        raise NodeError(f"data source {source_id!r} does not exist", retryable=False, error_type="NotFound")
+    return source, secrets_for_run(store, source)
 
 
 async def run_saved_query(

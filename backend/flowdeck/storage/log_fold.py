@@ -13,7 +13,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowdeck.domain.statuses import TERMINAL_NODE_STATUSES, EventType, NodeStatus, RunStatus
+from flowdeck.domain.statuses import (
+    TERMINAL_NODE_STATUSES,
+    TERMINAL_RUN_STATUSES,
+    EventType,
+    NodeStatus,
+    RunStatus,
+)
 from flowdeck.storage.children import CALL_KEY
 from flowdeck.storage.records import InstanceRecord, LogRow
 from flowdeck.storage.waits import WAIT_KEY
@@ -28,9 +34,13 @@ __all__ = (
     "merge_end_output",
     "merged_end_outputs",
     "retry_count",
+    "summarise",
     "timeline_rows",
     "unfinished_nodes",
 )
+
+LOOP_KEY = "loop"
+"""The output variable of a loop's per-iteration SYSTEM_SET row: the ``ctx.loop`` of that iteration."""
 
 RETRY_REASON = "partial retry"
 """The reason of the RUN_STATUS row a partial retry writes."""
@@ -107,6 +117,8 @@ class NodeView:
     """A ``workflow`` node: the run its latest call started."""
     waiting_for: dict[str, Any] | None = None
     """A ``wait`` node while WAITING: ``{resumeOn, url, until}``."""
+    loop: dict[str, Any] | None = None
+    """One iteration of a loop-body node: the ``ctx.loop`` (``{item, index, count}``) it ran with."""
     before_cancel: NodeStatus | None = field(default=None, repr=False)
     """While CANCELLED by the run's end: the status it had (a partial retry resumes from there)."""
     late: LogRow | None = field(default=None, repr=False)
@@ -139,6 +151,8 @@ class NodeView:
             data["childInstanceId"] = self.child_instance_id
         if self.waiting_for is not None and self.status is NodeStatus.WAITING:
             data["waitingFor"] = self.waiting_for
+        if self.loop is not None:
+            data["loop"] = self.loop
         if self.iterations:
             data["iterations"] = {key: view.to_json() for key, view in self.iterations.items()}
         return data
@@ -215,22 +229,85 @@ def _apply_to_node(view: NodeView, row: LogRow) -> None:
 
 
 def fold_nodes(rows: Iterable[LogRow], run_status: RunStatus) -> dict[str, NodeView]:
-    """Node id -> its view; body nodes of loops keep one view per iteration under ``iterations``."""
+    """Node id -> its view, as the API, the live snapshot and the editor show it.
+
+    Body nodes of loops keep one view per iteration they ran in under ``iterations``, each with the
+    ``ctx.loop`` it received; their own view sums the iterations up (``summarise``). Once the run has
+    ended nothing is left PENDING, DISPATCHED, RUNNING or RETRYING: it is CANCELLED (SPEC §2).
+    """
+    nodes, loops = _fold_rows(rows)
+    ended = run_status in TERMINAL_RUN_STATUSES
+    for view in nodes.values():
+        for iteration, each in view.iterations.items():
+            each.loop = loops.get(iteration)
+            if ended:
+                _close(each)
+        if view.iterations and view.attempt == 0:  # a loop-body node: every row of it is an iteration's
+            summarise(view)
+        if ended:
+            _close(view)
+    return nodes
+
+
+def _fold_rows(rows: Iterable[LogRow]) -> tuple[dict[str, NodeView], dict[str, dict[str, Any]]]:
+    """The views exactly as the rows leave them, and each iteration's ``ctx.loop`` by iteration path."""
     nodes: dict[str, NodeView] = {}
+    loops: dict[str, dict[str, Any]] = {}
     for row in rows:
         if row.node_id is None:
             if row.event_type == EventType.RUN_STATUS and row.node_status == RunStatus.RUNNING.value:
                 _use_late_results(nodes.values())  # a partial retry keeps what finished after the cancel
             continue
+        if row.event_type == EventType.SYSTEM_SET and row.output_variable == LOOP_KEY:
+            loops[row.iteration] = (row.payload or {}).get(LOOP_KEY) or {}  # the iteration's context, not a node
+            continue
         view = nodes.setdefault(row.node_id, NodeView())
         if row.iteration:
             view = view.iterations.setdefault(row.iteration, NodeView())
         _apply_to_node(view, row)
-    if run_status is RunStatus.CANCELLED:
-        for view in nodes.values():
-            if view.status not in TERMINAL_NODE_STATUSES:
-                view.status = NodeStatus.CANCELLED
-    return nodes
+    return nodes, loops
+
+
+def _close(view: NodeView) -> None:
+    """The run has ended: a node not yet terminal is CANCELLED, whether or not a row says so."""
+    if view.status not in TERMINAL_NODE_STATUSES:
+        view.status = NodeStatus.CANCELLED
+        view.next_attempt_at = None
+
+
+def summarise(view: NodeView) -> None:
+    """A loop-body node's own status, from its iterations (docs/api.md "Loop bodies"): FAILED if any
+    iteration failed, else RUNNING if any is DISPATCHED, RUNNING or RETRYING, else WAITING if any is
+    WAITING (a ``wait`` node parked in it), else CANCELLED if any was cancelled, else SKIPPED if every one
+    was skipped, else COMPLETED. Its attempt, error and worker are
+    those of the iteration that decided the status (the first failed one, say), its times span them all;
+    outputs stay per iteration."""
+    iterations = list(view.iterations.values())
+    statuses = {each.status for each in iterations}
+    if NodeStatus.FAILED in statuses:
+        status = NodeStatus.FAILED
+    elif statuses - TERMINAL_NODE_STATUSES - {NodeStatus.WAITING}:
+        status = NodeStatus.RUNNING
+    elif NodeStatus.WAITING in statuses:
+        status = NodeStatus.WAITING
+    elif NodeStatus.CANCELLED in statuses:
+        status = NodeStatus.CANCELLED
+    elif statuses == {NodeStatus.SKIPPED}:
+        status = NodeStatus.SKIPPED
+    else:
+        status = NodeStatus.COMPLETED
+    lead = next((each for each in iterations if _summed_as(each.status) is status), iterations[-1])
+    view.status, view.error, view.worker_id = status, lead.error, lead.worker_id
+    view.attempt, view.retry_base = lead.attempt, lead.retry_base
+    view.retry, view.takeovers = lead.retry, lead.takeovers
+    starts = [each.started_at for each in iterations if each.started_at is not None]
+    ends = [each.completed_at for each in iterations if each.completed_at is not None]
+    view.started_at = min(starts, default=None)
+    view.completed_at = max(ends, default=None) if status in TERMINAL_NODE_STATUSES else None
+
+
+def _summed_as(status: NodeStatus) -> NodeStatus:
+    return status if status in TERMINAL_NODE_STATUSES or status is NodeStatus.WAITING else NodeStatus.RUNNING
 
 
 def _use_late_results(views: Iterable[NodeView]) -> None:
@@ -258,7 +335,7 @@ def retry_count(rows: Iterable[LogRow]) -> int:
 def unfinished_nodes(rows: Iterable[LogRow]) -> list[tuple[str, str, int]]:
     """(node, iteration, attempt) of every node whose rows leave it short of a terminal status."""
     unfinished: list[tuple[str, str, int]] = []
-    for node_id, view in fold_nodes(rows, RunStatus.RUNNING).items():
+    for node_id, view in _fold_rows(rows)[0].items():
         for iteration, each in (("", view), *view.iterations.items()):
             if each.status not in TERMINAL_NODE_STATUSES and each.status is not NodeStatus.PENDING:
                 unfinished.append((node_id, iteration, each.attempt))
@@ -288,8 +365,8 @@ def timeline_rows(rows: Iterable[LogRow], run: InstanceRecord) -> list[TimelineR
     """Fold log rows into one row per (node, iteration, attempt), in the order the attempts began."""
     bars: dict[tuple[str, str, int], TimelineRow] = {}
     for row in rows:
-        if row.node_id is None:
-            continue
+        if row.node_id is None or row.event_type == EventType.SYSTEM_SET:
+            continue  # a loop's ctx.loop rows and a call's record: no attempt of a node
         key = (row.node_id, row.iteration, row.node_attempt)
         bar = bars.get(key)
         if bar is None:
@@ -300,7 +377,7 @@ def timeline_rows(rows: Iterable[LogRow], run: InstanceRecord) -> list[TimelineR
             if lost is not None and lost.status is NodeStatus.RUNNING:
                 lost.status, lost.completed_at, lost.taken_over = NodeStatus.FAILED, row.created_at, True
     result = list(bars.values())
-    if run.status is RunStatus.CANCELLED:
+    if run.status in TERMINAL_RUN_STATUSES:  # the run has ended: no bar is left open (SPEC §2)
         for bar in result:
             if bar.status not in TERMINAL_NODE_STATUSES:
                 bar.status = NodeStatus.CANCELLED

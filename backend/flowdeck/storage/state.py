@@ -31,17 +31,10 @@ from flowdeck.storage.log_rows import (
     started_event,
 )
 from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
+from flowdeck.storage.schema import RUN_OWNED_TABLES
 from flowdeck.storage.statements import LOG_COLUMNS
 from flowdeck.storage.steps import ChainStep, ChainStepInput, EndStep, EndStepInput, IterationStepInput, RunStart
-from flowdeck.storage.tables import (
-    instance_logs,
-    instances,
-    join_barriers,
-    loop_states,
-    node_jobs,
-    run_labels,
-    wait_tokens,
-)
+from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
 
 __all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "fold_context")
 
@@ -546,12 +539,8 @@ class StateManager:
             ).scalar_one_or_none()
             if not is_test:
                 return False
-            await conn.execute(node_jobs.delete().where(node_jobs.c.instance_id == instance_id))
-            await conn.execute(join_barriers.delete().where(join_barriers.c.instance_id == instance_id))
-            await conn.execute(loop_states.delete().where(loop_states.c.instance_id == instance_id))
-            await conn.execute(instance_logs.delete().where(instance_logs.c.instance_id == instance_id))
-            await conn.execute(run_labels.delete().where(run_labels.c.instance_id == instance_id))
-            await conn.execute(wait_tokens.delete().where(wait_tokens.c.instance_id == instance_id))
+            for table in RUN_OWNED_TABLES:
+                await conn.execute(table.delete().where(table.c.instance_id == instance_id))
             await conn.execute(instances.delete().where(instances.c.id == instance_id))
             return True
 

@@ -1,6 +1,6 @@
 """The run-input fields a workflow reads: what a caller (a ``workflow`` node, the run dialog) should pass.
 
-Every ``ctx.input.X`` in the nodes' templates and condition expressions, and every ``ctx['input']['X']``
+Every ``ctx.input.X`` in the nodes' templates and condition and switch expressions, and every ``ctx['input']['X']``
 or ``ctx['input'].get('X')`` in their Python code. A field read only through a variable
 (``data = ctx['input']; data['X']``) is not found: the list is a guide for the editor, not a contract.
 """
@@ -14,6 +14,9 @@ from flowdeck.sandbox.templates import referenced_input_fields
 
 __all__ = ("workflow_inputs",)
 
+_EXPRESSION_LISTS = {"condition": "branches", "switch": "cases"}
+"""Node type -> the config list whose items carry a bare ``expression``."""
+
 
 def workflow_inputs(definition: Any) -> list[str]:
     """The sorted names of the run-input fields the definition's nodes read."""
@@ -24,10 +27,11 @@ def workflow_inputs(definition: Any) -> list[str]:
         if not isinstance(config, dict):
             continue
         found |= referenced_input_fields(config)
-        branches = config.get("branches") if node.get("type") == "condition" else None
-        for branch in branches if isinstance(branches, list) else []:
-            if isinstance(branch, dict):
-                found |= referenced_input_fields(branch.get("expression"), expression=True)
+        key = _EXPRESSION_LISTS.get(node.get("type"))
+        items = config.get(key) if key else None
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and isinstance(item.get("expression"), str):
+                found |= referenced_input_fields(item["expression"], expression=True)
         if node.get("type") == "python" and isinstance(config.get("code"), str):
             found |= _python_input_fields(config["code"])
     return sorted(found)

@@ -46,19 +46,16 @@ class VariableChecks:
                 )
 
     def references(self, node: CheckedNode) -> Iterator[tuple[str, str]]:
-        """(path, variable) for every ``ctx.X`` in the node's templates and condition expressions."""
+        """(path, variable) for every ``ctx.X`` in the node's templates and expressions (condition, switch)."""
         if node.handler is None:
             return
         for name in node.handler.template_fields:
             for path, text in nested_strings(node.config.get(name), f"config.{name}"):
                 for variable in sorted(referenced_variables(text)):
                     yield path, variable
-        branches = node.config.get("branches") if node.type == "condition" else None
-        for index, branch in enumerate(branches if isinstance(branches, list) else []):
-            expression = branch.get("expression") if isinstance(branch, dict) else None
-            if isinstance(expression, str):
-                for variable in sorted(referenced_variables(expression, expression=True)):
-                    yield f"config.branches[{index}].expression", variable
+        for path, expression in node.handler.expressions(node.config):
+            for variable in sorted(referenced_variables(expression, expression=True)):
+                yield path, variable
 
     def ancestors(self) -> dict[str, int]:
         """Node id -> bitset of its ancestors (bit = node index), over the acyclic part of the graph."""

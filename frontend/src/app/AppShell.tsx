@@ -24,6 +24,9 @@ export function AppShell() {
           <NavLink to="/queries" data-testid="nav-queries">
             Queries
           </NavLink>
+          <NavLink to="/settings" data-testid="nav-settings">
+            Settings
+          </NavLink>
         </nav>
         <span className="spacer" />
         <ThemeToggle />

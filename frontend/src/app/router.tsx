@@ -18,6 +18,7 @@ const DataSourceEditPage = lazy(() => import('../data/DataSourcesPage').then((m)
 const QueriesPage = lazy(() => import('../data/QueriesPage').then((m) => ({ default: m.QueriesPage })));
 const QueryEditPage = lazy(() => import('../data/QueriesPage').then((m) => ({ default: m.QueryEditPage })));
 const AccountPage = lazy(() => import('../account/AccountPage').then((m) => ({ default: m.AccountPage })));
+const SettingsPage = lazy(() => import('../settings/SettingsPage').then((m) => ({ default: m.SettingsPage })));
 
 function Lazy({ children }: { children: ReactNode }) {
   return <Suspense fallback={<div className="page">Loading…</div>}>{children}</Suspense>;
@@ -67,6 +68,7 @@ export const router = createBrowserRouter([
               { path: '/queries/new', element: <Lazy><QueryEditPage /></Lazy> },
               { path: '/queries/:queryId', element: <Lazy><QueryEditPage /></Lazy> },
               { path: '/account', element: <Lazy><AccountPage /></Lazy> },
+              { path: '/settings', element: <Lazy><SettingsPage /></Lazy> },
               { path: '*', element: <NotFound /> },
             ],
           },

@@ -53,6 +53,17 @@ describe('editor store', () => {
     expect(s().edges.filter((e) => e.source === c)).toHaveLength(2);
   });
 
+  it("keeps a switch case's edges when its output is renamed, and drops them when the case goes", () => {
+    const store = loaded();
+    const s = () => store.getState();
+    const w = s().addNode('switch', { x: 0, y: 0 });
+    s().connect({ source: w, target: 'end', sourceHandle: 'case1', targetHandle: 'in' });
+    s().updateNode(w, { config: { value: 'x', cases: [{ handle: 'vip', equals: 'a' }] } });
+    expect(s().edges.filter((e) => e.source === w).map((e) => e.sourceHandle)).toEqual(['vip']);
+    s().updateNode(w, { config: { value: 'x', cases: [] } });
+    expect(s().edges.filter((e) => e.source === w)).toEqual([]);
+  });
+
   it('deletes the selection with its edges, duplicates and pastes', () => {
     const store = loaded();
     const s = () => store.getState();

@@ -373,13 +373,20 @@ export function createEditorStore(): EditorStore {
       updateNode(id, patch, coalesceKey) {
         change((s) => {
           let dropped: Set<string> = new Set();
+          let renamed = new Map<string, string>();
           const nodes = s.nodes.map((n) => {
             if (n.id !== id) return n;
             const updated = { ...n, data: { ...n.data, ...patch } } as EditorNode;
-            dropped = new Set(droppedHandles(n, updated));
+            renamed = renamedHandles(n, updated);
+            dropped = new Set(droppedHandles(n, updated).filter((h) => !renamed.has(h)));
             return updated;
           });
-          const edges = dropped.size === 0 ? s.edges : s.edges.filter((e) => !(e.source === id && dropped.has(e.sourceHandle ?? '')));
+          const follow = (e: EditorEdge) => {
+            const to = e.source === id ? renamed.get(e.sourceHandle ?? '') : undefined;
+            return to === undefined ? e : { ...e, sourceHandle: to };
+          };
+          const kept = dropped.size === 0 ? s.edges : s.edges.filter((e) => !(e.source === id && dropped.has(e.sourceHandle ?? '')));
+          const edges = renamed.size === 0 ? kept : kept.map(follow);
           return { nodes, edges };
         }, coalesceKey);
       },
@@ -530,6 +537,20 @@ export function recordMeasuredSizes(nodes: readonly EditorNode[], changes: reado
 /** Whether React Flow has measured every node (so fitting the view to them is meaningful). */
 export function allMeasured(nodes: readonly EditorNode[]): boolean {
   return nodes.every((n) => !!n.measured?.width && !!n.measured.height);
+}
+
+/** A switch case's output renamed in place (same case, new handle): its edges follow the new name. */
+export function renamedHandles(before: EditorNode, after: EditorNode): Map<string, string> {
+  const renamed = new Map<string, string>();
+  if (before.type !== 'switch' || after.type !== 'switch') return renamed;
+  const [was, now] = [before.data.config.cases, after.data.config.cases];
+  if (was.length !== now.length) return renamed;
+  const taken = new Set(was.map((c) => c.handle));
+  was.forEach((c, i) => {
+    const next = now[i]?.handle;
+    if (next !== undefined && next !== c.handle && !taken.has(next)) renamed.set(c.handle, next);
+  });
+  return renamed;
 }
 
 /** Handles a condition node no longer has after an edit (their edges must go). */

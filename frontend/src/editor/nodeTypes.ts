@@ -9,11 +9,14 @@ export const nodeTypes: NodeTypes = {
   end: FlowNode,
   python: FlowNode,
   dataQuery: FlowNode,
+  http: FlowNode,
   workflow: FlowNode,
   condition: FlowNode,
   delay: FlowNode,
   wait: FlowNode,
   loop: FlowNode,
+  switch: FlowNode,
+  set: FlowNode,
 };
 
 export const edgeTypes: EdgeTypes = { default: FlowEdge };

@@ -401,6 +401,25 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/settings/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GetRetention */
+        get: operations["ApiSettingsRetentionGetRetention"];
+        /** PutRetention */
+        put: operations["ApiSettingsRetentionPutRetention"];
+        post?: never;
+        /** ResetRetention */
+        delete: operations["ApiSettingsRetentionResetRetention"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/templates/preview": {
         parameters: {
             query?: never;
@@ -888,6 +907,9 @@ export interface components {
                 [key: string]: components["schemas"]["NodeStateOut"];
             } | null;
             logs?: string | null;
+            loop?: {
+                [key: string]: unknown;
+            } | null;
             nextAttemptAt?: number | null;
             output: unknown;
             outputTruncated?: components["schemas"]["OutputTruncatedOut"] | null;
@@ -945,6 +967,8 @@ export interface components {
                 [key: string]: unknown;
             };
             expression?: string | null;
+            /** @description a switch's `value` template: resolved against `context`, bound as `value` in `expression` */
+            switchValue?: string | null;
             template?: string | null;
         };
         /** PreviewOut */
@@ -968,6 +992,23 @@ export interface components {
         ResumedOut: {
             instanceId: string;
             nodeId: string;
+        };
+        /** RetentionIn */
+        RetentionIn: {
+            /** @description days; 0 keeps forever */
+            maxAgeDays: number;
+            /** @description runs; 0 means no limit */
+            maxRuns: number;
+            /** @description days; 0 keeps forever */
+            testMaxAgeDays: number;
+        };
+        /** RetentionOut */
+        RetentionOut: {
+            custom: boolean;
+            defaults: components["schemas"]["RetentionIn"];
+            maxAgeDays: number;
+            maxRuns: number;
+            testMaxAgeDays: number;
         };
         /** RetryRun */
         RetryRun: {
@@ -1376,6 +1417,8 @@ export type PreviewIn = components['schemas']['PreviewIn'];
 export type PreviewOut = components['schemas']['PreviewOut'];
 export type Problem = components['schemas']['Problem'];
 export type ResumedOut = components['schemas']['ResumedOut'];
+export type RetentionIn = components['schemas']['RetentionIn'];
+export type RetentionOut = components['schemas']['RetentionOut'];
 export type RetryRun = components['schemas']['RetryRun'];
 export type RunAccepted = components['schemas']['RunAccepted'];
 export type RunActionOut = components['schemas']['RunActionOut'];
@@ -3904,6 +3947,193 @@ export interface operations {
             };
             /** @description Nothing matches the given URI */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiSettingsRetentionGetRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionOut"];
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiSettingsRetentionPutRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionIn"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionOut"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiSettingsRetentionResetRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionOut"];
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

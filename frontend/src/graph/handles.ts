@@ -24,6 +24,10 @@ export function sourceHandles(node: EditorNode): HandleSpec[] {
     const branches = node.data.config.branches.map((b): HandleSpec => ({ id: b.id, label: b.label || b.id, tone: 'branch' }));
     return [...branches, ...fixedHandles('condition')];
   }
+  if (node.type === 'switch') {
+    const cases = node.data.config.cases.map((c): HandleSpec => ({ id: c.handle, label: c.handle, tone: 'branch' }));
+    return [...cases, ...fixedHandles('switch').map((h) => ({ ...h, label: 'default', tone: 'else' as const }))];
+  }
   return fixedHandles(node.type);
 }
 

@@ -6,7 +6,7 @@
  */
 import type { Edge, Node } from '@xyflow/react';
 
-export const NODE_TYPES = ['start', 'end', 'python', 'dataQuery', 'workflow', 'condition', 'delay', 'wait', 'loop'] as const;
+export const NODE_TYPES = ['start', 'end', 'python', 'dataQuery', 'workflow', 'condition', 'delay', 'wait', 'loop', 'http', 'switch', 'set'] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 
 export type JoinMode = 'all' | 'any';
@@ -33,6 +33,23 @@ export type WaitField = { name: string; label?: string; type: WaitFieldType; req
 /** Stops the run until its URL is called (`webhook`) or its form is submitted (`form`); docs/waits.md. */
 export type WaitConfig = { resumeOn: 'webhook' | 'form'; timeoutSeconds?: number; fields?: WaitField[] };
 export type LoopConfig = { items: string; concurrency?: number; maxItems?: number };
+/** One HTTP request (SPEC §2 `http`): every value a template; `dataSourceId` makes `url` a path on its base URL. */
+export type HttpConfig = {
+  method: string;
+  url: string;
+  query: Record<string, unknown>;
+  headers: Record<string, string>;
+  body?: unknown;
+  dataSourceId?: string;
+  timeoutSeconds?: number;
+  failOnStatus?: boolean;
+};
+/** A switch case: its handle and exactly one matcher (SPEC §2). */
+export type SwitchCase = { handle: string; equals?: unknown; in?: unknown[]; matches?: string; expression?: string };
+export type SwitchConfig = { value: string; cases: SwitchCase[] };
+/** A `set` field: a (dotted) name and a template, or any JSON value. */
+export type SetField = { name: string; value: unknown };
+export type SetConfig = { fields: SetField[]; keepInput?: boolean };
 
 export type ConfigByType = {
   start: StartConfig;
@@ -44,6 +61,9 @@ export type ConfigByType = {
   delay: DelayConfig;
   wait: WaitConfig;
   loop: LoopConfig;
+  http: HttpConfig;
+  switch: SwitchConfig;
+  set: SetConfig;
 };
 
 /** The fields every node may carry besides its config (SPEC §1 "common node fields"). */
@@ -80,15 +100,18 @@ export const NODE_TYPE_INFO: Readonly<Record<NodeType, NodeTypeInfo>> = {
   start: { type: 'start', title: 'Start', icon: '▶', color: '#16a34a', description: 'Where every run begins' },
   python: { type: 'python', title: 'Python', icon: 'λ', color: '#2563eb', description: 'Run sandboxed Python code' },
   dataQuery: { type: 'dataQuery', title: 'Data query', icon: '⛁', color: '#0891b2', description: 'Run a saved query' },
+  http: { type: 'http', title: 'HTTP request', icon: '⇄', color: '#0d9488', description: 'Call a URL or an API' },
   workflow: { type: 'workflow', title: 'Run workflow', icon: '↪', color: '#db2777', description: 'Call another saved workflow' },
   condition: { type: 'condition', title: 'Condition', icon: '◇', color: '#d97706', description: 'Branch on expressions' },
   loop: { type: 'loop', title: 'Loop', icon: '↻', color: '#9333ea', description: 'Run a body once per item' },
   delay: { type: 'delay', title: 'Delay', icon: '◷', color: '#64748b', description: 'Wait, without holding a worker' },
-  wait: { type: 'wait', title: 'Wait', icon: '‖', color: '#0d9488', description: 'Wait for a call or a form' },
+  wait: { type: 'wait', title: 'Wait', icon: '‖', color: '#0891b2', description: 'Wait for a call or a form' },
+  switch: { type: 'switch', title: 'Switch', icon: '⇉', color: '#ea580c', description: 'Route by a value: one output per case' },
+  set: { type: 'set', title: 'Set fields', icon: '✎', color: '#0d9488', description: 'Build an object from named fields' },
   end: { type: 'end', title: 'End', icon: '■', color: '#dc2626', description: 'Collect the run output' },
 };
 
-export const PALETTE_ORDER: readonly NodeType[] = ['start', 'python', 'dataQuery', 'condition', 'loop', 'workflow', 'delay', 'wait', 'end'];
+export const PALETTE_ORDER: readonly NodeType[] = ['start', 'python', 'http', 'set', 'dataQuery', 'condition', 'switch', 'loop', 'workflow', 'delay', 'wait', 'end'];
 
 export function isNodeType(value: unknown): value is NodeType {
   return typeof value === 'string' && (NODE_TYPES as readonly string[]).includes(value);
@@ -105,6 +128,8 @@ export function defaultConfig(type: NodeType): ConfigByType[NodeType] {
       return { code: "return {'ok': True}" };
     case 'dataQuery':
       return { queryId: '', args: {} };
+    case 'http':
+      return { method: 'GET', url: '', query: {}, headers: {} };
     case 'workflow':
       return { workflowId: '', input: {} };
     case 'condition':
@@ -115,6 +140,10 @@ export function defaultConfig(type: NodeType): ConfigByType[NodeType] {
       return { resumeOn: 'webhook', timeoutSeconds: 7 * 24 * 3600 };
     case 'loop':
       return { items: '{{ ctx.input.items }}', concurrency: 1 };
+    case 'switch':
+      return { value: '{{ ctx.input.kind }}', cases: [{ handle: 'case1', equals: 'a' }] };
+    case 'set':
+      return { fields: [{ name: 'field', value: '' }], keepInput: false };
   }
 }
 

@@ -18,6 +18,19 @@ describe('renaming a context variable', () => {
     expect(renameInTemplate('no template', 'count', 'total')).toBe('no template');
   });
 
+  it("updates a switch's value template and its case expressions, and set fields' values", () => {
+    const nodes = [
+      node('route', 'switch', {
+        config: { value: '{{ ctx.count.kind }}', cases: [{ handle: 'a', expression: 'value > ctx.count.limit' }, { handle: 'b', equals: 'ctx.count' }] },
+      }),
+      node('shape', 'set', { config: { fields: [{ name: 'n', value: '{{ ctx.count.value }}' }], keepInput: false } }),
+    ];
+    expect(renameVariableInNodes(nodes, 'count', 'total').map((n) => n.data.config)).toEqual([
+      { value: '{{ ctx.total.kind }}', cases: [{ handle: 'a', expression: 'value > ctx.total.limit' }, { handle: 'b', equals: 'ctx.count' }] },
+      { fields: [{ name: 'n', value: '{{ ctx.total.value }}' }], keepInput: false },
+    ]);
+  });
+
   it('updates end outputs, loop items, condition expressions and python code, and nothing else', () => {
     const nodes = [
       node('py', 'python', { config: { code: "return len(ctx['count']['items'])" } }),

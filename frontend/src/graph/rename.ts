@@ -45,7 +45,7 @@ function renameValue(value: unknown, from: string, to: string, kind: Kind): unkn
   return value;
 }
 
-/** A node's config with `ctx.<from>` renamed: python `code` and condition `expression`s are code, the rest templates. */
+/** A node's config with `ctx.<from>` renamed: python `code` and condition/switch `expression`s are code, the rest templates. */
 export function renameInConfig(node: EditorNode, from: string, to: string): EditorNode['data']['config'] {
   const config = node.data.config;
   if (node.type === 'python') {
@@ -58,6 +58,15 @@ export function renameInConfig(node: EditorNode, from: string, to: string): Edit
       return expression === b.expression ? b : { ...b, expression };
     });
     return branches.some((b, i) => b !== node.data.config.branches[i]) ? { branches } : config;
+  }
+  if (node.type === 'switch') {
+    const value = renameValue(node.data.config.value, from, to, 'template') as string;
+    const cases = node.data.config.cases.map((c) => {
+      const expression = c.expression === undefined ? undefined : renameInCode(c.expression, from, to);
+      return expression === c.expression ? c : { ...c, expression };
+    });
+    const same = value === node.data.config.value && cases.every((c, i) => c === node.data.config.cases[i]);
+    return same ? config : { value, cases };
   }
   return renameValue(config, from, to, 'template') as EditorNode['data']['config'];
 }

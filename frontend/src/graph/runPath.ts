@@ -18,6 +18,7 @@ export function takenHandle(node: EditorNode, output: unknown): string | null {
       return null;
     case 'python':
     case 'dataQuery':
+    case 'http':
     case 'workflow':
       return isRecord(output) && isRecord(output.error) && 'message' in output.error ? 'error' : 'success';
     case 'condition':
@@ -26,6 +27,10 @@ export function takenHandle(node: EditorNode, output: unknown): string | null {
       return 'done';
     case 'wait':
       return isRecord(output) && output.timedOut === true ? 'timeout' : 'success';
+    case 'switch':
+      return isRecord(output) && typeof output.handle === 'string' ? output.handle : null;
+    case 'set':
+      return 'success';
   }
 }
 

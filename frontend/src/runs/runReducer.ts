@@ -51,10 +51,17 @@ export function emptyNode(): NodeRun {
   return { status: 'PENDING', attempt: 0, startedAt: null, completedAt: null, output: null, error: null };
 }
 
-/** "attempt 1 of 3, retry 2": attempts count within the node's current retry, never "4/3". */
-export function attemptLabel(node: Pick<NodeState, 'attempt' | 'attemptInRetry' | 'retry'>, maxAttempts: number): string {
-  const within = node.attemptInRetry ?? node.attempt;
-  return `attempt ${within} of ${maxAttempts}${node.retry ? `, retry ${node.retry}` : ''}`;
+/**
+ * "attempt 1 of 3, retry 2": attempts count within the node's current retry, never "4/3". A loop-body node
+ * shows the attempts of the iteration that decides its status (`leadIteration`), never "attempt 0".
+ */
+export function attemptLabel(
+  node: Pick<NodeState, 'attempt' | 'attemptInRetry' | 'retry'> & { iterations?: NodeState['iterations'] },
+  maxAttempts: number,
+): string {
+  const shown = leadIteration(node) ?? node;
+  const within = shown.attemptInRetry ?? shown.attempt;
+  return `attempt ${within} of ${maxAttempts}${shown.retry ? `, retry ${shown.retry}` : ''}`;
 }
 
 function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRun {
@@ -193,15 +200,32 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
   }
 }
 
-/** The status a canvas shows for a node: a loop-body node's own entry is its iterations summed up. */
+/**
+ * The status a canvas shows for a node: a loop-body node's is its iterations summed up, the rule the API's
+ * own entry for it follows (docs/api.md "Loop bodies"): FAILED if any failed, else RUNNING if any is still
+ * moving, else CANCELLED if any was cancelled, else SKIPPED if all were skipped, else COMPLETED.
+ */
 export function displayStatus(node: NodeRun | undefined): NodeStatus | null {
   if (!node) return null;
   const iterations = Object.values(node.iterations ?? {});
-  if (iterations.length === 0 || node.status !== 'PENDING') return node.status;
+  return iterations.length === 0 ? node.status : summedStatus(iterations);
+}
+
+function summedStatus(iterations: readonly NodeRun[]): NodeStatus {
   if (iterations.some((i) => i.status === 'FAILED')) return 'FAILED';
   if (iterations.some((i) => !TERMINAL_NODE_STATUSES.has(i.status))) return 'RUNNING';
+  if (iterations.some((i) => i.status === 'CANCELLED')) return 'CANCELLED';
   if (iterations.every((i) => i.status === 'SKIPPED')) return 'SKIPPED';
   return 'COMPLETED';
+}
+
+/** A loop-body node's iteration that decides its status (the first failed one, say), else its last; null without iterations. */
+export function leadIteration(node: { iterations?: NodeState['iterations'] }): NodeRun | null {
+  const iterations = Object.values(node.iterations ?? {});
+  if (iterations.length === 0) return null;
+  const summed = summedStatus(iterations);
+  const moving = (s: NodeStatus) => (TERMINAL_NODE_STATUSES.has(s) ? s : 'RUNNING');
+  return iterations.find((i) => moving(i.status) === summed) ?? iterations[iterations.length - 1] ?? null;
 }
 
 /** When a node ran: its own times, or from its first iteration's start to its last one's end. */
@@ -211,8 +235,8 @@ export function timeSpan(node: NodeRun | undefined): { start: number | null; end
   const starts = iterations.map((i) => i.startedAt).filter((t): t is number => t !== null);
   const ends = iterations.map((i) => i.completedAt).filter((t): t is number => t !== null);
   return {
-    start: node.startedAt ?? (starts.length ? Math.min(...starts) : null),
-    end: node.completedAt ?? (ends.length === iterations.length && ends.length > 0 ? Math.max(...ends) : null),
+    start: starts.length ? Math.min(...starts) : null,
+    end: ends.length === iterations.length && ends.length > 0 ? Math.max(...ends) : null,
     iterations: iterations.length,
   };
 }
@@ -221,7 +245,7 @@ export function timeSpan(node: NodeRun | undefined): { start: number | null; end
 export function completedOutputs(run: RunView | null): Dict<unknown> {
   const outputs = dict<unknown>();
   for (const [id, node] of Object.entries(run ? nodesOf(run.nodes) : {})) {
-    if (node.status === 'COMPLETED') outputs[id] = node.output;
+    if (node.status === 'COMPLETED' && !node.iterations) outputs[id] = node.output; // a loop body's outputs are per iteration
   }
   return outputs;
 }

@@ -12,6 +12,7 @@ from flowdeck.api.routes.health import health
 from flowdeck.api.routes.hooks import HookController, WebhookController
 from flowdeck.api.routes.notifications import NotificationController
 from flowdeck.api.routes.runs import RunController
+from flowdeck.api.routes.settings import SettingsController
 from flowdeck.api.routes.templates import TemplateController
 from flowdeck.api.routes.testruns import TestRunController
 from flowdeck.api.routes.tokens import TokenController
@@ -39,4 +40,5 @@ API_ROUTES: list[ControllerRouterHandler] = [
     EmbedController,
     ResumeController,
     FormController,
+    SettingsController,
 ]

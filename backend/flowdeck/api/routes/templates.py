@@ -35,6 +35,16 @@ class PreviewIn(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fie
     template: Annotated[str, Meta(max_length=MAX_SOURCE_CHARS)] | None = None
     expression: Annotated[str, Meta(max_length=MAX_SOURCE_CHARS)] | None = None
     context: Annotated[dict[str, Any], Meta(description="the `ctx` the source sees")] = {}
+    switch_value: (
+        Annotated[
+            str,
+            Meta(
+                max_length=MAX_SOURCE_CHARS,
+                description="a switch's `value` template: resolved against `context`, bound as `value` in `expression`",
+            ),
+        ]
+        | None
+    ) = None
 
 
 class PreviewOut(msgspec.Struct, rename="camel"):
@@ -66,7 +76,10 @@ _LIMITER: Final = PreviewLimiter()
 
 def _resolve(data: PreviewIn) -> Any:
     if data.expression is not None:
-        return evaluate(data.expression, data.context)
+        if data.switch_value is None:
+            return evaluate(data.expression, data.context)
+        value = render(data.switch_value, data.context, path="switchValue")
+        return evaluate(data.expression, data.context, {"value": value})
     return render(data.template, data.context)
 
 

@@ -72,9 +72,22 @@ class SaveChecks:
         if has_errors(problems):
             return problems
         problems += await self.engine.call_problems(tenant_id, definition, own_id)
+        problems += await self._tenant_problems(tenant_id, definition)
         options = definition.get("options")
         if isinstance(options, dict) and not shape_problems(options):
             problems += await self.notifier.target_problems(tenant_id, definition)
+        return problems
+
+    async def _tenant_problems(self, tenant_id: str, definition: dict[str, Any]) -> list[Problem]:
+        """Each node's ``tenant_issues`` (the objects its config names must be the tenant's)."""
+        problems = []
+        for raw in definition.get("nodes") or []:
+            handler = self.engine.registry.get(str(raw.get("type"))) if isinstance(raw, dict) else None
+            if handler is None or not isinstance(raw.get("config"), dict):
+                continue
+            for issue in await handler.tenant_issues(tenant_id, raw["config"]):
+                message = f"node '{raw['id']}': {issue.path}: {issue.message}"
+                problems.append(Problem("invalid_config", message, node_id=raw["id"], path=issue.path))
         return problems
 
     async def require(self, tenant_id: str, definition: dict[str, Any], own_id: str | None = None) -> None:

@@ -78,6 +78,7 @@ def _node_out(view: NodeView, shown: ShownOutputs, node_id: str, iteration: str 
         retry=view.retry,
         child_instance_id=view.child_instance_id,
         waiting_for=_waiting_for(view),
+        loop=shown.loop(view.loop, node_id, iteration),
         iterations={k: _node_out(v, shown, node_id, k) for k, v in view.iterations.items()} or None,
     )
 

@@ -58,15 +58,16 @@ def _walk(node: nodes.Node) -> list[nodes.Node]:
     return found
 
 
-def _node_problems(tree: list[nodes.Node]) -> list[str]:
-    """Unknown filters, tests and names: errors Jinja would only raise at compile or run time."""
+def _node_problems(tree: list[nodes.Node], names: frozenset[str] = frozenset()) -> list[str]:
+    """Unknown filters, tests and names (``names``: extra ones the caller binds): errors Jinja would only
+    raise at compile or run time."""
     problems: list[str] = []
     for item in tree:
         if isinstance(item, nodes.Filter) and item.name not in ENV.filters:
             problems.append(f"no filter named {item.name!r}")
         elif isinstance(item, nodes.Test) and item.name not in ENV.tests:
             problems.append(f"no test named {item.name!r}")
-        elif isinstance(item, nodes.Name) and item.name not in ALLOWED_NAMES:
+        elif isinstance(item, nodes.Name) and item.name not in ALLOWED_NAMES and item.name not in names:
             problems.append(f"{item.name!r} is undefined: workflow data is under ctx (ctx.{item.name})")
     return list(dict.fromkeys(problems))
 
@@ -147,14 +148,15 @@ def parse_template(source: str) -> Parsed:
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def parse_expression(source: str) -> Parsed:
+def parse_expression(source: str, names: frozenset[str] = frozenset()) -> Parsed:
+    """``names``: variables besides ``ctx`` the caller binds (a switch case's ``value``)."""
     try:
         parser = Parser(ENV, source, state="variable")
         expr = parser.parse_expression()
         if not parser.stream.eos:
             parser.fail(f"unexpected {parser.stream.current.value!r} after the expression")
         tree = _walk(expr)
-        return Parsed(expr, None, tuple(_node_problems(tree)), _ctx_refs(tree), _input_refs(tree))
+        return Parsed(expr, None, tuple(_node_problems(tree, names)), _ctx_refs(tree), _input_refs(tree))
     except Exception as exc:  # noqa: BLE001 (untrusted source: any failure is a syntax problem)
         return Parsed(problems=(describe(exc),))
 
@@ -191,12 +193,12 @@ def nested_strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
             stack.extend((child_path(where, index), child) for index, child in reversed(list(enumerate(item))))
 
 
-def expression_issues(expression: str, path: str) -> list[ConfigIssue]:
+def expression_issues(expression: str, path: str, names: frozenset[str] = frozenset()) -> list[ConfigIssue]:
     """Save-time check of a condition expression: syntax, unknown filters, tests and names."""
     problem = source_problem(expression, "an expression")
     if problem is not None:
         return [ConfigIssue(path, problem)]
-    return [ConfigIssue(path, message) for message in parse_expression(expression).problems]
+    return [ConfigIssue(path, message) for message in parse_expression(expression, names).problems]
 
 
 def template_issues(value: Any, path: str) -> list[ConfigIssue]:

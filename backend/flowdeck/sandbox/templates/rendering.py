@@ -107,16 +107,16 @@ def _compile_template(source: str) -> _Compiled:
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _compile_expression(source: str) -> _Compiled:
-    parsed = parse_expression(source)
+def _compile_expression(source: str, names: frozenset[str] = frozenset()) -> _Compiled:
+    parsed = parse_expression(source, names)
     return _Compiled(error="; ".join(parsed.problems)) if parsed.problems else _compile(parsed)
 
 
-def _compiled(source: Any, what: str, path: str | None) -> _Compiled:
+def _compiled(source: Any, what: str, path: str | None, names: frozenset[str] = frozenset()) -> _Compiled:
     problem = source_problem(source, what)
     if problem is not None:
         raise TemplateError(problem, path)
-    compiled = _compile_expression(source) if what == "an expression" else _compile_template(source)
+    compiled = _compile_expression(source, names) if what == "an expression" else _compile_template(source)
     if compiled.error is not None:
         raise TemplateError(compiled.error, path)
     return compiled
@@ -210,13 +210,13 @@ def _join_output(pieces: Iterator[Any]) -> str:
     return "".join(out)
 
 
-def _run_jinja(compiled: _Compiled, ctx: Mapping[str, Any]) -> Any:
+def _run_jinja(compiled: _Compiled, ctx: Mapping[str, Any], names: Mapping[str, Any] | None = None) -> Any:
     template = compiled.template
     assert template is not None
     token = enter_guard()
     try:
         # Context() directly: Template.new_context merges a ChainMap of globals, half the cost of a call
-        context = Context(ENV, {**ENV.globals, VARIABLE: ctx}, template.name, template.blocks)
+        context = Context(ENV, {**ENV.globals, **(names or {}), VARIABLE: ctx}, template.name, template.blocks)
         if not compiled.single:
             return _join_output(template.root_render_func(context))
         for _ in template.root_render_func(context):
@@ -227,7 +227,7 @@ def _run_jinja(compiled: _Compiled, ctx: Mapping[str, Any]) -> Any:
         exit_guard(token)
 
 
-def _run(compiled: _Compiled, ctx: Mapping[str, Any], path: str | None) -> Any:
+def _run(compiled: _Compiled, ctx: Mapping[str, Any], path: str | None, names: Mapping[str, Any] | None = None) -> Any:
     try:
         if compiled.lookup is not None:
             value = _fast_lookup(ctx, compiled.lookup)
@@ -237,7 +237,7 @@ def _run(compiled: _Compiled, ctx: Mapping[str, Any], path: str | None) -> Any:
             text = _fast_concat(ctx, compiled.parts)
             if text is not None:
                 return text
-        return _run_jinja(compiled, ctx)
+        return _run_jinja(compiled, ctx, names)
     except Exception as exc:  # user code may raise anything: it is reported, never crashed on
         raise TemplateError(describe(exc), path) from exc
 
@@ -269,6 +269,8 @@ def render(value: Any, ctx: Mapping[str, Any], *, path: str = "") -> Any:
         exit_guard(token)
 
 
-def evaluate(expression: str, ctx: Mapping[str, Any]) -> Any:
-    """Evaluate a bare expression (``ctx.score.value > 10``) and return its native value."""
-    return _run(_compiled(expression, "an expression", None), ctx, None)
+def evaluate(expression: str, ctx: Mapping[str, Any], names: Mapping[str, Any] | None = None) -> Any:
+    """Evaluate a bare expression (``ctx.score.value > 10``) and return its native value. ``names`` binds
+    variables besides ``ctx`` (a switch case's ``value``); ``expression_issues`` must be told the same names."""
+    bound = frozenset(names or ())
+    return _run(_compiled(expression, "an expression", None, bound), ctx, None, names)

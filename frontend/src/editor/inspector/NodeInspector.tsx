@@ -8,6 +8,7 @@ import {
   DEFAULT_TIMEOUT_SECONDS,
   NODE_TYPE_INFO,
   type ConfigByType,
+  type EditorEdge,
   type EditorNode,
   type ErrorHandling,
   type JoinMode,
@@ -17,7 +18,23 @@ import { completedOutputs } from '../../runs/runReducer';
 import { CopyIcon, TrashIcon } from '../../shared/ui/icons';
 import { useEditor, useEditorStoreApi } from '../storeContext';
 import { Field, NumberInput } from './fields';
-import { ConditionForm, DataQueryForm, DelayForm, EndForm, LoopForm, problemLookup, PythonForm, shownInline, StartForm, WaitForm, WorkflowForm } from './forms';
+import {
+  ConditionForm,
+  DataQueryForm,
+  DelayForm,
+  EndForm,
+  LoopForm,
+  problemLookup,
+  PythonForm,
+  SetForm,
+  shownInline,
+  StartForm,
+  SwitchForm,
+  WaitForm,
+  WorkflowForm,
+  type PreviousNode,
+} from './forms';
+import { HttpRequestForm } from './HttpRequestForm';
 import { RunDataTab } from './RunDataTab';
 import { PreviewContext } from './TemplatePreview';
 import { usePreviewContext } from './usePreviewContext';
@@ -30,9 +47,25 @@ function parseInput(text: string): unknown {
   }
 }
 
+/** The sources of the edges into `nodeId`, each once, in edge order (the end form's one-click output). */
+function previousNodes(nodes: readonly EditorNode[], edges: readonly EditorEdge[], nodeId: string): PreviousNode[] {
+  const seen = new Set<string>();
+  const found: PreviousNode[] = [];
+  for (const e of edges) {
+    if (e.target !== nodeId || seen.has(e.source)) continue;
+    seen.add(e.source);
+    const source = nodes.find((n) => n.id === e.source);
+    if (source) found.push({ id: source.id, label: source.data.label || source.id, variable: source.data.outputVariable || source.id });
+  }
+  return found;
+}
+
 function ConfigForm({ node, paths, readOnly, problemAt }: { node: EditorNode; paths: string[]; readOnly: boolean; problemAt: (p: string) => string | undefined }) {
   const store = useEditorStoreApi();
   const workflowId = useEditor((s) => s.workflowId);
+  // a string, so that the selection compares equal while the incoming edges and their sources stay the same
+  const previousJson = useEditor((s) => (node.type === 'end' ? JSON.stringify(previousNodes(s.nodes, s.edges, node.id)) : '[]'));
+  const previous = useMemo(() => JSON.parse(previousJson) as PreviousNode[], [previousJson]);
   const setConfig = (config: ConfigByType[EditorNode['type']], key?: string) =>
     store.getState().updateNode(node.id, { config } as Partial<NodeData>, key);
   const common = { paths, readOnly, problemAt, setConfig };
@@ -40,11 +73,13 @@ function ConfigForm({ node, paths, readOnly, problemAt }: { node: EditorNode; pa
     case 'start':
       return <StartForm />;
     case 'end':
-      return <EndForm node={node} {...common} />;
+      return <EndForm node={node} {...common} previous={previous} />;
     case 'python':
       return <PythonForm node={node} {...common} />;
     case 'dataQuery':
       return <DataQueryForm node={node} {...common} />;
+    case 'http':
+      return <HttpRequestForm node={node} {...common} />;
     case 'workflow':
       return <WorkflowForm node={node} {...common} currentWorkflowId={workflowId} />;
     case 'condition':
@@ -55,6 +90,10 @@ function ConfigForm({ node, paths, readOnly, problemAt }: { node: EditorNode; pa
       return <WaitForm node={node} {...common} />;
     case 'loop':
       return <LoopForm node={node} {...common} />;
+    case 'switch':
+      return <SwitchForm node={node} {...common} />;
+    case 'set':
+      return <SetForm node={node} {...common} />;
   }
 }
 

@@ -1,8 +1,10 @@
 /** A node's data from the last run (input context, output, logs, error, attempts) and its pinned output. */
 import { useState } from 'react';
 
-import { DEFAULT_RETRY, type EditorNode } from '../../graph/model';
-import { attemptLabel, displayStatus, timeSpan } from '../../runs/runReducer';
+import { DEFAULT_RETRY, type EditorEdge, type EditorNode } from '../../graph/model';
+import { inputContext } from '../../graph/context';
+import { attemptLabel, completedOutputs, displayStatus, leadIteration, timeSpan, type NodeRun, type RunView } from '../../runs/runReducer';
+import { own } from '../../shared/dict';
 import { formatBytes, formatDuration, formatJson } from '../../shared/format';
 import { PinIcon } from '../../shared/ui/icons';
 import { JsonView } from '../../shared/ui/JsonView';
@@ -16,7 +18,10 @@ function PinEditor({ node }: { node: EditorNode }) {
   const store = useEditorStoreApi();
   const pinned = useEditor((s) => (node.id in s.pins ? s.pins[node.id] : undefined));
   const isPinned = useEditor((s) => node.id in s.pins);
-  const lastOutput = useEditor((s) => (s.run?.nodes[node.id]?.status === 'COMPLETED' ? s.run.nodes[node.id]?.output : undefined));
+  const lastOutput = useEditor((s) => {
+    const ran = s.run?.nodes[node.id];
+    return ran?.status === 'COMPLETED' && !ran.iterations ? ran.output : undefined; // a loop body's outputs are per iteration
+  });
   const [draft, setDraft] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
 
@@ -75,6 +80,32 @@ function PinEditor({ node }: { node: EditorNode }) {
   );
 }
 
+/**
+ * What a loop-body node received in iteration `key` (`"0.1"`): the outputs its upstream nodes gave in that
+ * iteration and in the iterations enclosing it (`"0"`), over the run's top-level ones, and that iteration's
+ * `ctx.loop` as the API reports it.
+ */
+function iterationContext(
+  nodeId: string,
+  key: string,
+  loop: NodeRun['loop'],
+  run: RunView,
+  graph: { nodes: readonly EditorNode[]; edges: readonly EditorEdge[] },
+): Record<string, unknown> {
+  const outputs = completedOutputs(run);
+  const parts = key.split('.');
+  const scopes = parts.map((_, i) => parts.slice(0, i + 1).join('.')); // outermost first: the innermost wins
+  for (const [id, other] of Object.entries(run.nodes)) {
+    for (const scope of scopes) {
+      const it = own(other.iterations, scope);
+      if (it?.status === 'COMPLETED') outputs[id] = it.output;
+    }
+  }
+  const ctx = inputContext(graph.nodes, graph.edges, nodeId, { input: run.input, outputs });
+  if (loop) ctx.loop = loop;
+  return ctx;
+}
+
 export function RunDataTab({
   node,
   context,
@@ -92,6 +123,15 @@ export function RunDataTab({
   const span = timeSpan(nodeRun);
   const duration = span.start !== null && span.end !== null ? span.end - span.start : null;
   const iterations = Object.entries(nodeRun?.iterations ?? {});
+  const [picked, setPicked] = useState<string | null>(null);
+  const lead = nodeRun ? leadIteration(nodeRun) : null;
+  const openKey = iterations.some(([key]) => key === picked) ? picked : (iterations.find(([, it]) => it === lead)?.[0] ?? null);
+  const opened: NodeRun | null = iterations.find(([key]) => key === openKey)?.[1] ?? null;
+  const run = useEditor((s) => s.run);
+  const graphNodes = useEditor((s) => s.nodes);
+  const edges = useEditor((s) => s.edges);
+  const shownContext = opened && openKey !== null && run ? iterationContext(node.id, openKey, opened.loop, run, { nodes: graphNodes, edges }) : context;
+  const shown = opened ?? nodeRun;
   return (
     <div className="run-data" data-testid="run-data">
       {onTestFromHere && node.type !== 'start' && (
@@ -147,19 +187,29 @@ export function RunDataTab({
               {nodeRun.error}
             </div>
           )}
-          <h4 className="section-title">Input context</h4>
-          <JsonView value={context} testId="run-data-input" />
-          <h4 className="section-title">Output</h4>
-          {nodeRun.outputTruncated ? (
-            <TruncatedOutput truncated={nodeRun.outputTruncated} testId="run-data-output-truncated" />
-          ) : (
-            <JsonView value={nodeRun.output} testId="run-data-output" empty="no output" />
+          {opened && openKey !== null && (
+            <p className="muted small" data-testid="run-data-iteration">
+              Iteration #{openKey}: {opened.status.toLowerCase()}, {attemptLabel(opened, maxAttempts)}
+            </p>
           )}
-          {nodeRun.logs && (
+          {opened?.error && opened.error !== nodeRun.error && (
+            <div className="error-box" data-testid="run-data-iteration-error">
+              {opened.error}
+            </div>
+          )}
+          <h4 className="section-title">Input context</h4>
+          <JsonView value={shownContext} testId="run-data-input" />
+          <h4 className="section-title">Output</h4>
+          {shown?.outputTruncated ? (
+            <TruncatedOutput truncated={shown.outputTruncated} testId="run-data-output-truncated" />
+          ) : (
+            <JsonView value={shown?.output} testId="run-data-output" empty="no output" />
+          )}
+          {shown?.logs && (
             <>
               <h4 className="section-title">Logs</h4>
               <pre className="logs" data-testid="run-data-logs">
-                {nodeRun.logs}
+                {shown.logs}
               </pre>
             </>
           )}
@@ -169,7 +219,17 @@ export function RunDataTab({
               <table className="table table--compact">
                 <tbody>
                   {iterations.map(([key, it]) => (
-                    <tr key={key}>
+                    <tr
+                      key={key}
+                      className="iteration-row"
+                      aria-selected={key === openKey}
+                      data-testid={`iteration-row-${key}`}
+                      tabIndex={0}
+                      onClick={() => setPicked(key)}
+                      onKeyDown={(e) => {
+                        if (e.key === 'Enter' || e.key === ' ') setPicked(key);
+                      }}
+                    >
                       <td>#{key}</td>
                       <td>
                         <StatusBadge status={it.status} />

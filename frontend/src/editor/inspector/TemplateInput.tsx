@@ -17,9 +17,11 @@ type Props = {
   readOnly?: boolean;
   ariaLabel?: string;
   preview?: PreviewKind;
+  /** A switch case's expression: the switch's value template, previewed as `value`. */
+  switchValue?: string;
 };
 
-export function TemplateInput({ value, onChange, paths, placeholder, testId, readOnly, ariaLabel, preview = 'template' }: Props) {
+export function TemplateInput({ value, onChange, paths, placeholder, testId, readOnly, ariaLabel, preview = 'template', switchValue }: Props) {
   const input = useRef<HTMLInputElement>(null);
   const [caret, setCaret] = useState<number | null>(null);
   const [active, setActive] = useState(0);
@@ -96,7 +98,7 @@ export function TemplateInput({ value, onChange, paths, placeholder, testId, rea
           ))}
         </ul>
       )}
-      <TemplatePreview source={value} kind={preview} />
+      <TemplatePreview source={value} kind={preview} switchValue={switchValue} />
     </div>
   );
 }

@@ -45,4 +45,21 @@ describe('TemplatePreview', () => {
     await waitFor(() => expect(screen.getByTestId('template-preview').dataset.state).toBe('error'));
     expect(screen.getByTestId('template-preview').textContent).toContain("'x' is undefined");
   });
+
+  it("sends a switch case's expression with the switch's value template", async () => {
+    const fetch = answer(200, { value: true });
+    vi.stubGlobal('fetch', fetch);
+    const ctx = { input: { kind: 12 } };
+    render(
+      <PreviewContext.Provider value={ctx}>
+        <TemplatePreview source="value > 10" kind="expression" switchValue="{{ ctx.input.kind }}" />
+      </PreviewContext.Provider>,
+    );
+    await waitFor(() => expect(screen.getByTestId('template-preview').dataset.state).toBe('ok'));
+    expect(JSON.parse(String((fetch.mock.calls[0] as unknown as [string, RequestInit])[1].body))).toEqual({
+      expression: 'value > 10',
+      context: ctx,
+      switchValue: '{{ ctx.input.kind }}',
+    });
+  });
 });

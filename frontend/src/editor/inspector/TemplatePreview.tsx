@@ -32,9 +32,9 @@ export function shown(value: unknown): string {
   return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text;
 }
 
-export function TemplatePreview({ source, kind }: { source: string; kind: PreviewKind }) {
+export function TemplatePreview({ source, kind, switchValue }: { source: string; kind: PreviewKind; switchValue?: string | undefined }) {
   const ctx = useContext(PreviewContext);
-  const key = `${kind}\u0000${source}`;
+  const key = `${kind}\u0000${source}\u0000${switchValue ?? ''}`;
   const wanted = ctx !== undefined && ctx !== null && source.trim() !== '' && (kind === 'expression' || source.includes('{{'));
   const [result, setResult] = useState<Result | null>(() => (wanted && ctx ? (cached(ctx, key) ?? null) : null));
 
@@ -45,7 +45,7 @@ export function TemplatePreview({ source, kind }: { source: string; kind: Previe
     if (known) return;
     const abort = new AbortController();
     const timer = window.setTimeout(() => {
-      previewTemplate(kind, source, ctx, abort.signal)
+      previewTemplate(kind, source, ctx, abort.signal, switchValue)
         .then((value) => ({ ok: true, value }) as Result)
         .catch((err: unknown) => ({ ok: false, error: err instanceof ApiError ? err.detail : String(err) }) as Result)
         .then((r) => {
@@ -58,7 +58,7 @@ export function TemplatePreview({ source, kind }: { source: string; kind: Previe
       abort.abort();
       window.clearTimeout(timer);
     };
-  }, [wanted, ctx, key, kind, source]);
+  }, [wanted, ctx, key, kind, source, switchValue]);
 
   if (ctx === undefined) return null; // outside a node panel
   if (ctx === null) {

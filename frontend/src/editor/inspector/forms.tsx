@@ -8,6 +8,7 @@ import { Field, KeyValueEditor, NumberInput } from './fields';
 export { DataQueryForm } from './DataQueryForm';
 export { WaitForm } from './WaitForm';
 export { WorkflowForm } from './WorkflowForm';
+export { SetForm, SwitchForm } from './SwitchSetForms';
 import { TemplateInput } from './TemplateInput';
 
 export type FormProps<T extends NodeType> = {
@@ -188,18 +189,31 @@ export function LoopForm({ node, setConfig, paths, readOnly, problemAt }: FormPr
   );
 }
 
-export function EndForm({ node, setConfig, paths, readOnly, problemAt }: FormProps<'end'>) {
+/** A node whose edge leads into the one being edited: what "the previous node's output" means. */
+export type PreviousNode = { id: string; label: string; variable: string };
+
+export function EndForm({ node, setConfig, paths, readOnly, problemAt, previous = [] }: FormProps<'end'> & { previous?: readonly PreviousNode[] }) {
+  const params = node.data.config.outputParameters;
+  const returnOutput = (p: PreviousNode) => setConfig({ outputParameters: { ...params, result: `{{ ctx.${p.variable} }}` } });
   return (
-    <Field label="Output parameters" error={problemAt('config.outputParameters')} hint="Each becomes a key of the run output.">
-      <KeyValueEditor
-        entries={node.data.config.outputParameters}
-        onChange={(outputParameters) => setConfig({ outputParameters }, `out:${node.id}`)}
-        paths={paths}
-        keyPlaceholder="name"
-        testId="output-parameters"
-        readOnly={readOnly}
-      />
-    </Field>
+    <>
+      <Field label="Output parameters" error={problemAt('config.outputParameters')} hint="Each becomes a key of the run output.">
+        <KeyValueEditor
+          entries={params}
+          onChange={(outputParameters) => setConfig({ outputParameters }, `out:${node.id}`)}
+          paths={paths}
+          keyPlaceholder="name"
+          testId="output-parameters"
+          readOnly={readOnly}
+        />
+      </Field>
+      {!readOnly &&
+        previous.map((p) => (
+          <button key={p.id} type="button" className="btn btn--small" data-testid={`end-return-${p.id}`} onClick={() => returnOutput(p)}>
+            {previous.length > 1 ? `Return the output of ${p.label} (ctx.${p.variable}) as result` : "Return the previous node's output as result"}
+          </button>
+        ))}
+    </>
   );
 }
 
@@ -215,6 +229,9 @@ const INLINE_PATHS: readonly RegExp[] = [
   /^config\.branches(\[\d+\]\.expression)?$/,
   /^config\.(queryId|args|workflowId|input|version|seconds|items|concurrency|maxItems|outputParameters)$/,
   /^config\.(resumeOn|timeoutSeconds|fields(\[\d+\]\.\w+)?)$/,
+  /^config\.(method|url|query|headers|body|dataSourceId|timeoutSeconds|failOnStatus)$/, // http
+  /^config\.(value|cases|fields|keepInput)$/,
+  /^config\.(cases|fields)\[\d+\](\.(handle|name|value|equals|in|matches|expression))?$/,
   /^outputVariable$/,
   /^retry\.maxAttempts$/,
   /^timeoutSeconds$/,

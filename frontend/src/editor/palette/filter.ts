@@ -6,12 +6,15 @@ const ALIASES: Readonly<Record<NodeType, string>> = {
   start: 'trigger begin input',
   python: 'code script function transform',
   dataQuery: 'sql database db http request api fetch',
+  http: 'http request api fetch rest url get post webhook call',
   workflow: 'sub-workflow subworkflow child call invoke execute flow',
   condition: 'if branch switch router filter',
   loop: 'each for iterate map split batch',
   delay: 'wait sleep timer pause',
   wait: 'webhook callback form resume pause human approval input',
   end: 'output finish return respond stop',
+  switch: 'route router case match regex branch',
+  set: 'edit fields assign map rename shape object',
 };
 
 /**

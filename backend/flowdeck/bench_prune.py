@@ -1,0 +1,148 @@
+"""``flowdeck bench --prune N``: the engine's throughput while the pruner deletes N runs beside it, and
+how long the pruner's transactions take. The runs are made by copying a real one (also for the retention
+tests): every row of the run, its instance and its log, inserted again under new ids at other times."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+import uuid
+from typing import Any
+
+import sqlalchemy as sa
+
+from flowdeck.domain.retention import DAY_SECONDS
+from flowdeck.runtime import open_runtime
+from flowdeck.settings import Settings
+from flowdeck.storage.database import Database
+from flowdeck.storage.tables import instance_logs, instances
+
+__all__ = ("copy_runs", "run_prune_bench")
+
+_TIMES = ("created_at", "started_at", "completed_at", "updated_at")
+
+
+async def copy_runs(
+    db: Database, instance_id: str, count: int, *, first_at: float, spacing: float, chunk: int = 500
+) -> list[str]:
+    """``count`` copies of a finished run, the first created at ``first_at`` and each next one ``spacing``
+    seconds later (its other times and its log rows' move with it); their ids, oldest first."""
+    async with db.read() as conn:
+        run = (await conn.execute(sa.select(instances).where(instances.c.id == instance_id))).mappings().one()
+        logs = (
+            (
+                await conn.execute(
+                    sa.select(instance_logs)
+                    .where(instance_logs.c.instance_id == instance_id)
+                    .order_by(instance_logs.c.log_id)
+                )
+            )
+            .mappings()
+            .all()
+        )
+    ids: list[str] = []
+    for start in range(0, count, chunk):
+        runs: list[dict[str, Any]] = []
+        rows: list[dict[str, Any]] = []
+        for n in range(start, min(count, start + chunk)):
+            new_id = str(uuid.uuid4())
+            shift = first_at + n * spacing - run["created_at"]
+            copy = dict(run, id=new_id)
+            for field in _TIMES:
+                if copy[field] is not None:
+                    copy[field] += shift
+            runs.append(copy)
+            for log in logs:
+                row = {k: v for k, v in log.items() if k != "log_id"}
+                rows.append(row | {"instance_id": new_id, "created_at": log["created_at"] + shift})
+            ids.append(new_id)
+        async with db.transaction() as conn:
+            await conn.execute(instances.insert(), runs)
+            await conn.execute(instance_logs.insert(), rows)
+    if not db.is_sqlite:  # as autovacuum would after so many rows: plans from fresh statistics
+        async with db.autocommit() as conn:
+            await conn.execute(sa.text("ANALYZE instances, instance_logs"))
+    return ids
+
+
+async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, json_path: str | None = None) -> int:
+    """``flowdeck bench --prune N``: rounds of 100 concurrent chains of 5 alone, then while the pruner
+    deletes N copied runs beside them, then alone again; the throughput of both, and how long each
+    delete transaction and each SQLite vacuum step took."""
+    from flowdeck.bench import NoopHandler, _Bench, chain
+    from flowdeck.bench import _write_json as write_json
+
+    async with open_runtime(
+        settings, migrate=settings.is_sqlite, extra_handlers=[NoopHandler()], with_scheduler=False
+    ) as runtime:
+        engine = runtime.engine
+        engine.pruner.interval = float("inf")  # only the pass this benchmark starts
+        bench = _Bench(engine, await engine.tenants.ensure(f"bench-prune-{uuid.uuid4().hex[:6]}"))
+        engine.worker.tenant_concurrency = engine.worker.concurrency
+        try:
+            workflow = await engine.create_workflow(bench.tenant_id, chain(5))
+            model = await engine.start_workflow_run(bench.tenant_id, workflow.id, {})
+            await bench.finished(model)
+            started = time.perf_counter()
+            await copy_runs(engine.db, model, runs, first_at=time.time() - 400 * DAY_SECONDS, spacing=0.01)
+            copy_seconds = time.perf_counter() - started
+            print(f"copied {runs} runs in {copy_seconds:.1f} s", file=sys.stderr)  # noqa: T201
+            alone = [await _round(bench) for _ in range(rounds)]
+            batches: list[float] = []
+            engine.pruner.listeners.append(lambda deleted: batches.append(deleted.seconds))
+            steps = _time_vacuum_steps(engine.db)
+            started = time.perf_counter()
+            pruning = asyncio.create_task(engine.pruner.prune())
+            beside: list[float] = []
+            while not pruning.done() or not beside:
+                beside.append(await _round(bench))
+            report = await pruning
+            prune_seconds = time.perf_counter() - started
+            alone += [await _round(bench) for _ in range(rounds)]  # after it too: the machine's load drifts
+        finally:
+            await bench.close()
+    pruned = sum(t.total for t in report)
+    found = {
+        "runsPruned": pruned,
+        "pruneSeconds": round(prune_seconds, 1),
+        "runsPrunedPerSecond": round(pruned / prune_seconds),
+        "concurrentRunsPerSecondAlone": [round(r, 1) for r in alone],
+        "concurrentRunsPerSecondWhilePruning": [round(r, 1) for r in beside],
+        "throughputRatio": round(statistics.median(beside) / statistics.median(alone), 2),
+        "batches": len(batches),
+        "batchMsP50": round(statistics.median(batches) * 1000, 1) if batches else None,
+        "batchMsP99": round(sorted(batches)[int(len(batches) * 0.99)] * 1000, 1) if batches else None,
+        "batchMsMax": round(max(batches) * 1000, 1) if batches else None,
+        "vacuumSteps": len(steps),
+        "vacuumStepMsMax": round(max(steps) * 1000, 1) if steps else None,
+        "vacuumSecondsTotal": round(sum(steps), 2),
+    }
+    for key, value in found.items():
+        print(f"{key:38} {value}")  # noqa: T201
+    return await write_json(json_path, settings, {"prune": found})
+
+
+async def _round(bench: Any) -> float:
+    """One round of 100 concurrent chains of 5: its runs per second."""
+    from flowdeck.bench import chain
+
+    result = await bench.concurrent(chain(5), 100, "100 concurrent chains of 5", "")
+    return float(result.runs / result.seconds)
+
+
+def _time_vacuum_steps(db: Database) -> list[float]:
+    """Time every ``reclaim_space`` step from now on (the SQLite vacuum runs on the event loop)."""
+    steps: list[float] = []
+    reclaim = db.reclaim_space
+
+    async def timed(pages: int) -> int:
+        started = time.perf_counter()
+        try:
+            return await reclaim(pages)
+        finally:
+            steps.append(time.perf_counter() - started)
+
+    db.reclaim_space = timed  # type: ignore[method-assign]
+    return steps
