@@ -1,5 +1,6 @@
 """``wait`` nodes in the engine (docs/waits.md): parked with no worker slot held, durable across a restart,
-one token per loop iteration, a caller that waits for its child's wait, and a resume racing a timeout."""
+one token per loop iteration (each shown WAITING, CANCELLED once the run ends), a caller that waits for its
+child's wait, a resume racing a timeout, and tokens deleted with their run."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import asyncio
 import time
 from typing import Any
 
+import sqlalchemy as sa
+
+from flowdeck.domain.retention import RetentionPolicy
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.database import Database
+from flowdeck.storage.tables import wait_tokens
 from flowdeck.storage.waits import FORM_PATH, RESUME_PATH
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
@@ -175,3 +180,55 @@ async def test_a_call_before_the_run_reaches_the_wait_is_kept(engine: Engine, te
     outcome = await finished(engine, run_id)
     assert outcome.run.output == {"got": "early"}
     assert "hold" not in {r.node_id for r in outcome.rows if r.output_variable == "__wait"}  # it never parked
+
+
+async def test_a_wait_in_a_loop_shows_waiting_per_iteration_then_cancelled(engine: Engine, tenant_id: str) -> None:
+    d = definition(
+        [
+            node("start", "start"),
+            node("each", "loop", config={"items": ["a", "b"], "concurrency": 2}),
+            node("hold", "wait", config={"resumeOn": "webhook"}),
+            end(params={"result": "{{ ctx.each }}"}),
+        ],
+        [edge("start", "each"), edge("each", "hold", "loop"), edge("each", "end", "done")],
+        timeoutSeconds=600,
+    )
+    run_id = await start(engine, tenant_id, d)
+    await until_waiting(engine, run_id, count=2)
+    hold = (await read_outcome(engine, run_id)).nodes["hold"]
+    assert hold.status is NodeStatus.WAITING  # the body node sums its parked iterations up
+    shown = {key: view.to_json() for key, view in hold.iterations.items()}
+    assert {key: (each["status"], each["loop"]["item"]) for key, each in shown.items()} == {
+        "0": ("WAITING", "a"),
+        "1": ("WAITING", "b"),
+    }
+    assert all(each["waitingFor"]["resumeOn"] == "webhook" for each in shown.values())
+
+    assert await engine.cancel_run(run_id)
+    outcome = await finished(engine, run_id)
+    hold = outcome.nodes["hold"]
+    assert outcome.run.status is RunStatus.CANCELLED and hold.status is NodeStatus.CANCELLED
+    ended = [view.to_json() for view in hold.iterations.values()]
+    assert [each["status"] for each in ended] == ["CANCELLED", "CANCELLED"]
+    assert not any("waitingFor" in each for each in ended)
+
+
+async def test_pruning_a_run_deletes_its_wait_tokens(engine: Engine, tenant_id: str, db: Database) -> None:
+    runs = []
+    for n in range(2):
+        run_id = await start(engine, tenant_id, waiting())
+        [token] = await until_waiting(engine, run_id)
+        assert (await engine.waits.resume(token, {"body": n}))[0] == "resumed"
+        assert (await finished(engine, run_id)).run.status is RunStatus.COMPLETED
+        runs.append(run_id)
+    assert await tokens_of(db, runs) == {runs[0]: 1, runs[1]: 1}
+    await engine.pruner.store.put(tenant_id, RetentionPolicy(max_age_days=0, test_max_age_days=0, max_runs=1), 0)
+    await engine.pruner.prune()
+    assert await tokens_of(db, runs) == {runs[1]: 1}  # the older run went, with its token
+
+
+async def tokens_of(db: Database, run_ids: list[str]) -> dict[str, int]:
+    c = wait_tokens.c
+    stmt = sa.select(c.instance_id, sa.func.count()).where(c.instance_id.in_(run_ids)).group_by(c.instance_id)
+    async with db.read() as conn:
+        return {row[0]: int(row[1]) for row in await conn.execute(stmt)}
