@@ -25,6 +25,16 @@ describe('runReducer', () => {
     expect(s.nodes.hold?.waitingFor ?? null).toBeNull();
   });
 
+  it('sums a loop body up as WAITING while its only unfinished iterations are parked on a wait', () => {
+    let s = started();
+    const waitingFor = { resumeOn: 'form' as const, url: '/forms/abc', until: 999 };
+    s = runReducer(s, nodeMsg('hold', 'WAITING', 1, { iteration: '0', waitingFor })) as RunView;
+    s = runReducer(s, nodeMsg('hold', 'COMPLETED', 1, { iteration: '1' })) as RunView;
+    expect(displayStatus(s.nodes.hold)).toBe('WAITING');
+    s = runReducer(s, nodeMsg('hold', 'RUNNING', 1, { iteration: '2' })) as RunView;
+    expect(displayStatus(s.nodes.hold)).toBe('RUNNING');
+  });
+
   it('marks an SLA breach once, keeps the run going, and keeps the mark through a snapshot', () => {
     let s = started();
     expect(s.slaBreachedAt ?? null).toBeNull();
