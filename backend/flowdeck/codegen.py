@@ -129,6 +129,7 @@ def render_realtime() -> str:
         + "\nimport type { components } from './api';\nimport type { NodeStatus, RunStatus } from './statuses';\n"
         "\ntype NodeState = components['schemas']['NodeStateOut'];\n"
         "type OutputTruncated = components['schemas']['OutputTruncatedOut'];\n"
+        "type WaitingFor = components['schemas']['WaitingForOut'];\n"
         f"\nexport const SOCKET_EVENTS = {{\n{names}}} as const;\n"
         "/** An embed connection hears its widget's processed data only (a WidgetDataOut), never a run. */\n"
         f"export const EMBED_SOCKET_EVENTS = {{\n{widget_names}}} as const;\n\n{payloads}"
@@ -149,6 +150,7 @@ def render_node_types() -> str:
     from flowdeck.handlers.set_fields import SetHandler
     from flowdeck.handlers.start import StartHandler
     from flowdeck.handlers.switch import SwitchHandler
+    from flowdeck.handlers.wait import WaitHandler
     from flowdeck.handlers.workflow_call import WorkflowCallHandler
 
     classes: list[type[NodeHandler]] = [
@@ -158,6 +160,7 @@ def render_node_types() -> str:
         DataQueryHandler,
         HttpRequestHandler,
         WorkflowCallHandler,
+        WaitHandler,
         ConditionHandler,
         DelayHandler,
         LoopHandler,

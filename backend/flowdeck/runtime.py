@@ -102,6 +102,7 @@ async def open_runtime(
         poll_interval=settings.poll_interval_seconds,
         limits=RunLimits(settings.max_tree_runs, settings.tenant_active_runs, settings.max_run_bytes),
         label_limits=labels,
+        max_wait_seconds=settings.max_wait_seconds,
         retention=settings.retention,
     )
     notifier = Notifier(engine, SecretBox(settings.secret_key or None), queries.outbound)

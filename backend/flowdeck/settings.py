@@ -10,9 +10,17 @@ from dataclasses import dataclass, replace
 
 from flowdeck.domain.retention import MAX_DAYS, MAX_RUNS, RetentionPolicy
 
-__all__ = ("DEFAULT_DATABASE_URL", "DEFAULT_MAX_RUN_BYTES", "METRICS_LISTENER_VARIABLES", "Settings")
+__all__ = (
+    "DEFAULT_DATABASE_URL",
+    "DEFAULT_MAX_RUN_BYTES",
+    "DEFAULT_MAX_WAIT_SECONDS",
+    "METRICS_LISTENER_VARIABLES",
+    "Settings",
+)
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./flowdeck.db"
+DEFAULT_MAX_WAIT_SECONDS = 30 * 24 * 3600
+"""FLOWDECK_MAX_WAIT_SECONDS' default: the longest ``timeoutSeconds`` of a ``wait`` node (30 days)."""
 METRICS_LISTENER_VARIABLES = ("FLOWDECK_METRICS_ADDR", "FLOWDECK_METRICS_PORT")
 """Left out of the environment of the worker processes a command starts: each would bind the same address."""
 DEFAULT_MAX_RUN_BYTES = 64 * 1024 * 1024
@@ -160,6 +168,9 @@ class Settings:
     connections again (a restart, a failover) before it fails (the API answers 503)."""
     max_tree_runs: int = 1000
     """FLOWDECK_MAX_TREE_RUNS: runs in one tree of sub-workflow calls, the run nobody called included."""
+    max_wait_seconds: int = DEFAULT_MAX_WAIT_SECONDS
+    """FLOWDECK_MAX_WAIT_SECONDS: the longest ``timeoutSeconds`` a ``wait`` node may have (at most 31 days,
+    the longest run)."""
     tenant_active_runs: int = 10_000
     """FLOWDECK_TENANT_ACTIVE_RUNS: a tenant's PENDING and RUNNING runs; a start past it is refused (429)."""
     retention: RetentionPolicy = RetentionPolicy()  # noqa: RUF009 -- frozen: one shared default is safe
@@ -206,6 +217,11 @@ class Settings:
             max_run_bytes=_int(env, "FLOWDECK_MAX_RUN_BYTES", DEFAULT_MAX_RUN_BYTES, minimum=1024),
             max_tree_runs=_int(env, "FLOWDECK_MAX_TREE_RUNS", 1000),
             tenant_active_runs=_int(env, "FLOWDECK_TENANT_ACTIVE_RUNS", 10_000),
+            max_wait_seconds=_at_most(
+                "FLOWDECK_MAX_WAIT_SECONDS",
+                _int(env, "FLOWDECK_MAX_WAIT_SECONDS", DEFAULT_MAX_WAIT_SECONDS, minimum=1),
+                31 * 24 * 3600,
+            ),
             max_run_labels=_int(env, "FLOWDECK_MAX_RUN_LABELS", 10, minimum=0),
             max_label_chars=_at_most("FLOWDECK_MAX_LABEL_CHARS", _int(env, "FLOWDECK_MAX_LABEL_CHARS", 200), 1000),
             retention=RetentionPolicy(

@@ -101,9 +101,9 @@ async def test_a_joined_client_sees_the_snapshot_then_every_update_in_order(
     for name, data in watcher.events[1:]:
         if name != "workflow_node_update":
             continue
-        # SPEC §9 keys, plus four the editor uses: pinned (a pinned test-run node), nextAttemptAt (retry
-        # wait), childInstanceId (the run a workflow node called) and outputTruncated (an output too large
-        # to send: its size and where to read it)
+        # SPEC §9 keys, plus five the editor uses: pinned (a pinned test-run node), nextAttemptAt (retry
+        # wait), childInstanceId (the run a workflow node called), waitingFor (what a WAITING wait node
+        # waits for) and outputTruncated (an output too large to send: its size and where to read it)
         assert set(data) == {
             "instanceID",
             "nodeID",
@@ -117,6 +117,7 @@ async def test_a_joined_client_sees_the_snapshot_then_every_update_in_order(
             "pinned",
             "nextAttemptAt",
             "childInstanceId",
+            "waitingFor",
         }
         assert data["instanceID"] == run_id and data["status"].isupper()
         step = node_progress(data["attempt"], data["status"])

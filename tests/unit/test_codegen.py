@@ -23,7 +23,7 @@ def test_the_statuses_module_carries_the_table_order_and_terminal_statuses() -> 
     text = codegen.render_statuses()
     terminal = 'new Set<NodeStatus>(["COMPLETED", "FAILED", "SKIPPED", "CANCELLED"])'
     assert f"TERMINAL_NODE_STATUSES: ReadonlySet<NodeStatus> = {terminal}" in text
-    assert "  RETRYING: 3,\n  COMPLETED: 4," in text
+    assert "  RETRYING: 4,\n  COMPLETED: 5," in text
     assert '{ source: "RETRYING", target: "RUNNING", nextAttempt: true,' in text
 
 
@@ -35,7 +35,7 @@ def test_generate_check_finds_a_hand_edited_copy_and_generate_repairs_it(
     assert main(["generate", "--root", str(tmp_path)]) == 0
     assert main(["generate", "--root", str(tmp_path), "--check"]) == 0
     target = tmp_path / "frontend/src/generated/statuses.ts"
-    target.write_text(target.read_text().replace("RETRYING: 3", "RETRYING: 5"))
+    target.write_text(target.read_text().replace("RETRYING: 4", "RETRYING: 6"))
     assert main(["generate", "--root", str(tmp_path), "--check"]) == 1
     assert "frontend/src/generated/statuses.ts differs" in capsys.readouterr().out
 

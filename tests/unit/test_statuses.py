@@ -25,9 +25,10 @@ def test_every_move_within_an_attempt_goes_forward() -> None:
         assert after > before, move
 
 
-def test_the_order_is_pending_dispatched_running_retrying_then_every_terminal_status() -> None:
-    assert [NODE_STATUS_RANK[s] for s in (S.PENDING, S.DISPATCHED, S.RUNNING, S.RETRYING)] == [0, 1, 2, 3]
-    assert {NODE_STATUS_RANK[s] for s in TERMINAL_NODE_STATUSES} == {4}
+def test_the_order_is_pending_dispatched_running_waiting_retrying_then_every_terminal_status() -> None:
+    order = (S.PENDING, S.DISPATCHED, S.RUNNING, S.WAITING, S.RETRYING)
+    assert [NODE_STATUS_RANK[s] for s in order] == [0, 1, 2, 3, 4]
+    assert {NODE_STATUS_RANK[s] for s in TERMINAL_NODE_STATUSES} == {5}
     assert set(NODE_STATUS_RANK) == set(NodeStatus)
 
 

@@ -270,6 +270,13 @@ class RunAccepted(Camel):
     instance_id: str
 
 
+class ResumedOut(Camel):
+    """``POST /resume/{token}`` and ``POST /forms/{token}``: the run and the ``wait`` node that go on."""
+
+    instance_id: str
+    node_id: str
+
+
 class RunSummary(Camel):
     instance_id: str
     workflow_id: str | None
@@ -310,6 +317,14 @@ class OutputTruncatedOut(Camel):
     """Where it is read in full (``GET``, the same credentials)."""
 
 
+class WaitingForOut(Camel):
+    resume_on: Literal["webhook", "form"]
+    url: str | None
+    """The path that resumes the node (``/resume/{token}``, or the form page ``/forms/{token}``)."""
+    until: float
+    """When its ``timeoutSeconds`` pass (epoch seconds)."""
+
+
 class NodeStateOut(Camel, omit_defaults=True):
     status: NodeStatus
     attempt: int
@@ -331,6 +346,8 @@ class NodeStateOut(Camel, omit_defaults=True):
     """How many partial retries ran this node again (0: the original run)."""
     child_instance_id: str | None = None
     """A ``workflow`` node: the run its latest call started."""
+    waiting_for: WaitingForOut | None = None
+    """A ``wait`` node while WAITING: what it waits for, the URL that resumes it and until when."""
     loop: dict[str, Any] | None = None
     """One iteration of a loop-body node: the ``ctx.loop`` it ran with, ``{item, index, count}`` (an item too
     large to show is ``null`` with ``itemTruncated: {bytes, preview}``)."""

@@ -44,6 +44,7 @@ class NodeStatus(StrEnum):
     PENDING = "PENDING"
     DISPATCHED = "DISPATCHED"
     RUNNING = "RUNNING"
+    WAITING = "WAITING"
     RETRYING = "RETRYING"
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
@@ -76,6 +77,12 @@ NODE_TRANSITIONS: Final[tuple[NodeTransition, ...]] = (
     NodeTransition(_S.RUNNING, _S.RETRYING, "the attempt failed and another is due (NODE_FAILED with retry)"),
     NodeTransition(_S.RUNNING, _S.CANCELLED, _RUN_ENDED),
     NodeTransition(_S.RUNNING, _S.RUNNING, "another worker took it over after a lease expired", next_attempt=True),
+    NodeTransition(_S.RUNNING, _S.WAITING, "a wait node parked: no worker slot is held (SYSTEM_SET __wait)"),
+    NodeTransition(_S.WAITING, _S.COMPLETED, "resumed by its token, or its timeoutSeconds passed (NODE_COMPLETED)"),
+    NodeTransition(
+        _S.WAITING, _S.FAILED, "its timeoutSeconds passed and no edge takes its timeout handle (NODE_FAILED)"
+    ),
+    NodeTransition(_S.WAITING, _S.CANCELLED, _RUN_ENDED),
     NodeTransition(_S.RETRYING, _S.RUNNING, "the next attempt starts after its backoff", next_attempt=True),
     NodeTransition(_S.RETRYING, _S.CANCELLED, _RUN_ENDED),
 )

@@ -28,12 +28,15 @@ from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits, TooManyActiveR
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.engine.worker import Worker
 from flowdeck.handlers.registry import HandlerRegistry
+from flowdeck.handlers.wait import WaitHandler
 from flowdeck.handlers.workflow_call import WorkflowCallHandler
+from flowdeck.settings import DEFAULT_MAX_WAIT_SECONDS
 from flowdeck.storage.children import ChildRuns
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import InstanceRecord
 from flowdeck.storage.state import StateManager
 from flowdeck.storage.tenants import TenantStore
+from flowdeck.storage.waits import ResumeAnswer, TokenInfo, WaitTokens
 from flowdeck.storage.workflows import WorkflowRecord, WorkflowStore
 from flowdeck.validation.definition import validate_definition
 
@@ -69,6 +72,7 @@ class Engine:
         clock: Callable[[], float] = time.time,
         limits: RunLimits | None = None,
         label_limits: LabelLimits | None = None,
+        max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
         retention: RetentionPolicy | None = None,
     ) -> None:
         """``clock``: the time in epoch seconds for the state store and the worker (tests pass a fake one);
@@ -112,6 +116,8 @@ class Engine:
         self.pruner = Pruner(db, retention or RetentionPolicy(), clock=clock)
         self.worker.sweep_hooks.append(self.pruner.sweep_hook)  # finished runs past their retention
         registry.add(WorkflowCallHandler(self.workflows, self.children, self.orchestrator.cancel_run))
+        self.waits = WaitTokens(db, clock)
+        registry.add(WaitHandler(self.waits, max_wait_seconds))
         self.publisher.attach(_ForgetFailedPlans(self.publisher, self.plans))
         self._worker_running = False
         self.definition_listeners: list[Callable[[], None]] = []
@@ -333,6 +339,16 @@ class Engine:
         for child_id in children:
             await self.state.delete_test_instance(child_id)
         return deleted
+
+    async def resume_wait(self, token: str, output: Any) -> tuple[ResumeAnswer, TokenInfo | None]:
+        """Resume the ``wait`` node of ``token`` (storage/waits.py) and wake a worker for it at once, in this
+        process and, through the fan-out's job listener, in the others."""
+        answer, info = await self.waits.resume(token, output)
+        if answer == "resumed":
+            now = self.waits.clock()
+            for listener in self.orchestrator.job_listeners:
+                listener(now)
+        return answer, info
 
     async def wait_for_run(self, instance_id: str, timeout: float) -> InstanceRecord:
         """Wait until the run is finished (or ``timeout`` passes); returns its latest record."""

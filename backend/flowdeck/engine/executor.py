@@ -16,7 +16,7 @@ from flowdeck.domain.labels import LabelError, LabelLimits
 from flowdeck.domain.scopes import item_index, parent_scope
 from flowdeck.engine.log_scope import current_node
 from flowdeck.engine.observer import EngineObserver, NullObserver
-from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome
+from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome, Parked
 from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
 from flowdeck.handlers.registry import HandlerRegistry
@@ -99,6 +99,7 @@ class NodeExecutor:
             is_test=plan.is_test,
             depth=plan.depth,
             label_limits=self.label_limits,
+            wired_handles=frozenset(plan.graph.handle_of(edge) for edge in plan.graph.edges_from(node.id)),
             previous=tuple(
                 dict.fromkeys((e.source, plan.graph.node(e.source).variable) for e in plan.graph.edges_into(node.id))
             ),
@@ -126,6 +127,8 @@ class NodeExecutor:
             return Failed("InvalidHandle", message, retryable=False), context
         if result.call is not None:
             return Called(result.call), context
+        if result.park is not None:
+            return Parked(result.park), context
         return await self._completed(job, node.id, result), context
 
     async def _completed(self, job: Job, node_id: str, result: HandlerResult) -> Completed | Failed:

@@ -82,6 +82,7 @@ def encode_update(update: Update, *, by_reference: bool = False) -> dict[str, An
             "p": update.pinned,
             "na": update.next_attempt_at,
             "c": update.child_instance_id,
+            "w": update.waiting_for,
         }
     if update.sla_seconds is not None:
         common["sla"] = update.sla_seconds
@@ -104,6 +105,7 @@ def decode_update(item: dict[str, Any]) -> tuple[Update, bool]:
             pinned=item["p"],
             next_attempt_at=item["na"],
             child_instance_id=item.get("c"),
+            waiting_for=item.get("w"),
         )
     else:
         update = RunUpdate(

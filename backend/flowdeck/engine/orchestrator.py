@@ -28,7 +28,7 @@ from flowdeck.engine.cas import Cas, DuplicateDeliveryError
 from flowdeck.engine.decision import Decision, Dispatch, end_run, fail_run
 from flowdeck.engine.effects import Announcer, Effects
 from flowdeck.engine.one_statement import OneStatementSteps
-from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome, RunStateError
+from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome, Parked, RunStateError
 from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.engine.publisher import Publisher
 from flowdeck.engine.retry_plan import plan_retry
@@ -36,6 +36,7 @@ from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits
 from flowdeck.engine.run_start import open_run
 from flowdeck.engine.run_timing import RunTiming, deadline_for
 from flowdeck.engine.sla import arm_sla
+from flowdeck.engine.waits import has_waits, park_wait
 from flowdeck.storage.children import ParentRef
 from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.log_fold import RETRY_REASON
@@ -113,7 +114,7 @@ class Orchestrator:
         timing = timing or RunTiming()
         now = None
         pending = False
-        if not is_test and timing.available_at is None and not labels:  # PostgreSQL: one statement
+        if not is_test and timing.available_at is None and not labels and not has_waits(graph):  # PG: one statement
             start = RunStart(
                 instance_id,
                 tenant_id,
@@ -210,6 +211,9 @@ class Orchestrator:
         delivery = Delivery.of(job, outcome, claim_for, claim_any, early_release)
         if isinstance(outcome, Called):
             return await self._call_child(job, outcome, claim_for)
+        if isinstance(outcome, Parked):
+            await self._park(job, outcome)
+            return None
         if isinstance(outcome, Completed) and outcome.iterations is not None:
             return await self._decide_alone(delivery)  # a loop's expansion is never batched
         return await self._batches.deliver(delivery)
@@ -255,6 +259,14 @@ class Orchestrator:
         if graph.definition.options.sla_seconds:
             await arm_sla(self.state, child.instance_id, graph.definition.options.sla_seconds)
         return started
+
+    async def _park(self, job: Job, parked: Parked) -> None:
+        """A ``wait`` node waits: its job parked in one decision, no worker slot held (engine/waits.py)."""
+
+        async def decide(tx: StateTransaction, status: RunStatus, effects: Effects) -> None:
+            await park_wait(tx, job, parked, status, effects)
+
+        await self._cas.decide(job.instance_id, decide)
 
     async def _decide_together(self, batch: list[Delivery]) -> list[Job | None]:
         instance_id = batch[0].job.instance_id

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flowdeck.handlers.base import ChildCall
+from flowdeck.handlers.base import ChildCall, Park
 
-__all__ = ("Called", "Completed", "Failed", "NodeOutcome", "RunStateError")
+__all__ = ("Called", "Completed", "Failed", "NodeOutcome", "Parked", "RunStateError")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,14 @@ class Called:
     call: ChildCall
 
 
-NodeOutcome = Completed | Failed | Called
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """A ``wait`` node waits: the engine parks its job until it is resumed or its timeout passes."""
+
+    park: Park
+
+
+NodeOutcome = Completed | Failed | Called | Parked
 
 
 class RunStateError(Exception):

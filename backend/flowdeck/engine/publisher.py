@@ -48,6 +48,8 @@ class NodeUpdate:
     next_attempt_at: float | None = None
     child_instance_id: str | None = None
     """A ``workflow`` node's RUNNING update when it called a child run: that run."""
+    waiting_for: Any = None
+    """A ``wait`` node's WAITING update: ``{resumeOn, url, until}``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from typing import Any
 from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.engine.decision import Decision, Dispatch, run_status_event
 from flowdeck.engine.run_timing import RunTiming
+from flowdeck.engine.waits import open_wait_tokens
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.run_labels import write_labels
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY
@@ -63,6 +64,9 @@ async def open_run(
                 payload={DEFINITION_KEY: test_definition, PINNED_KEY: dict(plan.pinned)},
             )
         )
+    waits = await open_wait_tokens(tx, instance_id, graph)
+    if waits is not None:
+        events.append(waits)
     status = RunStatus.PENDING if pending else RunStatus.RUNNING
     events.append(run_status_event(instance_id, status, timing.payload()))
     await tx.log_event_bulk(events)

@@ -18,7 +18,7 @@ from flowdeck.domain.labels import DEFAULT_LABEL_LIMITS, LabelLimits
 if TYPE_CHECKING:
     from flowdeck.domain.errors import ConfigIssue
 
-__all__ = ("ChildCall", "HandlerResult", "NodeHandler", "NodeHelpers")
+__all__ = ("ChildCall", "HandlerResult", "NodeHandler", "NodeHelpers", "Park")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,15 @@ class ChildCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Park:
+    """A ``wait`` node's request: park the node (no worker slot held) until it is resumed or ``seconds`` pass."""
+
+    seconds: float
+    waiting_for: Mapping[str, Any]
+    """``{resumeOn, url}`` shown while it waits (the engine adds ``until``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class HandlerResult:
     output: Any
     next_handle: str | None
@@ -42,6 +51,8 @@ class HandlerResult:
     """Set by ``loop``: the engine runs the node's body once per item, then completes it on ``done``."""
     call: ChildCall | None = None
     """Set by ``workflow``: the engine starts the child run and parks the node until it ends."""
+    park: Park | None = None
+    """Set by ``wait``: the engine parks the node until its token is used or its timeout passes."""
     labels: Mapping[str, str] | None = None
     """Set by ``python`` (``ctx.label``): run labels, checked against the run's others and stored with the result."""
 
@@ -60,6 +71,8 @@ class NodeHelpers:
     """How deeply the run is nested in sub-workflow calls (0: nothing called it)."""
     label_limits: LabelLimits = DEFAULT_LABEL_LIMITS
     """What ``ctx.label`` may set (the ``python`` node)."""
+    wired_handles: frozenset[str] = frozenset()
+    """The handles of the node that edges leave from (a ``wait`` node fails on a timeout nothing takes)."""
     previous: tuple[tuple[str, str], ...] = ()
     """(node id, output variable) of the sources of the node's incoming edges, in the definition's edge
     order, each once: what the ``set`` node's ``keepInput`` looks back at."""

@@ -55,6 +55,8 @@ NodeStatusName = Annotated[str, TsType("NodeStatus")]
 RunStatusName = Annotated[str, TsType("RunStatus")]
 NodeStateJson = Annotated[dict[str, Any], TsType("NodeState")]
 """``NodeView.to_json()``: the ``NodeStateOut`` of the REST API."""
+WaitingForJson = Annotated[dict[str, Any] | None, TsType("WaitingFor | null")]
+"""A waiting ``wait`` node's ``{resumeOn, url, until}`` (``WaitingForOut`` of the REST API)."""
 OutputTruncatedJson = Annotated[dict[str, Any] | None, TsType("OutputTruncated | null")]
 """An output too large to send (engine/output_view.py): its bytes, the start of its JSON and where to read it."""
 
@@ -77,6 +79,8 @@ class NodeMessage(TypedDict):
     """RETRYING: when the next attempt starts; DISPATCHED behind a delay: when it falls due."""
     childInstanceId: str | None
     """A ``workflow`` node's RUNNING update when it called a child run: that run's id."""
+    waitingFor: WaitingForJson
+    """A ``wait`` node's WAITING update: what it waits for (null otherwise)."""
 
 
 class StatusMessage(TypedDict):
@@ -123,6 +127,7 @@ def node_message(update: NodeUpdate) -> NodeMessage:
         "pinned": update.pinned,
         "nextAttemptAt": update.next_attempt_at,
         "childInstanceId": update.child_instance_id,
+        "waitingFor": update.waiting_for,
     }
 
 

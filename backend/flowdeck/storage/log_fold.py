@@ -22,6 +22,7 @@ from flowdeck.domain.statuses import (
 )
 from flowdeck.storage.children import CALL_KEY
 from flowdeck.storage.records import InstanceRecord, LogRow
+from flowdeck.storage.waits import WAIT_KEY
 
 __all__ = (
     "NodeView",
@@ -69,7 +70,7 @@ def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
                 context["output"] = merge_end_output(context.get("output") or {}, output)
         elif event_type == EventType.INPUT_SET:
             context["input"] = payload.get("input") if payload else None
-        elif payload and output_variable != CALL_KEY:  # a call's record is bookkeeping, not data
+        elif payload and output_variable not in (CALL_KEY, WAIT_KEY):  # bookkeeping, not data
             context.update(payload)
     return context
 
@@ -114,6 +115,8 @@ class NodeView:
     """Attempts of the current dispatch taken from a worker that stopped (they spend no retry)."""
     child_instance_id: str | None = None
     """A ``workflow`` node: the run its latest call started."""
+    waiting_for: dict[str, Any] | None = None
+    """A ``wait`` node while WAITING: ``{resumeOn, url, until}``."""
     loop: dict[str, Any] | None = None
     """One iteration of a loop-body node: the ``ctx.loop`` (``{item, index, count}``) it ran with."""
     before_cancel: NodeStatus | None = field(default=None, repr=False)
@@ -146,6 +149,8 @@ class NodeView:
             data["nextAttemptAt"] = self.next_attempt_at
         if self.child_instance_id is not None:
             data["childInstanceId"] = self.child_instance_id
+        if self.waiting_for is not None and self.status is NodeStatus.WAITING:
+            data["waitingFor"] = self.waiting_for
         if self.loop is not None:
             data["loop"] = self.loop
         if self.iterations:
@@ -170,13 +175,22 @@ def _note_holder(view: NodeView, row: LogRow, event: EventType) -> None:
         view.takeovers = int((row.payload or {}).get("takeovers") or 0)
 
 
+def _apply_bookkeeping(view: NodeView, row: LogRow) -> None:
+    """A node's SYSTEM_SET rows: a ``workflow`` node's call, a ``wait`` node parking (WAITING)."""
+    payload = row.payload or {}
+    if row.output_variable == CALL_KEY:
+        view.child_instance_id = (payload.get(CALL_KEY) or {}).get("instanceId")
+    elif row.output_variable == WAIT_KEY and view.status is NodeStatus.RUNNING:
+        view.status, view.waiting_for = NodeStatus.WAITING, payload.get(WAIT_KEY)
+
+
 def _apply_to_node(view: NodeView, row: LogRow) -> None:
     event = EventType(row.event_type)
     if _ignored(view, row, event):
         return
     view.attempt = max(view.attempt, row.node_attempt)
-    if event is EventType.SYSTEM_SET and row.output_variable == CALL_KEY:
-        view.child_instance_id = ((row.payload or {}).get(CALL_KEY) or {}).get("instanceId")
+    if event is EventType.SYSTEM_SET:
+        _apply_bookkeeping(view, row)
         return
     _note_holder(view, row, event)
     if event is EventType.NODE_FAILED:
@@ -263,16 +277,19 @@ def _close(view: NodeView) -> None:
 
 def summarise(view: NodeView) -> None:
     """A loop-body node's own status, from its iterations (docs/api.md "Loop bodies"): FAILED if any
-    iteration failed, else RUNNING if any is DISPATCHED, RUNNING or RETRYING, else CANCELLED if any was
-    cancelled, else SKIPPED if every one was skipped, else COMPLETED. Its attempt, error and worker are
+    iteration failed, else RUNNING if any is DISPATCHED, RUNNING or RETRYING, else WAITING if any is
+    WAITING (a ``wait`` node parked in it), else CANCELLED if any was cancelled, else SKIPPED if every one
+    was skipped, else COMPLETED. Its attempt, error and worker are
     those of the iteration that decided the status (the first failed one, say), its times span them all;
     outputs stay per iteration."""
     iterations = list(view.iterations.values())
     statuses = {each.status for each in iterations}
     if NodeStatus.FAILED in statuses:
         status = NodeStatus.FAILED
-    elif statuses - TERMINAL_NODE_STATUSES:
+    elif statuses - TERMINAL_NODE_STATUSES - {NodeStatus.WAITING}:
         status = NodeStatus.RUNNING
+    elif NodeStatus.WAITING in statuses:
+        status = NodeStatus.WAITING
     elif NodeStatus.CANCELLED in statuses:
         status = NodeStatus.CANCELLED
     elif statuses == {NodeStatus.SKIPPED}:
@@ -290,7 +307,7 @@ def summarise(view: NodeView) -> None:
 
 
 def _summed_as(status: NodeStatus) -> NodeStatus:
-    return status if status in TERMINAL_NODE_STATUSES else NodeStatus.RUNNING
+    return status if status in TERMINAL_NODE_STATUSES or status is NodeStatus.WAITING else NodeStatus.RUNNING
 
 
 def _use_late_results(views: Iterable[NodeView]) -> None:

@@ -18,6 +18,7 @@ __all__ = (
     "node_jobs",
     "run_labels",
     "tenants",
+    "wait_tokens",
     "workflow_versions",
     "workflows",
 )
@@ -216,4 +217,20 @@ run_labels = sa.Table(
     sa.Column("value", sa.Text, nullable=False),
     sa.Column("created_at", Epoch, nullable=False),
     sa.Index("ix_run_labels_tenant_name_value_created", "tenant_id", "name", "value", "created_at", "instance_id"),
+)
+
+wait_tokens = sa.Table(
+    "wait_tokens",
+    metadata,
+    sa.Column("token_hash", sa.String(64), primary_key=True),  # sha256 hex of the token: the token is never stored
+    sa.Column("instance_id", Id, nullable=False),
+    sa.Column("node_id", sa.String(64), nullable=False),
+    sa.Column("iteration", sa.String(200), nullable=False),
+    sa.Column("resume_on", sa.String(16), nullable=False),
+    sa.Column("created_at", Epoch, nullable=False),
+    sa.Column("until", Epoch, nullable=True),  # set when the node first parks: its timeout
+    sa.Column("resumed_at", Epoch, nullable=True),
+    sa.Column("timed_out_at", Epoch, nullable=True),
+    sa.Column("output", Json, nullable=True),
+    sa.UniqueConstraint("instance_id", "node_id", "iteration"),
 )

@@ -26,6 +26,8 @@ class VariableChecks:
         self.graph = graph
         self.order = order
         self.in_loop_body = set().union(*bodies.values()) if bodies else set()
+        self.has_waits = any(node.type == "wait" for node in graph.nodes.values())
+        """``ctx.run`` (``resumeUrls``) exists in a run with ``wait`` nodes (docs/waits.md)."""
 
     def run(self) -> None:
         self.check_duplicates()
@@ -86,6 +88,8 @@ class VariableChecks:
 
     def known(self, node_id: str, variable: str, ancestors: int, providers: Mapping[str, int]) -> bool:
         if variable in _ALWAYS_KNOWN or (variable == "loop" and node_id in self.in_loop_body):
+            return True
+        if variable == "run" and self.has_waits:
             return True
         return bool(providers.get(variable, 0) & ancestors)
 

@@ -13,6 +13,7 @@ export const nodeTypes: NodeTypes = {
   workflow: FlowNode,
   condition: FlowNode,
   delay: FlowNode,
+  wait: FlowNode,
   loop: FlowNode,
   switch: FlowNode,
   set: FlowNode,

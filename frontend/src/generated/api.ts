@@ -802,6 +802,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/resume/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume */
+        post: operations["ResumeTokenResume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -902,6 +919,7 @@ export interface components {
             retry?: number;
             startedAt: number | null;
             status: components["schemas"]["NodeStatus"];
+            waitingFor?: components["schemas"]["WaitingForOut"] | null;
             workerId?: string | null;
         };
         /**
@@ -909,7 +927,7 @@ export interface components {
          * @description A node's status, the non-terminal ones in the order a node moves through them.
          * @enum {string}
          */
-        NodeStatus: "PENDING" | "DISPATCHED" | "RUNNING" | "RETRYING" | "COMPLETED" | "FAILED" | "SKIPPED" | "CANCELLED";
+        NodeStatus: "PENDING" | "DISPATCHED" | "RUNNING" | "WAITING" | "RETRYING" | "COMPLETED" | "FAILED" | "SKIPPED" | "CANCELLED";
         /** NotificationSecretOut */
         NotificationSecretOut: {
             secret: string;
@@ -969,6 +987,11 @@ export interface components {
              * @enum {string}
              */
             severity?: "error" | "warning";
+        };
+        /** ResumedOut */
+        ResumedOut: {
+            instanceId: string;
+            nodeId: string;
         };
         /** RetentionIn */
         RetentionIn: {
@@ -1185,6 +1208,13 @@ export interface components {
             items: components["schemas"]["VersionOut"][];
             nextCursor: string | null;
         };
+        /** WaitingForOut */
+        WaitingForOut: {
+            /** @enum {string} */
+            resumeOn: "webhook" | "form";
+            until: number;
+            url: string | null;
+        };
         /** WebhookOut */
         WebhookOut: {
             createdAt: number | null;
@@ -1386,6 +1416,7 @@ export type PasswordChange = components['schemas']['PasswordChange'];
 export type PreviewIn = components['schemas']['PreviewIn'];
 export type PreviewOut = components['schemas']['PreviewOut'];
 export type Problem = components['schemas']['Problem'];
+export type ResumedOut = components['schemas']['ResumedOut'];
 export type RetentionIn = components['schemas']['RetentionIn'];
 export type RetentionOut = components['schemas']['RetentionOut'];
 export type RetryRun = components['schemas']['RetryRun'];
@@ -1408,6 +1439,7 @@ export type UserOut = components['schemas']['UserOut'];
 export type ValidationOut = components['schemas']['ValidationOut'];
 export type VersionOut = components['schemas']['VersionOut'];
 export type VersionPage = components['schemas']['VersionPage'];
+export type WaitingForOut = components['schemas']['WaitingForOut'];
 export type WebhookOut = components['schemas']['WebhookOut'];
 export type WebhookSecretOut = components['schemas']['WebhookSecretOut'];
 export type WidgetDataOut = components['schemas']['WidgetDataOut'];
@@ -6752,6 +6784,119 @@ export interface operations {
             };
             /** @description The user has sent too many requests in a given amount of time ("rate limiting") */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ResumeTokenResume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request accepted, processing continues off-line */
+            202: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResumedOut"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Nothing matches the given URI */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

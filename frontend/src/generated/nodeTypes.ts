@@ -8,6 +8,7 @@ export const NODE_HANDLES = {
   dataQuery: ["success", "error"],
   http: ["success", "error"],
   workflow: ["success", "error"],
+  wait: ["success", "timeout"],
   condition: ["else"],
   delay: ["default"],
   loop: ["loop", "done"],

@@ -5,6 +5,7 @@ import type { NodeStatus, RunStatus } from './statuses';
 
 type NodeState = components['schemas']['NodeStateOut'];
 type OutputTruncated = components['schemas']['OutputTruncatedOut'];
+type WaitingFor = components['schemas']['WaitingForOut'];
 
 export const SOCKET_EVENTS = {
   join: "workflow_run_join",
@@ -43,6 +44,7 @@ export type NodeUpdatePayload = {
   pinned: boolean;
   nextAttemptAt: number | null;
   childInstanceId: string | null;
+  waitingFor: WaitingFor | null;
 };
 
 /** `workflow_status_update`: the run moved. */

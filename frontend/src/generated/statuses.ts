@@ -4,7 +4,7 @@ export const RUN_STATUSES = ["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCE
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(["COMPLETED", "FAILED", "CANCELLED"]);
 
-export const NODE_STATUSES = ["PENDING", "DISPATCHED", "RUNNING", "RETRYING", "COMPLETED", "FAILED", "SKIPPED", "CANCELLED"] as const;
+export const NODE_STATUSES = ["PENDING", "DISPATCHED", "RUNNING", "WAITING", "RETRYING", "COMPLETED", "FAILED", "SKIPPED", "CANCELLED"] as const;
 export type NodeStatus = (typeof NODE_STATUSES)[number];
 /** A node in one of these never moves again in its run. */
 export const TERMINAL_NODE_STATUSES: ReadonlySet<NodeStatus> = new Set<NodeStatus>(["COMPLETED", "FAILED", "SKIPPED", "CANCELLED"]);
@@ -13,11 +13,12 @@ export const NODE_STATUS_RANK: Readonly<Record<NodeStatus, number>> = {
   PENDING: 0,
   DISPATCHED: 1,
   RUNNING: 2,
-  RETRYING: 3,
-  COMPLETED: 4,
-  FAILED: 4,
-  SKIPPED: 4,
-  CANCELLED: 4,
+  WAITING: 3,
+  RETRYING: 4,
+  COMPLETED: 5,
+  FAILED: 5,
+  SKIPPED: 5,
+  CANCELLED: 5,
 };
 
 export type NodeTransition = {
@@ -38,6 +39,10 @@ export const NODE_TRANSITIONS: readonly NodeTransition[] = [
   { source: "RUNNING", target: "RETRYING", nextAttempt: false, when: "the attempt failed and another is due (NODE_FAILED with retry)" },
   { source: "RUNNING", target: "CANCELLED", nextAttempt: false, when: "the run ended (failed, cancelled or timed out) first (NODE_CANCELLED)" },
   { source: "RUNNING", target: "RUNNING", nextAttempt: true, when: "another worker took it over after a lease expired" },
+  { source: "RUNNING", target: "WAITING", nextAttempt: false, when: "a wait node parked: no worker slot is held (SYSTEM_SET __wait)" },
+  { source: "WAITING", target: "COMPLETED", nextAttempt: false, when: "resumed by its token, or its timeoutSeconds passed (NODE_COMPLETED)" },
+  { source: "WAITING", target: "FAILED", nextAttempt: false, when: "its timeoutSeconds passed and no edge takes its timeout handle (NODE_FAILED)" },
+  { source: "WAITING", target: "CANCELLED", nextAttempt: false, when: "the run ended (failed, cancelled or timed out) first (NODE_CANCELLED)" },
   { source: "RETRYING", target: "RUNNING", nextAttempt: true, when: "the next attempt starts after its backoff" },
   { source: "RETRYING", target: "CANCELLED", nextAttempt: false, when: "the run ended (failed, cancelled or timed out) first (NODE_CANCELLED)" },
 ];

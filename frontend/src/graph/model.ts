@@ -6,7 +6,7 @@
  */
 import type { Edge, Node } from '@xyflow/react';
 
-export const NODE_TYPES = ['start', 'end', 'python', 'dataQuery', 'workflow', 'condition', 'delay', 'loop', 'http', 'switch', 'set'] as const;
+export const NODE_TYPES = ['start', 'end', 'python', 'dataQuery', 'workflow', 'condition', 'delay', 'wait', 'loop', 'http', 'switch', 'set'] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 
 export type JoinMode = 'all' | 'any';
@@ -28,6 +28,10 @@ export type DataQueryConfig = { queryId: string; args: Record<string, string> };
 export type WorkflowConfig = { workflowId: string; input: Record<string, string>; version?: number };
 export type ConditionConfig = { branches: Branch[] };
 export type DelayConfig = { seconds: number | string };
+export type WaitFieldType = 'string' | 'number' | 'boolean' | 'select';
+export type WaitField = { name: string; label?: string; type: WaitFieldType; required?: boolean; options?: string[] };
+/** Stops the run until its URL is called (`webhook`) or its form is submitted (`form`); docs/waits.md. */
+export type WaitConfig = { resumeOn: 'webhook' | 'form'; timeoutSeconds?: number; fields?: WaitField[] };
 export type LoopConfig = { items: string; concurrency?: number; maxItems?: number };
 /** One HTTP request (SPEC §2 `http`): every value a template; `dataSourceId` makes `url` a path on its base URL. */
 export type HttpConfig = {
@@ -55,6 +59,7 @@ export type ConfigByType = {
   workflow: WorkflowConfig;
   condition: ConditionConfig;
   delay: DelayConfig;
+  wait: WaitConfig;
   loop: LoopConfig;
   http: HttpConfig;
   switch: SwitchConfig;
@@ -100,12 +105,13 @@ export const NODE_TYPE_INFO: Readonly<Record<NodeType, NodeTypeInfo>> = {
   condition: { type: 'condition', title: 'Condition', icon: '◇', color: '#d97706', description: 'Branch on expressions' },
   loop: { type: 'loop', title: 'Loop', icon: '↻', color: '#9333ea', description: 'Run a body once per item' },
   delay: { type: 'delay', title: 'Delay', icon: '◷', color: '#64748b', description: 'Wait, without holding a worker' },
+  wait: { type: 'wait', title: 'Wait', icon: '‖', color: '#0891b2', description: 'Wait for a call or a form' },
   switch: { type: 'switch', title: 'Switch', icon: '⇉', color: '#ea580c', description: 'Route by a value: one output per case' },
   set: { type: 'set', title: 'Set fields', icon: '✎', color: '#0d9488', description: 'Build an object from named fields' },
   end: { type: 'end', title: 'End', icon: '■', color: '#dc2626', description: 'Collect the run output' },
 };
 
-export const PALETTE_ORDER: readonly NodeType[] = ['start', 'python', 'http', 'set', 'dataQuery', 'condition', 'switch', 'loop', 'workflow', 'delay', 'end'];
+export const PALETTE_ORDER: readonly NodeType[] = ['start', 'python', 'http', 'set', 'dataQuery', 'condition', 'switch', 'loop', 'workflow', 'delay', 'wait', 'end'];
 
 export function isNodeType(value: unknown): value is NodeType {
   return typeof value === 'string' && (NODE_TYPES as readonly string[]).includes(value);
@@ -130,6 +136,8 @@ export function defaultConfig(type: NodeType): ConfigByType[NodeType] {
       return { branches: [{ id: 'yes', label: 'Yes', expression: 'ctx.input' }] };
     case 'delay':
       return { seconds: 1 };
+    case 'wait':
+      return { resumeOn: 'webhook', timeoutSeconds: 7 * 24 * 3600 };
     case 'loop':
       return { items: '{{ ctx.input.items }}', concurrency: 1 };
     case 'switch':

@@ -25,6 +25,8 @@ export function takenHandle(node: EditorNode, output: unknown): string | null {
       return isRecord(output) && typeof output.branch === 'string' ? output.branch : null;
     case 'loop':
       return 'done';
+    case 'wait':
+      return isRecord(output) && output.timedOut === true ? 'timeout' : 'success';
     case 'switch':
       return isRecord(output) && typeof output.handle === 'string' ? output.handle : null;
     case 'set':

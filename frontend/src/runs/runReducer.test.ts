@@ -4,7 +4,7 @@ import type { NodeUpdateMessage } from '../api/realtime-types';
 import { attemptLabel, completedOutputs, displayStatus, runReducer, timeSpan, type RunView } from './runReducer';
 
 function nodeMsg(nodeID: string, status: NodeUpdateMessage['status'], attempt = 1, extra: Partial<NodeUpdateMessage> = {}): NodeUpdateMessage {
-  return { kind: 'node', instanceID: 'r1', nodeID, iteration: '', status, attempt, output: null, outputTruncated: null, error: null, at: 100, pinned: false, nextAttemptAt: null, childInstanceId: null, ...extra };
+  return { kind: 'node', instanceID: 'r1', nodeID, iteration: '', status, attempt, output: null, outputTruncated: null, error: null, at: 100, pinned: false, nextAttemptAt: null, childInstanceId: null, waitingFor: null, ...extra };
 }
 
 function started(): RunView {
@@ -14,6 +14,27 @@ function started(): RunView {
 }
 
 describe('runReducer', () => {
+  it('shows what a waiting node waits for, and forgets it once the node goes on', () => {
+    let s = started();
+    const waitingFor = { resumeOn: 'webhook' as const, url: '/resume/abc', until: 999 };
+    s = runReducer(s, nodeMsg('hold', 'RUNNING')) as RunView;
+    s = runReducer(s, nodeMsg('hold', 'WAITING', 1, { waitingFor })) as RunView;
+    expect(s.nodes.hold).toMatchObject({ status: 'WAITING', waitingFor });
+    s = runReducer(s, nodeMsg('hold', 'COMPLETED', 1, { output: { body: 1 } })) as RunView;
+    expect(s.nodes.hold?.status).toBe('COMPLETED');
+    expect(s.nodes.hold?.waitingFor ?? null).toBeNull();
+  });
+
+  it('sums a loop body up as WAITING while its only unfinished iterations are parked on a wait', () => {
+    let s = started();
+    const waitingFor = { resumeOn: 'form' as const, url: '/forms/abc', until: 999 };
+    s = runReducer(s, nodeMsg('hold', 'WAITING', 1, { iteration: '0', waitingFor })) as RunView;
+    s = runReducer(s, nodeMsg('hold', 'COMPLETED', 1, { iteration: '1' })) as RunView;
+    expect(displayStatus(s.nodes.hold)).toBe('WAITING');
+    s = runReducer(s, nodeMsg('hold', 'RUNNING', 1, { iteration: '2' })) as RunView;
+    expect(displayStatus(s.nodes.hold)).toBe('RUNNING');
+  });
+
   it('marks an SLA breach once, keeps the run going, and keeps the mark through a snapshot', () => {
     let s = started();
     expect(s.slaBreachedAt ?? null).toBeNull();

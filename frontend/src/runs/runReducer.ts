@@ -86,6 +86,8 @@ function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRu
     // RETRYING: when the next attempt starts; DISPATCHED: when a delayed node falls due.
     nextAttemptAt: msg.status === 'RETRYING' || msg.status === 'DISPATCHED' ? (msg.nextAttemptAt ?? null) : null,
     childInstanceId: msg.childInstanceId ?? base.childInstanceId ?? null,
+    // A wait node while WAITING: what resumes it (its URL) and until when.
+    waitingFor: msg.status === 'WAITING' ? (msg.waitingFor ?? null) : null,
   };
 }
 
@@ -201,7 +203,8 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
 /**
  * The status a canvas shows for a node: a loop-body node's is its iterations summed up, the rule the API's
  * own entry for it follows (docs/api.md "Loop bodies"): FAILED if any failed, else RUNNING if any is still
- * moving, else CANCELLED if any was cancelled, else SKIPPED if all were skipped, else COMPLETED.
+ * moving, else WAITING if any is parked on a wait node, else CANCELLED if any was cancelled, else SKIPPED if all
+ * were skipped, else COMPLETED.
  */
 export function displayStatus(node: NodeRun | undefined): NodeStatus | null {
   if (!node) return null;
@@ -211,7 +214,8 @@ export function displayStatus(node: NodeRun | undefined): NodeStatus | null {
 
 function summedStatus(iterations: readonly NodeRun[]): NodeStatus {
   if (iterations.some((i) => i.status === 'FAILED')) return 'FAILED';
-  if (iterations.some((i) => !TERMINAL_NODE_STATUSES.has(i.status))) return 'RUNNING';
+  if (iterations.some((i) => !TERMINAL_NODE_STATUSES.has(i.status) && i.status !== 'WAITING')) return 'RUNNING';
+  if (iterations.some((i) => i.status === 'WAITING')) return 'WAITING';
   if (iterations.some((i) => i.status === 'CANCELLED')) return 'CANCELLED';
   if (iterations.every((i) => i.status === 'SKIPPED')) return 'SKIPPED';
   return 'COMPLETED';
@@ -222,7 +226,7 @@ export function leadIteration(node: { iterations?: NodeState['iterations'] }): N
   const iterations = Object.values(node.iterations ?? {});
   if (iterations.length === 0) return null;
   const summed = summedStatus(iterations);
-  const moving = (s: NodeStatus) => (TERMINAL_NODE_STATUSES.has(s) ? s : 'RUNNING');
+  const moving = (s: NodeStatus) => (TERMINAL_NODE_STATUSES.has(s) || s === 'WAITING' ? s : 'RUNNING');
   return iterations.find((i) => moving(i.status) === summed) ?? iterations[iterations.length - 1] ?? null;
 }
 

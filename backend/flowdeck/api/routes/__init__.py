@@ -16,6 +16,7 @@ from flowdeck.api.routes.settings import SettingsController
 from flowdeck.api.routes.templates import TemplateController
 from flowdeck.api.routes.testruns import TestRunController
 from flowdeck.api.routes.tokens import TokenController
+from flowdeck.api.routes.waits import FormController, ResumeController
 from flowdeck.api.routes.widgets import WidgetController
 from flowdeck.api.routes.workflows import WorkflowController
 
@@ -37,5 +38,7 @@ API_ROUTES: list[ControllerRouterHandler] = [
     QueryController,
     WidgetController,
     EmbedController,
+    ResumeController,
+    FormController,
     SettingsController,
 ]

@@ -21,9 +21,10 @@ from flowdeck.api.schemas import (
     StartTestRun,
     TimelinePage,
     TimelineRowOut,
+    WaitingForOut,
 )
 from flowdeck.api.services.definition_checks import SaveChecks, definition_of
-from flowdeck.domain.statuses import RunStatus
+from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.orchestrator import RunStateError
 from flowdeck.engine.output_view import ShownOutputs
@@ -76,9 +77,17 @@ def _node_out(view: NodeView, shown: ShownOutputs, node_id: str, iteration: str 
         attempt_in_retry=view.attempt_in_retry,
         retry=view.retry,
         child_instance_id=view.child_instance_id,
+        waiting_for=_waiting_for(view),
         loop=shown.loop(view.loop, node_id, iteration),
         iterations={k: _node_out(v, shown, node_id, k) for k, v in view.iterations.items()} or None,
     )
+
+
+def _waiting_for(view: NodeView) -> WaitingForOut | None:
+    shown = view.waiting_for
+    if shown is None or view.status is not NodeStatus.WAITING:
+        return None
+    return WaitingForOut(resume_on=shown["resumeOn"], url=shown.get("url"), until=shown["until"])
 
 
 def checked_timing(timing: RunTiming | None) -> RunTiming | None:

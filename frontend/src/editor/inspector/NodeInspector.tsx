@@ -30,6 +30,7 @@ import {
   shownInline,
   StartForm,
   SwitchForm,
+  WaitForm,
   WorkflowForm,
   type PreviousNode,
 } from './forms';
@@ -85,6 +86,8 @@ function ConfigForm({ node, paths, readOnly, problemAt }: { node: EditorNode; pa
       return <ConditionForm node={node} {...common} />;
     case 'delay':
       return <DelayForm node={node} {...common} />;
+    case 'wait':
+      return <WaitForm node={node} {...common} />;
     case 'loop':
       return <LoopForm node={node} {...common} />;
     case 'switch':

@@ -111,7 +111,7 @@ describe('RunDataTab of a loop-body node', () => {
   it('counts a first attempt as 1 while only live iteration updates arrived', () => {
     const store = storeWithRun();
     const update = { kind: 'node', instanceID: 'r1', nodeID: 'work', iteration: '0', attempt: 1, output: null, outputTruncated: null, error: null } as const;
-    store.getState().dispatchRun({ ...update, status: 'RUNNING', at: 1, pinned: false, nextAttemptAt: null, childInstanceId: null });
+    store.getState().dispatchRun({ ...update, status: 'RUNNING', at: 1, pinned: false, nextAttemptAt: null, childInstanceId: null, waitingFor: null });
     renderWork(store);
     expect(screen.getByTestId('run-data-attempts').textContent).toBe('attempt 1 of 3');
   });

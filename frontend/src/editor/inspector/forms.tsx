@@ -6,6 +6,7 @@ import { CodeEditor } from './LazyCodeEditor';
 import { Field, KeyValueEditor, NumberInput } from './fields';
 
 export { DataQueryForm } from './DataQueryForm';
+export { WaitForm } from './WaitForm';
 export { WorkflowForm } from './WorkflowForm';
 export { SetForm, SwitchForm } from './SwitchSetForms';
 import { TemplateInput } from './TemplateInput';
@@ -227,6 +228,7 @@ const INLINE_PATHS: readonly RegExp[] = [
   /^config\.code$/,
   /^config\.branches(\[\d+\]\.expression)?$/,
   /^config\.(queryId|args|workflowId|input|version|seconds|items|concurrency|maxItems|outputParameters)$/,
+  /^config\.(resumeOn|timeoutSeconds|fields(\[\d+\]\.\w+)?)$/,
   /^config\.(method|url|query|headers|body|dataSourceId|timeoutSeconds|failOnStatus)$/, // http
   /^config\.(value|cases|fields|keepInput)$/,
   /^config\.(cases|fields)\[\d+\](\.(handle|name|value|equals|in|matches|expression))?$/,

@@ -15,6 +15,7 @@ const STATUS_TEXT: Record<string, string> = {
   PENDING: 'Waiting',
   DISPATCHED: 'Queued',
   RUNNING: 'Running…',
+  WAITING: 'Waiting',
   COMPLETED: 'Completed',
   FAILED: 'Failed',
   SKIPPED: 'Skipped',
@@ -50,6 +51,31 @@ function DueLine({ dueAt }: { dueAt: number }) {
   const now = useNow(true);
   const wait = Math.max(0, Math.ceil(dueAt - now));
   return <span data-testid="node-due">Waiting · starts in {formatWait(wait)}</span>;
+}
+
+const WAITING_FOR: Record<string, string> = { webhook: 'Waiting for a call', form: 'Waiting for a form' };
+
+/** A waiting wait node: what it waits for, and its URL to copy or open (a form opens in a new tab). */
+function WaitingLine({ waitingFor }: { waitingFor: NonNullable<NodeRun['waitingFor']> }) {
+  const url = waitingFor.url ? new URL(waitingFor.url, window.location.origin).href : null;
+  return (
+    <div className="fd-node__waiting nodrag nopan" data-testid="node-waiting">
+      <div>{WAITING_FOR[waitingFor.resumeOn] ?? 'Waiting'}</div>
+      {url && (
+        <div className="fd-node__waiting-url">
+          <input className="input input--small" readOnly value={url} aria-label="Resume URL" data-testid="node-resume-url" onFocus={(e) => e.target.select()} />
+          <button type="button" className="btn btn--small" onClick={() => void navigator.clipboard?.writeText(url)}>
+            Copy
+          </button>
+          {waitingFor.resumeOn === 'form' && (
+            <a href={url} target="_blank" rel="noreferrer" data-testid="node-open-form" onClick={(e) => e.stopPropagation()}>
+              Open form
+            </a>
+          )}
+        </div>
+      )}
+    </div>
+  );
 }
 
 /** A Run workflow node's card names the workflow it calls (its title, read once and shared). */
@@ -157,6 +183,8 @@ function FlowNodeView({ id, data, type, selected }: NodeProps<EditorNode>) {
             <RetryLine run={run} maxAttempts={maxAttempts} />
           ) : status === 'DISPATCHED' && run?.nextAttemptAt ? (
             <DueLine dueAt={run.nextAttemptAt} />
+          ) : status === 'WAITING' && run?.waitingFor ? (
+            <WaitingLine waitingFor={run.waitingFor} />
           ) : (
             STATUS_TEXT[status]
           )}

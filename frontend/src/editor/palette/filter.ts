@@ -11,6 +11,7 @@ const ALIASES: Readonly<Record<NodeType, string>> = {
   condition: 'if branch switch router filter',
   loop: 'each for iterate map split batch',
   delay: 'wait sleep timer pause',
+  wait: 'webhook callback form resume pause human approval input',
   end: 'output finish return respond stop',
   switch: 'route router case match regex branch',
   set: 'edit fields assign map rename shape object',

@@ -4,6 +4,7 @@ const LABELS: Record<string, string> = {
   PENDING: 'Pending',
   DISPATCHED: 'Queued',
   RUNNING: 'Running',
+  WAITING: 'Waiting',
   RETRYING: 'Retrying',
   COMPLETED: 'Completed',
   FAILED: 'Failed',

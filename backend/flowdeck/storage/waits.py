@@ -1,0 +1,240 @@
+"""The tokens of ``wait`` nodes (docs/waits.md): one per node and iteration of a run, kept as a sha256 hash.
+
+The token is the whole authority of ``POST /resume/{token}`` and ``/forms/{token}``: 256 random bits
+(``secrets.token_urlsafe(32)``). Only its hash is in ``wait_tokens``; the URL itself is in the run's own
+log (``ctx.run.resumeUrls``, the node's ``waitingFor``), which only the run's tenant reads.
+
+Who wins: a resume sets ``resumed_at`` and a timeout ``timed_out_at``, each with one conditional UPDATE
+that requires both still NULL (and, for a resume, the run still running and the token not past
+``until``). On PostgreSQL the row lock makes the second writer re-check the WHERE once the first
+committed; SQLite has one writer. So exactly one of any number of resumes and timeouts wins, in any
+process. The parked node's job is woken in the resume's transaction (``wake_parent``: the same wake a
+child run's end gives its caller); the node's next execution reads the stored output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import sqlalchemy as sa
+
+from flowdeck.domain.statuses import RunStatus
+from flowdeck.storage.children import wake_parent
+from flowdeck.storage.database import Connection, Database
+from flowdeck.storage.tables import instances, tenants, wait_tokens
+
+__all__ = (
+    "FORM_PATH",
+    "RESUME_PATH",
+    "RUN_KEY",
+    "WAIT_KEY",
+    "NewToken",
+    "ResumeAnswer",
+    "TokenInfo",
+    "WaitState",
+    "WaitTokens",
+    "hash_token",
+    "insert_tokens",
+    "mark_parked",
+    "new_token",
+    "wait_url",
+)
+
+WAIT_KEY: Final = "__wait"
+"""The output variable of the SYSTEM_SET row a parked ``wait`` node writes (its ``waitingFor``; never in a context)."""
+RUN_KEY: Final = "__run"
+"""The output variable of the SYSTEM_SET row holding ``ctx.run`` (``resumeUrls``), written when the run opens."""
+RESUME_PATH: Final = "/resume/"
+FORM_PATH: Final = "/forms/"
+_LIVE = [RunStatus.RUNNING.value, RunStatus.PENDING.value]
+_REVOKED = [RunStatus.CANCELLED.value, RunStatus.FAILED.value]
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def wait_url(resume_on: str, token: str) -> str:
+    """The path a caller uses: the form page for a form, ``/resume/{token}`` for a webhook."""
+    return (FORM_PATH if resume_on == "form" else RESUME_PATH) + token
+
+
+@dataclass(frozen=True, slots=True)
+class NewToken:
+    node_id: str
+    iteration: str
+    resume_on: str
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class WaitState:
+    until: float | None
+    resumed: bool
+    timed_out: bool
+    output: Any
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    instance_id: str
+    node_id: str
+    iteration: str
+    resume_on: str
+    tenant_name: str
+    usable: bool
+    """Not resumed, not timed out, not past ``until``, and its run still running."""
+
+
+ResumeAnswer = Literal["resumed", "used", "unknown"]
+
+
+async def insert_tokens(conn: Connection, instance_id: str, tokens: Iterable[NewToken], now: float) -> None:
+    rows = [
+        {
+            "token_hash": hash_token(t.token),
+            "instance_id": instance_id,
+            "node_id": t.node_id,
+            "iteration": t.iteration,
+            "resume_on": t.resume_on,
+            "created_at": now,
+        }
+        for t in tokens
+    ]
+    if rows:
+        await conn.execute(wait_tokens.insert(), rows)
+
+
+async def mark_parked(
+    conn: Connection, instance_id: str, node_id: str, iteration: str, until: float
+) -> tuple[bool, float] | None:
+    """In the parking decision: fix the token's ``until`` (the first park's); returns whether it was resumed
+    already and the ``until`` that holds (``None``: no token). The UPDATE locks the row, so a resume racing
+    the park either committed before (seen here: the node is made due at once) or waits and then finds the
+    job parked, to wake."""
+    c = wait_tokens.c
+    row = (
+        await conn.execute(
+            wait_tokens.update()
+            .where(c.instance_id == instance_id, c.node_id == node_id, c.iteration == iteration)
+            .values(until=sa.func.coalesce(c.until, until))
+            .returning(c.resumed_at, c.timed_out_at, c.until)
+        )
+    ).first()
+    if row is None:
+        return None
+    return row[0] is not None or row[1] is not None, float(row[2])
+
+
+class WaitTokens:
+    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+        self.db = db
+        self.clock = clock
+
+    async def state(self, instance_id: str, node_id: str, iteration: str) -> WaitState | None:
+        c = wait_tokens.c
+        stmt = sa.select(c.until, c.resumed_at, c.timed_out_at, c.output).where(
+            c.instance_id == instance_id, c.node_id == node_id, c.iteration == iteration
+        )
+        async with self.db.read(snapshot=False) as conn:
+            row = (await conn.execute(stmt)).first()
+        if row is None:
+            return None
+        return WaitState(row[0], row[1] is not None, row[2] is not None, row[3])
+
+    async def create(self, instance_id: str, token: NewToken) -> None:
+        """A token made when the node first runs (a node in a loop body: one per iteration)."""
+        async with self.db.transaction() as conn:
+            await insert_tokens(conn, instance_id, [token], self.clock())
+
+    async def time_out(self, instance_id: str, node_id: str, iteration: str) -> bool:
+        """Claim the timeout: ``False`` when a resume won first."""
+        c = wait_tokens.c
+        async with self.db.transaction() as conn:
+            result = await conn.execute(
+                wait_tokens.update()
+                .where(
+                    c.instance_id == instance_id,
+                    c.node_id == node_id,
+                    c.iteration == iteration,
+                    c.resumed_at.is_(None),
+                    c.timed_out_at.is_(None),
+                )
+                .values(timed_out_at=self.clock())
+            )
+            return bool(result.rowcount == 1)
+
+    async def lookup(self, token: str) -> TokenInfo | None:
+        c, now = wait_tokens.c, self.clock()
+        stmt = (
+            sa.select(
+                c.instance_id,
+                c.node_id,
+                c.iteration,
+                c.resume_on,
+                tenants.c.name,
+                c.resumed_at,
+                c.timed_out_at,
+                c.until,
+                instances.c.status,
+            )
+            .select_from(
+                wait_tokens.join(instances, instances.c.id == c.instance_id).join(
+                    tenants, tenants.c.id == instances.c.tenant_id
+                )
+            )
+            .where(c.token_hash == hash_token(token))
+        )
+        async with self.db.read(snapshot=False) as conn:
+            row = (await conn.execute(stmt)).first()
+        if row is None:
+            return None
+        usable = row[5] is None and row[6] is None and (row[7] is None or row[7] > now) and row[8] in _LIVE
+        return TokenInfo(row[0], row[1], row[2], row[3], row[4], usable)
+
+    async def resume(self, token: str, output: Any) -> tuple[ResumeAnswer, TokenInfo | None]:
+        """Resume the node of ``token`` with ``output``: ``resumed`` once, ``used`` for any later call while
+        the run goes on, ``unknown`` for a token that never was, timed out, or whose run ended."""
+        c, now, digest = wait_tokens.c, self.clock(), hash_token(token)
+        running = sa.exists().where(instances.c.id == c.instance_id, instances.c.status.in_(_LIVE))
+        async with self.db.transaction() as conn:
+            row = (
+                await conn.execute(
+                    wait_tokens.update()
+                    .where(
+                        c.token_hash == digest,
+                        c.resumed_at.is_(None),
+                        c.timed_out_at.is_(None),
+                        sa.or_(c.until.is_(None), c.until > now),
+                        running,
+                    )
+                    .values(resumed_at=now, output=output)
+                    .returning(c.instance_id, c.node_id, c.iteration)
+                )
+            ).first()
+            if row is not None:
+                await wake_parent(conn, (row[0], row[1], row[2]), now)
+                return "resumed", TokenInfo(row[0], row[1], row[2], "", "", False)
+        info = await self.lookup(token)
+        if info is None or not await self.was_used(token):
+            return "unknown", None
+        return "used", info
+
+    async def was_used(self, token: str) -> bool:
+        """Resumed already, and its run not cancelled or failed since (those revoke the token)."""
+        c = wait_tokens.c
+        stmt = (
+            sa.select(c.resumed_at)
+            .select_from(wait_tokens.join(instances, instances.c.id == c.instance_id))
+            .where(c.token_hash == hash_token(token), c.resumed_at.is_not(None), instances.c.status.not_in(_REVOKED))
+        )
+        async with self.db.read(snapshot=False) as conn:
+            return (await conn.execute(stmt)).first() is not None
