@@ -38,7 +38,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
@@ -449,9 +449,9 @@ class Database:
                         raise
         finally:
             if raw.is_closed() or raw.is_in_transaction():  # never pool a connection mid-transaction
-                await _discard(conn)
+                await _shielded(_discard(conn))
             else:
-                await conn.close()
+                await _shielded(conn.close())
 
     async def _open(self, transaction: Literal["write", "read"] | None) -> tuple[AsyncConnection, Any, Any]:
         """A pooled connection in autocommit mode, its transaction begun if asked, that PostgreSQL has not closed.
@@ -478,10 +478,10 @@ class Database:
                     tx = raw.transaction()
                     await tx.start()
                 return conn, raw, tx
-            except Exception as exc:
+            except BaseException as exc:  # a cancelled task too: the connection is never left checked out
                 if conn is not None:
-                    await _discard(conn)
-                if not is_disconnect(exc):
+                    await _shielded(_discard(conn))
+                if not isinstance(exc, Exception) or not is_disconnect(exc):
                     raise
                 if loop.time() >= deadline:
                     waited = f"FLOWDECK_DB_RECONNECT_SECONDS ({self.reconnect_seconds:g} s)"
@@ -539,6 +539,12 @@ class Database:
     def _count_commit(self, *_: Any) -> None:
         self.counter.round_trips += 1
         self.counter.commits += 1
+
+
+async def _shielded(closing: Coroutine[Any, Any, None]) -> None:
+    """Give a connection back (or close it) even when the task is cancelled meanwhile, as SQLAlchemy's own
+    ``async with engine.connect()`` does: a cancelled request never leaves a connection checked out."""
+    await asyncio.shield(asyncio.ensure_future(closing))
 
 
 async def _discard(conn: AsyncConnection) -> None:
