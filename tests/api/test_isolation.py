@@ -14,6 +14,9 @@ from tests.support.graphs import definition, edge, end, linear, node
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 PUBLIC = {("GET", "/api/health"), ("POST", "/api/auth/login")}
+# A wait node's resume link and form: the token in the path is the credential (docs/security.md), so an
+# unknown one is a 404 to anyone, signed in or not.
+BY_TOKEN = {("POST", "/resume/{token}"), ("GET", "/forms/{token}"), ("POST", "/forms/{token}")}
 SHARED = {("POST", "/api/examples/{example_id}")}  # the same examples for every tenant: no object of one
 SOURCE = {"name": "warehouse", "kind": "http", "config": {"baseUrl": "http://127.0.0.1:9"}}
 QUERY = {"name": "ping", "parameters": [], "method": "GET", "path": "/ping"}
@@ -125,5 +128,7 @@ async def test_every_endpoint_but_health_and_login_needs_authentication(
         expected = {200} if (method, path) in PUBLIC and method == "GET" else {401}
         if (method, path) in PUBLIC and method == "POST":
             expected = {400}  # login: public, but this body is not a login
+        if (method, path) in BY_TOKEN:
+            expected = {404}
         assert response.status_code in expected, f"{method} {path}: {response.status_code}"
     await alice.client.post(f"/api/runs/{ids['test_run']}/cancel")
