@@ -59,7 +59,7 @@ def test_nodes_are_added_from_the_keyboard_next_to_the_selected_node_and_wired_t
     page.keyboard.press("/")
     search = page.get_by_test_id("palette-search")
     expect(search).to_be_focused()
-    search.press_sequentially("wai")
+    search.press_sequentially("slee")  # the delay alone ("wai" also finds the wait node)
     expect(page.get_by_test_id("palette").locator(".palette__item")).to_have_count(1)
     expect(page.get_by_test_id("palette-delay")).to_be_visible()
     search.press("Enter")
