@@ -120,6 +120,42 @@ async def test_a_webhook_sets_labels_from_its_query(server: Server, alice: Accou
     assert refused.status_code == 400 and refused.json()["extra"][0]["key"] == "label.customer"
 
 
+async def test_a_webhook_sets_labels_from_body_paths_named_in_the_workflow(server: Server, alice: Account) -> None:
+    graph = linear(1)
+    graph["options"] = {"webhookLabels": {"customer": "customer.id", "sku": "items.0.sku", "paid": "paid"}}
+    workflow_id = await create(alice, graph)
+
+    async def call(body: Any, query: str = "") -> Any:
+        response = await alice.client.post(f"/hooks/{workflow_id}{query}", json=body)
+        if response.status_code != 202:
+            return response
+        run_id = response.json()["instanceId"]
+        await server.engine.wait_for_run(run_id, 10)
+        return (await alice.client.get(f"/api/runs/{run_id}")).json()
+
+    run = await call({"customer": {"id": "acme"}, "items": [{"sku": 42}], "paid": True})
+    assert run["labels"] == {"customer": "acme", "sku": "42", "paid": "true"}
+    assert await listed(alice, **{"label.customer": "acme"}) == [run["instanceId"]]
+    # A path the body lacks gives no label; the query string wins over the body.
+    run = await call({"customer": {"id": "acme"}}, "?label.customer=globex")
+    assert run["labels"] == {"customer": "globex"}
+    refused = await call({"customer": {"id": {"nested": 1}}})
+    assert refused.status_code == 400 and refused.json()["extra"][0]["key"] == "body.customer.id"
+    assert "options.webhookLabels.customer" in refused.json()["detail"]
+    # REST starts do not read webhookLabels: their labels are given explicitly.
+    plain = await start(server, alice, workflow_id, input={"customer": {"id": "acme"}})
+    assert (await alice.client.get(f"/api/runs/{plain}")).json()["labels"] == {}
+
+
+async def test_webhook_label_paths_are_checked_on_save(server: Server, alice: Account) -> None:
+    graph = linear(1)
+    graph["options"] = {"webhookLabels": {"customer": "customer..id", "bad name": "x"}}
+    response = await alice.client.post("/api/workflows", json=graph)
+    assert response.status_code == 400, response.text
+    paths = {p.get("path") for p in response.json()["extra"]}
+    assert {"options.webhookLabels.customer", "options.webhookLabels.bad name"} <= paths, paths
+
+
 async def test_the_list_filters_by_caller_and_trigger(server: Server, alice: Account) -> None:
     child = definition(
         [node("start", "start"), node("work"), end()], [edge("start", "work"), edge("work", "end", "success")]

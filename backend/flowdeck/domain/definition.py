@@ -76,6 +76,8 @@ class WorkflowOptions(msgspec.Struct, frozen=True, rename="camel"):
     timeout_seconds: float = DEFAULT_RUN_TIMEOUT_SECONDS
     sla_seconds: float | None = None
     schedules: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    webhook_labels: dict[str, str] = msgspec.field(default_factory=dict)
+    """Label name -> a path into a webhook's JSON body (domain/labels.labels_from_body)."""
 
 
 class WorkflowDefinition(msgspec.Struct, frozen=True, rename="camel"):

@@ -9,9 +9,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
-__all__ = ("DEFAULT_LABEL_LIMITS", "LABEL_NAME_PATTERN", "LabelError", "LabelLimits", "label_filters")
+__all__ = (
+    "DEFAULT_LABEL_LIMITS",
+    "LABEL_NAME_PATTERN",
+    "LabelError",
+    "LabelLimits",
+    "body_path_problem",
+    "label_filters",
+    "labels_from_body",
+)
 
 LABEL_NAME_PATTERN: Final = r"^[A-Za-z0-9_.-]{1,64}$"
 _NAME = re.compile(LABEL_NAME_PATTERN)
@@ -73,3 +81,48 @@ def label_filters(query: Mapping[str, str], limits: LabelLimits) -> dict[str, st
     """The ``label.<name>=<value>`` pairs of a query string, checked (``LabelError`` naming the parameter)."""
     found = {key[len(QUERY_PREFIX) :]: value for key, value in query.items() if key.startswith(QUERY_PREFIX)}
     return limits.check(found, field="label")
+
+
+BODY_PATH_PATTERN: Final = r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,15}$"
+_BODY_PATH = re.compile(BODY_PATH_PATTERN)
+
+
+def body_path_problem(path: object) -> str | None:
+    """Why ``path`` is not a body path (``customer.id``, ``items.0.sku``: dotted keys or list indexes), or ``None``."""
+    if not isinstance(path, str) or not _BODY_PATH.match(path):
+        return "a dotted path into the JSON body, like customer.id or items.0.sku (at most 16 parts)"
+    return None
+
+
+def labels_from_body(paths: Mapping[str, str], body: Any) -> dict[str, str]:
+    """``options.webhookLabels``: each label's value read from the webhook's JSON body at its path.
+
+    A path the body does not have (or whose value is ``null``) gives no label: callers send optional fields.
+    A string, number or boolean becomes the label's text; an object or a list is a ``LabelError`` naming the
+    path, since a label is one searchable value.
+    """
+    found: dict[str, str] = {}
+    for name, path in paths.items():
+        value = _at_path(body, path)
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            found[name] = "true" if value else "false"
+        elif isinstance(value, str | int | float):
+            found[name] = str(value)
+        else:
+            kind = "an object" if isinstance(value, dict) else "a list"
+            raise LabelError(f"body.{path}", f"options.webhookLabels.{name} reads {kind}; a label needs one value")
+    return found
+
+
+def _at_path(body: Any, path: str) -> Any:
+    value = body
+    for part in path.split("."):
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from flowdeck.domain.labels import LabelLimits
+from flowdeck.domain.labels import LabelLimits, labels_from_body
 from flowdeck.domain.problems import Problem, has_errors
 from flowdeck.domain.retention import RetentionPolicy
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
@@ -226,6 +226,9 @@ class Engine:
             raise LookupError(f"workflow {workflow_id} does not exist at version {version or 'latest'}")
         await self._require_room(tenant_id, trigger)
         graph = await self.plans.version_graph(workflow_id, latest)  # versions never change: cached
+        from_body = graph.definition.options.webhook_labels if trigger == "webhook" else None
+        if from_body:  # the query string's labels win over the body's
+            checked = self.label_limits.check({**labels_from_body(from_body, run_input), **checked})
         instance_id = await self.orchestrator.start_run(
             tenant_id=tenant_id,
             graph=graph,

@@ -10,6 +10,7 @@ import msgspec
 
 from flowdeck.domain.definition import DEFAULT_RUN_TIMEOUT_SECONDS, parse_definition
 from flowdeck.domain.errors import ConfigIssue
+from flowdeck.domain.labels import LabelError, body_path_problem, check_name
 from flowdeck.domain.notes import note_problems
 from flowdeck.domain.schedules import schedule_problems
 from flowdeck.handlers.base import NodeHandler
@@ -90,11 +91,26 @@ class DefinitionChecks(Checks):
         if sla is not None and not (is_number(sla) and sla > 0):
             self.bad_field("the workflow", "options.slaSeconds", "a number above 0", sla)
         self.problems.extend(shape_problems(options))  # options.onFailure / options.onSlaBreach
+        self.check_webhook_labels(options.get("webhookLabels", {}))
         schedules = options.get("schedules", [])
         if not isinstance(schedules, list) or not all(isinstance(s, dict) for s in schedules):
             self.bad_field("the workflow", "options.schedules", "a list of objects", schedules)
         else:
             self.problems.extend(schedule_problems(schedules))
+
+    def check_webhook_labels(self, paths: Any) -> None:
+        if not isinstance(paths, dict):
+            self.bad_field("the workflow", "options.webhookLabels", "an object of label name -> body path", paths)
+            return
+        for name, path in paths.items():
+            try:
+                check_name(name, "options.webhookLabels")
+            except LabelError as exc:
+                self.add("invalid_field", f"{exc.field}: {exc.message}", path=exc.field)
+                continue
+            problem = body_path_problem(path)
+            if problem is not None:
+                self.bad_field("the workflow", f"options.webhookLabels.{name}", problem, path)
 
     def check_counts(self, nodes_raw: list[Any], edges_raw: list[Any]) -> bool:
         """Report the size limits; ``False`` when the definition is too big to analyse further."""

@@ -11,6 +11,7 @@ import { useEditor, useEditorShallow, useEditorStoreApi } from '../storeContext'
 import { formatDuration, numberOption, secondsError, settingsProblems, withOption } from './options';
 import { ScheduleEditor } from './ScheduleEditor';
 import { NotificationSection } from './NotificationSection';
+import { WebhookLabels } from './WebhookLabels';
 import { WebhookSection } from './WebhookSection';
 
 export default function SettingsPanel({ onClose }: { onClose: () => void }) {
@@ -77,6 +78,7 @@ export default function SettingsPanel({ onClose }: { onClose: () => void }) {
         </section>
         <ScheduleEditor options={options} problems={byPath} readOnly={readOnly} />
         {workflowId && <WebhookSection workflowId={workflowId} readOnly={readOnly} />}
+        <WebhookLabels options={options} problems={byPath} readOnly={readOnly} />
         {workflowId && <NotificationSection workflowId={workflowId} options={options} problems={byPath} readOnly={readOnly} />}
       </div>
     </aside>

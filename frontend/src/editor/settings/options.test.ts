@@ -4,6 +4,9 @@ import type { Problem } from '../../api/types';
 import type { WorkflowOptions } from '../../graph/convert';
 import {
   notificationOf,
+  webhookLabelRowErrors,
+  webhookLabelsOf,
+  withWebhookLabels,
   notificationUrlError,
   withNotification,
   formatDuration,
@@ -125,5 +128,30 @@ describe('notification targets', () => {
     expect(notificationUrlError('ftp://example.com')).toBeTruthy();
     expect(notificationUrlError('not a url')).toBeTruthy();
     expect(notificationUrlError(undefined)).toBeUndefined();
+  });
+});
+
+describe('webhook labels', () => {
+  it('reads, writes and drops unnamed rows', () => {
+    const options = { timeoutSeconds: 60, webhookLabels: { customer: 'customer.id' } };
+    expect(webhookLabelsOf(options)).toEqual([{ name: 'customer', path: 'customer.id' }]);
+    const rows = [
+      { name: 'customer', path: 'customer.id' },
+      { name: ' sku ', path: ' items.0.sku ' },
+      { name: '', path: '' },
+    ];
+    expect(withWebhookLabels(options, rows)).toEqual({ timeoutSeconds: 60, webhookLabels: { customer: 'customer.id', sku: 'items.0.sku' } });
+    expect(withWebhookLabels({ webhookLabels: { a: 'b' } }, [])).toBeNull();
+  });
+
+  it('names a label set twice and a path without a name', () => {
+    expect(
+      webhookLabelRowErrors([
+        { name: 'a', path: 'x' },
+        { name: 'a', path: 'y' },
+        { name: '', path: 'z' },
+        { name: '', path: '' },
+      ]),
+    ).toEqual([undefined, 'The label "a" is set twice', 'Give the label a name', undefined]);
   });
 });

@@ -175,3 +175,31 @@ export function notificationUrlError(url: string | undefined): string | undefine
     return 'An http:// or https:// URL';
   }
 }
+
+/** `options.webhookLabels` as editable rows (label name, path into the webhook's JSON body). */
+export type WebhookLabelRow = { name: string; path: string };
+
+export function webhookLabelsOf(options: WorkflowOptions | null | undefined): WebhookLabelRow[] {
+  const raw = options?.webhookLabels;
+  if (!isRecord(raw)) return [];
+  return Object.entries(raw).map(([name, path]) => ({ name, path: typeof path === 'string' ? path : '' }));
+}
+
+/** `options` with the rows saved as `webhookLabels`; rows without a name are not saved yet (the form keeps them). */
+export function withWebhookLabels(options: WorkflowOptions | null | undefined, rows: readonly WebhookLabelRow[]): WorkflowOptions | null {
+  const saved: Record<string, string> = {};
+  for (const row of rows) if (row.name.trim() !== '') saved[row.name.trim()] = row.path.trim();
+  return withOption(options, 'webhookLabels', Object.keys(saved).length === 0 ? undefined : saved);
+}
+
+/** The browser's own message for a row: a name used twice (the server checks the name's and the path's form). */
+export function webhookLabelRowErrors(rows: readonly WebhookLabelRow[]): (string | undefined)[] {
+  const seen = new Set<string>();
+  return rows.map((row) => {
+    const name = row.name.trim();
+    if (name === '') return row.path.trim() === '' ? undefined : 'Give the label a name';
+    if (seen.has(name)) return `The label "${name}" is set twice`;
+    seen.add(name);
+    return undefined;
+  });
+}
