@@ -125,12 +125,14 @@ def test_runs_are_found_by_their_labels(page: Page, server: Server) -> None:
     page.goto(f"/runs?workflowId={wf['id']}")
     rows = page.get_by_test_id("run-row")
     expect(rows).to_have_count(2)
+    expect(page.get_by_test_id("run-count")).to_have_text("2 runs")
     acme_row = page.locator(f'[data-testid="run-row"][data-id="{acme["instanceId"]}"]')
     expect(acme_row.get_by_test_id("run-labels")).to_contain_text("customer=acme")
     expect(acme_row.get_by_test_id("run-labels")).to_contain_text("step=one")  # set by the python node
 
     page.get_by_test_id("filter-labels").fill("customer=acme region=eu")
     expect(rows).to_have_count(1)
+    expect(page.get_by_test_id("run-count")).to_have_text("1 run")
     expect(rows.first).to_have_attribute("data-id", acme["instanceId"])
     page.get_by_test_id("filter-labels").fill("customer=nobody")
     expect(page.get_by_text("No runs match these filters.")).to_be_visible()

@@ -178,3 +178,27 @@ async def test_the_list_filters_by_caller_and_trigger(server: Server, alice: Acc
     assert await listed(alice, trigger="api") == [second, first]
     bad = await alice.client.get("/api/runs", params={"parentInstanceId": "no spaces"})
     assert bad.status_code == 400
+
+
+async def test_the_count_matches_the_list_and_says_more_past_its_cap(
+    server: Server, alice: Account, mallory: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workflow_id = await create(alice, linear(1))
+    for customer in ("acme", "acme", "acme", "globex"):
+        await start(server, alice, workflow_id, labels={"customer": customer})
+
+    async def count(account: Account, **params: Any) -> Any:
+        response = await account.client.get("/api/runs/count", params=params)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    assert await count(alice, workflowId=workflow_id) == {"count": 4, "more": False}
+    assert await count(alice, **{"label.customer": "acme", "status": "COMPLETED"}) == {"count": 3, "more": False}
+    assert await count(mallory, workflowId=workflow_id) == {"count": 0, "more": False}
+    # Past the cap (10,000; 2 here) the count stops walking and says so: the UI shows "2+".
+    monkeypatch.setattr("flowdeck.storage.run_queries.COUNT_CAP", 2)
+    monkeypatch.setattr("flowdeck.api.services.runs.COUNT_CAP", 2)
+    assert await count(alice, workflowId=workflow_id) == {"count": 2, "more": True}
+    assert await count(alice, **{"label.customer": "globex"}) == {"count": 1, "more": False}
+    bad = await alice.client.get("/api/runs/count", params={"from": 10, "to": 5})
+    assert bad.status_code == 400 and "from" in bad.text

@@ -20,7 +20,7 @@ from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.database import Database
 from flowdeck.storage.log_rows import log_page
 from flowdeck.storage.run_labels import labels_statement
-from flowdeck.storage.run_queries import RunFilter, list_statement, run_statement
+from flowdeck.storage.run_queries import RunFilter, count_statement, list_statement, run_statement
 from flowdeck.storage.tables import instance_logs, instances, run_labels, tenants
 
 TENANT = "tenant-plans"
@@ -160,6 +160,15 @@ async def test_each_list_query_reads_through_an_index(db: Database, seeded: str)
                 sorted_all = any("TEMP B-TREE" in line for line in plan) and index != "sqlite_autoindex_instances_1"
                 if index not in plan[0] or (sorted_all and "caller" not in name):
                     bad[f"{name}, {page} (expected {index})"] = plan
+    assert not bad, "\n\n".join(f"{name}:\n" + "\n".join(plan) for name, plan in bad.items())
+
+
+async def test_each_count_reads_through_an_index(db: Database, seeded: str) -> None:
+    bad = {}
+    for name, (filters, _) in FILTERS.items():
+        plan = await _plan(db, count_statement(TENANT, filters))
+        if _table_scans(db, plan):
+            bad[name] = plan
     assert not bad, "\n\n".join(f"{name}:\n" + "\n".join(plan) for name, plan in bad.items())
 
 

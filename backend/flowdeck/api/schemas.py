@@ -306,6 +306,13 @@ class RunPage(Camel):
     next_cursor: str | None
 
 
+class RunCountOut(Camel):
+    """How many runs match the list's filters: exact up to 10,000; ``more`` says there are more than ``count``."""
+
+    count: int
+    more: bool
+
+
 class OutputTruncatedOut(Camel):
     """An output too large to show in full (engine/output_view.py); ``output`` is null beside it."""
 

@@ -19,7 +19,17 @@ from flowdeck.storage.run_labels import labels_of, rarest_first
 from flowdeck.storage.state import StateManager
 from flowdeck.storage.tables import instances, run_labels
 
-__all__ = ("RunFilter", "RunQueries", "RunView", "TimelineRow", "list_statement", "run_statement", "timeline_rows")
+__all__ = (
+    "COUNT_CAP",
+    "RunFilter",
+    "RunQueries",
+    "RunView",
+    "TimelineRow",
+    "count_statement",
+    "list_statement",
+    "run_statement",
+    "timeline_rows",
+)
 
 RunKey = tuple[float, str]
 """Position in the newest-first run list: (created_at, id) of the last run of a page."""
@@ -89,6 +99,9 @@ def run_statement(tenant_id: str, instance_id: str) -> sa.Select[Any]:
     return sa.select(*_COLUMNS).where(instances.c.id == instance_id, instances.c.tenant_id == tenant_id)
 
 
+COUNT_CAP = 10_000
+"""Run counts are exact up to this many; beyond it the list says "10,000+" (a count walks at most this far)."""
+
 _NARROW_PREFIX = 4
 """An id prefix this long matches one run in 65,536 (ids are random hex)."""
 
@@ -150,6 +163,12 @@ def list_statement(tenant_id: str, filters: RunFilter, after: RunKey | None, lim
     return stmt.order_by(created.desc(), ident.desc()).limit(limit)
 
 
+def count_statement(tenant_id: str, filters: RunFilter) -> sa.Select[Any]:
+    """How many runs the list's filters match, counting at most ``COUNT_CAP + 1``: the first page's walk, longer."""
+    page = list_statement(tenant_id, filters, None, COUNT_CAP + 1).with_only_columns(instances.c.id)
+    return sa.select(sa.func.count()).select_from(page.subquery())
+
+
 class RunQueries:
     def __init__(self, db: Database, state: StateManager) -> None:
         self.db = db
@@ -171,6 +190,17 @@ class RunQueries:
         records = [_record(row, with_payloads=False) for row in rows[:limit]]
         more = len(rows) > limit
         return records, ((records[-1].created_at, records[-1].id) if more else None)
+
+    async def count_runs(self, tenant_id: str, filters: RunFilter) -> int:
+        """How many runs match, exact up to ``COUNT_CAP``; ``COUNT_CAP + 1`` means more.
+
+        The list's own statement, cut at ``COUNT_CAP + 1`` rows, so a count walks the same index as the
+        first page and never more than that many entries, whatever the tenant's history holds.
+        """
+        async with self.db.read() as conn:
+            if len(filters.labels) > 1:
+                filters = replace(filters, labels=tuple(await rarest_first(conn, tenant_id, filters.labels)))
+            return int((await conn.execute(count_statement(tenant_id, filters))).scalar_one())
 
     async def labels_of(self, instance_ids: Iterable[str]) -> dict[str, dict[str, str]]:
         """The labels of these runs (``{}`` for one without)."""

@@ -10,6 +10,7 @@ import type {
   RunDetail,
   RunEvent,
   RunStatus,
+  RunCountOut,
   RunSummary,
   SaveBody,
   Session,
@@ -98,24 +99,25 @@ export type RunFilters = {
   limit?: number;
 };
 
+function filterParams(filters: RunFilters) {
+  return {
+    workflowId: filters.workflowId,
+    status: filters.status,
+    isTest: filters.isTest,
+    from: filters.from,
+    to: filters.to,
+    idPrefix: filters.idPrefix,
+    ...Object.fromEntries(Object.entries(filters.labels ?? {}).map(([name, value]) => [`label.${name}`, value])),
+  };
+}
+
 export const runs = {
   startTest: (body: TestRunBody) => request<RunAccepted>('POST', '/api/test-runs', body),
   deleteTest: (id: string) => request<void>('DELETE', `/api/test-runs/${encodeURIComponent(id)}`),
   list: (filters: RunFilters) =>
-    request<Page<RunSummary>>(
-      'GET',
-      `/api/runs${query({
-        workflowId: filters.workflowId,
-        status: filters.status,
-        isTest: filters.isTest,
-        from: filters.from,
-        to: filters.to,
-        idPrefix: filters.idPrefix,
-        ...Object.fromEntries(Object.entries(filters.labels ?? {}).map(([name, value]) => [`label.${name}`, value])),
-        cursor: filters.cursor,
-        limit: filters.limit ?? 50,
-      })}`,
-    ),
+    request<Page<RunSummary>>('GET', `/api/runs${query({ ...filterParams(filters), cursor: filters.cursor, limit: filters.limit ?? 50 })}`),
+  /** How many runs match: exact up to 10,000, then `more` (shown as "10,000+"). */
+  count: (filters: RunFilters) => request<RunCountOut>('GET', `/api/runs/count${query(filterParams(filters))}`),
   get: (id: string) => request<RunDetail>('GET', `/api/runs/${encodeURIComponent(id)}`),
   events: (id: string, cursor?: string | null) =>
     request<Page<RunEvent>>('GET', `/api/runs/${encodeURIComponent(id)}/events${query({ cursor, limit: 200 })}`),

@@ -34,6 +34,7 @@ export type SaveBody = DefinitionJson & Pick<Schemas['WorkflowSave'], 'version'>
 export type RunAccepted = Schemas['RunAccepted'];
 /** `availableAt`: a PENDING run's scheduled start; `slaBreachedAt`: when it passed options.slaSeconds unfinished. */
 export type RunSummary = Schemas['RunSummary'];
+export type RunCountOut = Schemas['RunCountOut'];
 /** `attempt` counts every attempt of the run, `attemptInRetry` the attempt within the current retry, `retry` which
  * one; `workerId` the worker that started the latest attempt (after a takeover: the new holder). */
 export type NodeState = Schemas['NodeStateOut'];

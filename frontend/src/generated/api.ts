@@ -265,6 +265,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/runs/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** CountRuns */
+        get: operations["ApiRunsCountCountRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/runs/{instance_id}": {
         parameters: {
             query?: never;
@@ -1028,6 +1045,11 @@ export interface components {
             nodeIds?: string[];
             status: components["schemas"]["RunStatus"];
         };
+        /** RunCountOut */
+        RunCountOut: {
+            count: number;
+            more: boolean;
+        };
         /** RunDetail */
         RunDetail: {
             availableAt?: number | null;
@@ -1422,6 +1444,7 @@ export type RetentionOut = components['schemas']['RetentionOut'];
 export type RetryRun = components['schemas']['RetryRun'];
 export type RunAccepted = components['schemas']['RunAccepted'];
 export type RunActionOut = components['schemas']['RunActionOut'];
+export type RunCountOut = components['schemas']['RunCountOut'];
 export type RunDetail = components['schemas']['RunDetail'];
 export type RunPage = components['schemas']['RunPage'];
 export type RunStatus = components['schemas']['RunStatus'];
@@ -3192,6 +3215,86 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunPage"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiRunsCountCountRuns: {
+        parameters: {
+            query?: {
+                workflowId?: string | null;
+                status?: components["schemas"]["RunStatus"] | null;
+                isTest?: boolean | null;
+                /** @description runs created at or after (epoch seconds) */
+                from?: number | null;
+                /** @description runs created before (epoch seconds) */
+                to?: number | null;
+                /** @description runs whose id starts with this (a short id) */
+                idPrefix?: string | null;
+                /** @description how runs started (api, webhook ...) */
+                trigger?: string | null;
+                /** @description runs this run's workflow nodes started */
+                parentInstanceId?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunCountOut"];
                 };
             };
             /** @description Bad request syntax or unsupported method */

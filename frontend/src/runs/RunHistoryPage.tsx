@@ -3,7 +3,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 
 import { runs, workflows, type RunFilters } from '../api/endpoints';
-import { RUN_STATUSES, type RunStatus, type RunSummary } from '../api/types';
+import { RUN_STATUSES, type RunStatus, type RunCountOut, type RunSummary } from '../api/types';
 import { formatDuration, formatTime } from '../shared/format';
 import { errorMessage } from '../shared/toasts';
 import { StatusBadge } from '../shared/ui/StatusBadge';
@@ -31,6 +31,7 @@ export function RunHistoryPage() {
   const [cursor, setCursor] = useState<string | null>(null);
   const [titles, setTitles] = useState<Record<string, string>>({});
   const [error, setError] = useState<string | null>(null);
+  const [count, setCount] = useState<RunCountOut | null>(null);
 
   useEffect(() => {
     workflows
@@ -62,9 +63,14 @@ export function RunHistoryPage() {
       return;
     }
     setItems(null);
+    setCount(null);
     // Typing a run id or labels asks once the typing pauses; other filters ask at once.
     const timer = window.setTimeout(
       () => {
+        runs
+          .count(filters)
+          .then((found) => live && setCount(found))
+          .catch(() => undefined); // the list below says what went wrong
         runs
           .list(filters)
           .then((page) => {
@@ -101,6 +107,11 @@ export function RunHistoryPage() {
     <div className="page" data-testid="run-history-page">
       <div className="page__head">
         <h1>Runs</h1>
+        {count && (
+          <span className="muted small" data-testid="run-count">
+            {countText(count)}
+          </span>
+        )}
         <select className="input input--auto" value={workflowId} onChange={(e) => setFilter('workflowId', e.target.value)} data-testid="filter-workflow" aria-label="Workflow">
           <option value="">All workflows</option>
           {Object.entries(titles).map(([id, title]) => (
@@ -221,4 +232,10 @@ export function RunHistoryPage() {
       )}
     </div>
   );
+}
+
+/** "1 run", "1,234 runs", "10,000+ runs": exact up to the server's cap, which it reports as `more`. */
+export function countText({ count, more }: RunCountOut): string {
+  const shown = `${count.toLocaleString('en-US')}${more ? '+' : ''}`;
+  return `${shown} ${count === 1 && !more ? 'run' : 'runs'}`;
 }

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, MediaType, Request, Response, get, post
+from litestar.di import NamedDependency, Provide
 from litestar.exceptions import ValidationException
 from litestar.params import JSONBody, PathParameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
@@ -17,6 +18,7 @@ from flowdeck.api.schemas import (
     EventPage,
     RetryRun,
     RunActionOut,
+    RunCountOut,
     RunDetail,
     RunPage,
     TimelinePage,
@@ -44,6 +46,8 @@ TriggerFilter = Annotated[
     str | None,
     QueryParameter(name="trigger", pattern=r"^[a-z]{1,16}$", description="how runs started (api, webhook ...)"),
 ]
+RunFilters = NamedDependency[RunFilter]
+"""The run list's filters, read from the query string by ``run_filter``."""
 CallerFilter = Annotated[
     str | None,
     QueryParameter(name="parentInstanceId", pattern=ID_PATTERN, description="runs this run's workflow nodes started"),
@@ -68,25 +72,46 @@ def _json(value: Any) -> Response[bytes]:
     return Response(_encoder.encode(value), media_type=MediaType.JSON)
 
 
+def run_filter(
+    request: Request[Any, Any, Any],
+    services: AppServices,
+    workflow_id: WorkflowFilter = None,
+    status: StatusFilter = None,
+    is_test: TestFilter = None,
+    created_from: FromFilter = None,
+    created_to: ToFilter = None,
+    id_prefix: IdPrefixFilter = None,
+    trigger: TriggerFilter = None,
+    parent_instance_id: CallerFilter = None,
+) -> RunFilter:
+    """The run list's filters from the query string (the list and its count take the same ones)."""
+    if created_from is not None and created_to is not None and created_from > created_to:
+        raise ValidationException(detail="from: must not be after to")
+    labels = label_filters(request.query_params, services.engine.label_limits)
+    return RunFilter(
+        workflow_id=workflow_id,
+        status=status,
+        is_test=is_test,
+        created_from=created_from,
+        created_to=created_to,
+        id_prefix=id_prefix,
+        trigger=trigger,
+        parent_instance_id=parent_instance_id,
+        labels=tuple(labels.items()),
+    )
+
+
 class RunController(Controller):
     path = "/api/runs"
     tags = ["runs"]
     security = SIGNED_IN
 
-    @get(raises=errors(400))
+    @get(raises=errors(400), dependencies={"filters": Provide(run_filter, sync_to_thread=False)})
     async def list_runs(
         self,
-        request: Request[Any, Any, Any],
         principal: Caller,
         services: AppServices,
-        workflow_id: WorkflowFilter = None,
-        status: StatusFilter = None,
-        is_test: TestFilter = None,
-        created_from: FromFilter = None,
-        created_to: ToFilter = None,
-        id_prefix: IdPrefixFilter = None,
-        trigger: TriggerFilter = None,
-        parent_instance_id: CallerFilter = None,
+        filters: RunFilters,
         cursor: Cursor = None,
         limit: Limit = DEFAULT_LIMIT,
     ) -> RunPage:
@@ -94,21 +119,12 @@ class RunController(Controller):
 
         ``label.<name>=<value>`` (any number, all must match): runs carrying those labels.
         """
-        if created_from is not None and created_to is not None and created_from > created_to:
-            raise ValidationException(detail="from: must not be after to")
-        labels = label_filters(request.query_params, services.engine.label_limits)
-        filters = RunFilter(
-            workflow_id=workflow_id,
-            status=status,
-            is_test=is_test,
-            created_from=created_from,
-            created_to=created_to,
-            id_prefix=id_prefix,
-            trigger=trigger,
-            parent_instance_id=parent_instance_id,
-            labels=tuple(labels.items()),
-        )
         return await services.runs.list(principal.tenant_id, filters, cursor, limit)
+
+    @get("/count", raises=errors(400), dependencies={"filters": Provide(run_filter, sync_to_thread=False)})
+    async def count_runs(self, principal: Caller, services: AppServices, filters: RunFilters) -> RunCountOut:
+        """How many runs the list's filters match: exact up to 10,000, else ``{count: 10000, more: true}``."""
+        return await services.runs.count(principal.tenant_id, filters)
 
     @get("/{instance_id:str}", raises=errors(400, 404))
     async def get_run(self, instance_id: ObjectId, principal: Caller, services: AppServices) -> RunDetail:

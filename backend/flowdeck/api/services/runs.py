@@ -15,6 +15,7 @@ from flowdeck.api.schemas import (
     NodeStateOut,
     OutputTruncatedOut,
     RunActionOut,
+    RunCountOut,
     RunDetail,
     RunPage,
     RunSummary,
@@ -31,7 +32,7 @@ from flowdeck.engine.output_view import ShownOutputs
 from flowdeck.engine.projection import NodeView
 from flowdeck.engine.run_timing import RunTiming, TimingError
 from flowdeck.storage.records import InstanceRecord
-from flowdeck.storage.run_queries import RunFilter, RunQueries
+from flowdeck.storage.run_queries import COUNT_CAP, RunFilter, RunQueries
 
 __all__ = ("RunService",)
 
@@ -171,6 +172,10 @@ class RunService:
         labels = await self.queries.labels_of(r.id for r in runs)
         items = [RunSummary(**_summary_fields(r, labels.get(r.id))) for r in runs]
         return RunPage(items=items, next_cursor=encode_cursor(after))
+
+    async def count(self, tenant_id: str, filters: RunFilter) -> RunCountOut:
+        found = await self.queries.count_runs(tenant_id, filters)
+        return RunCountOut(count=min(found, COUNT_CAP), more=found > COUNT_CAP)
 
     async def detail(self, tenant_id: str, instance_id: str) -> RunDetail:
         view = await self.queries.run_view(tenant_id, instance_id)
