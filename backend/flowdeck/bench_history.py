@@ -147,6 +147,12 @@ async def _queries(db: Any, service: RunService, tenant_id: str) -> dict[str, Ca
         return lambda: service.list(tenant_id, f, page, DEFAULT_LIMIT)
 
     calls = {name: listing(f) for name, f in filters.items()}
+
+    def counting(f: RunFilter) -> Callable[[], Awaitable[object]]:
+        return lambda: service.count(tenant_id, f)  # the Runs page asks beside the list
+
+    for name in ("first page", "status FAILED", "workflowId + status FAILED", f"label customer={customer}", "caller"):
+        calls[f"count: {name}"] = counting(filters[name])
     calls["100th page (cursor)"] = listing(RunFilter(), cursor)
     calls["run detail (new run)"] = lambda: service.detail(tenant_id, some_run)
     calls["run detail (old run)"] = lambda: service.detail(tenant_id, old_run)

@@ -485,7 +485,7 @@ class StateManager:
             instance_logs.c.instance_id == instance_id,
             instance_logs.c.event_type == EventType.SYSTEM_SET.value,
             instance_logs.c.output_variable == DEFINITION_KEY,
-        )
+        ).order_by(instance_logs.c.log_id).limit(1)  # written at the start: the log-order index finds it first
         async with self.db.read() as conn:
             payload = (await conn.execute(stmt)).scalar_one_or_none()
         return payload if isinstance(payload, dict) else None

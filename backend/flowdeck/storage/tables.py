@@ -151,7 +151,6 @@ instance_logs = sa.Table(
         "node_attempt",
         unique=True,
     ),
-    sa.Index("ix_instance_logs_instance_event", "instance_id", "event_type"),
     sa.Index("ix_instance_logs_instance_log", "instance_id", "log_id"),
 )
 
