@@ -8,6 +8,7 @@ the copy of its caller made in the same round) and the ``customer`` label's valu
 
 from __future__ import annotations
 
+import secrets
 import sys
 import time
 from dataclasses import dataclass
@@ -21,13 +22,13 @@ from flowdeck.engine.engine import Engine
 from flowdeck.storage.database import Database
 from flowdeck.storage.tables import instances
 
-__all__ = ("COPY_MARK", "SPACING", "Templates", "bytes_per_run", "copy_runs", "real_runs")
+__all__ = ("COPY_MARK", "SPACING", "Templates", "bytes_per_run", "copies_of", "copy_runs", "real_runs")
 
 SPACING: Final = 6.0
 """Seconds between two copied runs: ten a minute, the webhook workload of issue 22."""
 BATCH: Final = 20_000
 COPY_MARK: Final = "c0de"
-_COPIED = [c.name for c in instances.c if c.name not in ("id", "parent_instance_id")]
+_COPIED = [c.name for c in instances.c if c.name not in ("id", "parent_instance_id", "root_instance_id")]
 _TIMES = ("created_at", "started_at", "completed_at", "updated_at", "deadline_at", "sla_at", "sla_breached_at")
 _LOG_COLUMNS = "node_id, iteration, event_type, node_status, output_variable, payload, error_message, node_attempt"
 
@@ -74,22 +75,31 @@ def _id_expr(db: Database, g: str) -> str:
     copy by its second block (``COPY_MARK``), with a hashed first block so prefixes spread as random ids do."""
     if db.is_sqlite:
         return (
-            f"printf('%08x-{COPY_MARK}-4%03x-8%03x-%012x', ({g} * 2654435761) % 4294967296, {g} % 4096,"
+            f"printf('%08x-{COPY_MARK}-4%03x-8%03x-%012x', (({g}) % 2147483648 * 2654435761) % 4294967296, {g} % 4096,"
             f" ({g} / 4096) % 4096, {g})"
         )
     return (
-        f"lpad(to_hex((({g})::bigint * 2654435761) % 4294967296), 8, '0') || '-{COPY_MARK}'"
+        f"lpad(to_hex(((({g})::bigint % 2147483648) * 2654435761) % 4294967296), 8, '0') || '-{COPY_MARK}'"
         f" || '-4' || lpad(to_hex(({g}) % 4096), 3, '0') || '-8' || lpad(to_hex((({g}) / 4096) % 4096), 3, '0')"
         f" || '-' || lpad(to_hex(({g})::bigint), 12, '0')"
     )
 
 
-async def copy_runs(db: Database, templates: Templates, first: int, count: int, base: float) -> None:
-    """Copies ``first`` .. ``first + count - 1`` of the templates (created at ``base + g * SPACING``)."""
+async def copy_runs(
+    db: Database,
+    templates: Templates,
+    first: int,
+    count: int,
+    base: float,
+    spacing: float = SPACING,
+    ids: list[str] | None = None,
+) -> None:
+    """Copies ``first`` .. ``first + count - 1`` of the templates (copy ``g`` created at ``base + g * spacing``),
+    every row of each (log rows, labels) moved in time with it; their ids appended to ``ids``, oldest first."""
     t = len(templates.ids)
-    values = ", ".join(f"({i}, '{tid}', {templates.parents.get(i, 'NULL')})" for i, tid in enumerate(templates.ids))
+    values = ", ".join(f"({i}, '{tid}', {templates.parents.get(i, 'CAST(NULL AS INTEGER)')})" for i, tid in enumerate(templates.ids))
     shift = "c.created - i.created_at"
-    columns = ", ".join(["id", "parent_instance_id", *_COPIED])
+    columns = ", ".join(["id", "parent_instance_id", "root_instance_id", *_COPIED])  # children are one deep
     picked = ", ".join(
         f"i.{name} + ({shift})" if name in _TIMES and name != "created_at" else "c.created" if name == "created_at"
         else f"i.{name}"
@@ -107,12 +117,12 @@ async def copy_runs(db: Database, templates: Templates, first: int, count: int, 
                     f"SELECT g + 1 FROM s WHERE g < {hi}), tmpl(t, tid, parent_t) AS (VALUES {values}) "
                     f"SELECT s.g AS g, {_id_expr(db, 's.g')} AS new_id, tmpl.tid AS tid, "
                     f"CASE WHEN tmpl.parent_t IS NULL THEN NULL ELSE {_id_expr(db, 's.g - tmpl.t + tmpl.parent_t')} END"
-                    f" AS parent_id, {base} + s.g * {SPACING} AS created FROM s JOIN tmpl ON tmpl.t = s.g % {t}"
+                    f" AS parent_id, {base} + s.g * {spacing} AS created FROM s JOIN tmpl ON tmpl.t = s.g % {t}"
                 )
             )
             await conn.execute(
                 sa.text(
-                    f"INSERT INTO instances ({columns}) SELECT c.new_id, c.parent_id, {picked} "
+                    f"INSERT INTO instances ({columns}) SELECT c.new_id, c.parent_id, c.parent_id, {picked} "
                     "FROM bench_copies c JOIN instances i ON i.id = c.tid"
                 )
             )
@@ -132,12 +142,25 @@ async def copy_runs(db: Database, templates: Templates, first: int, count: int, 
                     "FROM bench_copies c JOIN run_labels l ON l.instance_id = c.tid"
                 )
             )
+            if ids is not None:
+                ids += (await conn.execute(sa.text("SELECT new_id FROM bench_copies ORDER BY g"))).scalars()
             await conn.execute(sa.text("DROP TABLE bench_copies"))
         done = hi - first + 1
         rate = done / (time.perf_counter() - started)
         sys.stderr.write(f"\rcopied {done:,}/{count:,} runs ({rate:,.0f}/s)")
         sys.stderr.flush()
     sys.stderr.write("\n")
+
+
+async def copies_of(db: Database, instance_id: str, count: int, *, first_at: float, spacing: float) -> list[str]:
+    """``count`` copies of one finished run, the first created at ``first_at`` and each next one ``spacing``
+    seconds later; their ids, oldest first. Copies are numbered from a random start, so that copies made
+    earlier in the same database (by the prune or history benchmark, or another test) keep their ids."""
+    first = secrets.randbelow(2**40)
+    ids: list[str] = []
+    await copy_runs(db, Templates([instance_id], {}), first, count, first_at - first * spacing, spacing, ids)
+    await analyze(db)
+    return ids
 
 
 async def analyze(db: Database) -> None:

@@ -11,60 +11,13 @@ import time
 import uuid
 from typing import Any
 
-import sqlalchemy as sa
-
+from flowdeck.bench_history_build import copies_of
 from flowdeck.domain.retention import DAY_SECONDS
 from flowdeck.runtime import open_runtime
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
-from flowdeck.storage.tables import instance_logs, instances
 
-__all__ = ("copy_runs", "run_prune_bench")
-
-_TIMES = ("created_at", "started_at", "completed_at", "updated_at")
-
-
-async def copy_runs(
-    db: Database, instance_id: str, count: int, *, first_at: float, spacing: float, chunk: int = 500
-) -> list[str]:
-    """``count`` copies of a finished run, the first created at ``first_at`` and each next one ``spacing``
-    seconds later (its other times and its log rows' move with it); their ids, oldest first."""
-    async with db.read() as conn:
-        run = (await conn.execute(sa.select(instances).where(instances.c.id == instance_id))).mappings().one()
-        logs = (
-            (
-                await conn.execute(
-                    sa.select(instance_logs)
-                    .where(instance_logs.c.instance_id == instance_id)
-                    .order_by(instance_logs.c.log_id)
-                )
-            )
-            .mappings()
-            .all()
-        )
-    ids: list[str] = []
-    for start in range(0, count, chunk):
-        runs: list[dict[str, Any]] = []
-        rows: list[dict[str, Any]] = []
-        for n in range(start, min(count, start + chunk)):
-            new_id = str(uuid.uuid4())
-            shift = first_at + n * spacing - run["created_at"]
-            copy = dict(run, id=new_id)
-            for field in _TIMES:
-                if copy[field] is not None:
-                    copy[field] += shift
-            runs.append(copy)
-            for log in logs:
-                row = {k: v for k, v in log.items() if k != "log_id"}
-                rows.append(row | {"instance_id": new_id, "created_at": log["created_at"] + shift})
-            ids.append(new_id)
-        async with db.transaction() as conn:
-            await conn.execute(instances.insert(), runs)
-            await conn.execute(instance_logs.insert(), rows)
-    if not db.is_sqlite:  # as autovacuum would after so many rows: plans from fresh statistics
-        async with db.autocommit() as conn:
-            await conn.execute(sa.text("ANALYZE instances, instance_logs"))
-    return ids
+__all__ = ("run_prune_bench",)
 
 
 async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, json_path: str | None = None) -> int:
@@ -86,7 +39,7 @@ async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, jso
             model = await engine.start_workflow_run(bench.tenant_id, workflow.id, {})
             await bench.finished(model)
             started = time.perf_counter()
-            await copy_runs(engine.db, model, runs, first_at=time.time() - 400 * DAY_SECONDS, spacing=0.01)
+            await copies_of(engine.db, model, runs, first_at=time.time() - 400 * DAY_SECONDS, spacing=0.01)
             copy_seconds = time.perf_counter() - started
             print(f"copied {runs} runs in {copy_seconds:.1f} s", file=sys.stderr)  # noqa: T201
             alone = [await _round(bench) for _ in range(rounds)]

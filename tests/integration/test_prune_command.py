@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from flowdeck.bench_prune import copy_runs
+from flowdeck.bench_history_build import copies_of
 from flowdeck.domain.retention import DAY_SECONDS
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.pruning import Pruner
@@ -61,7 +61,7 @@ async def old_runs(database_url: str, copies: int = COPIES) -> int:
         workflow = await engine.create_workflow(tenant_id, linear(3))
         run_id = await engine.start_workflow_run(tenant_id, workflow.id, {})
         await engine.wait_for_run(run_id, 20)
-        await copy_runs(db, run_id, copies, first_at=time.time() - 100 * DAY_SECONDS, spacing=1.0)
+        await copies_of(db, run_id, copies, first_at=time.time() - 100 * DAY_SECONDS, spacing=1.0)
     finally:
         await engine.stop()
         await db.dispose()

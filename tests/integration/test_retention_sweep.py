@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flowdeck.bench_prune import copy_runs
+from flowdeck.bench_history_build import copies_of
 from flowdeck.domain.retention import DAY_SECONDS, RetentionPolicy
 from flowdeck.engine.engine import Engine
 from flowdeck.observability.metrics import Metrics, observe_engine
@@ -54,7 +54,7 @@ async def test_the_workers_sweep_prunes_once_a_minute_and_counts_it(db: Database
         workflow = await engine.create_workflow(tenant_id, linear(2))
         run_id = await engine.start_workflow_run(tenant_id, workflow.id, {})
         await engine.wait_for_run(run_id, 20)
-        old = await copy_runs(db, run_id, 5, first_at=clock() - 40 * DAY_SECONDS, spacing=1.0)
+        old = await copies_of(db, run_id, 5, first_at=clock() - 40 * DAY_SECONDS, spacing=1.0)
 
         clock.advance(61)  # a minute on: the next sweep starts a pass
         deadline = time.monotonic() + 20

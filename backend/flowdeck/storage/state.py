@@ -481,11 +481,16 @@ class StateManager:
 
     async def load_test_definition(self, instance_id: str) -> dict[str, Any] | None:
         """The SYSTEM_SET payload a test run was started with (its graph and pins), or ``None``."""
-        stmt = sa.select(instance_logs.c.payload).where(
-            instance_logs.c.instance_id == instance_id,
-            instance_logs.c.event_type == EventType.SYSTEM_SET.value,
-            instance_logs.c.output_variable == DEFINITION_KEY,
-        ).order_by(instance_logs.c.log_id).limit(1)  # written at the start: the log-order index finds it first
+        stmt = (
+            sa.select(instance_logs.c.payload)
+            .where(
+                instance_logs.c.instance_id == instance_id,
+                instance_logs.c.event_type == EventType.SYSTEM_SET.value,
+                instance_logs.c.output_variable == DEFINITION_KEY,
+            )
+            .order_by(instance_logs.c.log_id)
+            .limit(1)
+        )  # written at the start: the log-order index finds it first
         async with self.db.read() as conn:
             payload = (await conn.execute(stmt)).scalar_one_or_none()
         return payload if isinstance(payload, dict) else None
