@@ -97,7 +97,8 @@ async def copy_runs(
     """Copies ``first`` .. ``first + count - 1`` of the templates (copy ``g`` created at ``base + g * spacing``),
     every row of each (log rows, labels) moved in time with it; their ids appended to ``ids``, oldest first."""
     t = len(templates.ids)
-    values = ", ".join(f"({i}, '{tid}', {templates.parents.get(i, 'CAST(NULL AS INTEGER)')})" for i, tid in enumerate(templates.ids))
+    no_parent = "CAST(NULL AS INTEGER)"  # typed, or PostgreSQL reads a column of NULLs as text
+    values = ", ".join(f"({i}, '{tid}', {templates.parents.get(i, no_parent)})" for i, tid in enumerate(templates.ids))
     shift = "c.created - i.created_at"
     columns = ", ".join(["id", "parent_instance_id", "root_instance_id", *_COPIED])  # children are one deep
     picked = ", ".join(
