@@ -1,0 +1,57 @@
+"""Request and response bodies of ``/api/approvals`` (docs/waits.md "Approvals"), camelCase on the wire."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from msgspec import Meta
+
+from flowdeck.api.schemas import Body, Camel
+
+__all__ = ("MAX_COMMENT", "ApprovalDecisionIn", "ApprovalOut", "ApprovalPage", "DecisionOut")
+
+MAX_COMMENT = 2000
+
+
+class DecisionOut(Camel):
+    email: str
+    decision: Literal["approve", "reject"]
+    comment: str | None
+    at: float
+
+
+class ApprovalOut(Camel):
+    """A ``wait`` node with ``resumeOn: "approval"`` of a run (one loop iteration of it)."""
+
+    id: str
+    instance_id: str
+    workflow_id: str | None
+    workflow_title: str | None
+    node_id: str
+    node_label: str
+    iteration: str
+    is_test: bool
+    requested_by: str | None
+    """The email of the user who started the run (none for a webhook or schedule start)."""
+    until: float | None
+    """When its ``timeoutSeconds`` pass (epoch seconds)."""
+    required: int
+    approvers: list[str]
+    """Who may decide (emails); empty: any user of the tenant."""
+    decisions: list[DecisionOut]
+    status: Literal["pending", "approved", "rejected", "closed"]
+    """``closed``: it timed out, or its run ended before it was decided."""
+    can_decide: bool
+    """Whether the caller may decide it now."""
+    cannot_decide_because: str | None = None
+
+
+class ApprovalPage(Camel):
+    items: list[ApprovalOut]
+    next_cursor: str | None = None
+    """Always null: the list holds every pending approval the caller may decide (at most 500, oldest first)."""
+
+
+class ApprovalDecisionIn(Body):
+    decision: Literal["approve", "reject"]
+    comment: Annotated[str, Meta(max_length=MAX_COMMENT)] | None = None
