@@ -126,6 +126,31 @@ async def test_another_user_approves_the_requester_may_not(
     assert approval_id not in await listed(bob)
 
 
+async def test_the_list_pages_and_skips_what_the_caller_decided(alice: Account, bob: Account) -> None:
+    workflow_id = await save(alice, approval({"required": 2}))
+    runs = [await run(alice, workflow_id) for _ in range(4)]
+    ids = [await waiting_approval(alice, run_id) for run_id in runs]
+    assert (await decide(bob, ids[1], "approve")).status_code == 200  # counted: bob may not decide it again
+    first = (await bob.client.get("/api/approvals?limit=2")).json()
+    assert [i["id"] for i in first["items"]] == [ids[0], ids[2]] and first["nextCursor"]
+    second = (await bob.client.get(f"/api/approvals?limit=2&cursor={first['nextCursor']}")).json()
+    assert [i["id"] for i in second["items"]] == [ids[3]] and second["nextCursor"] is None
+    assert (await bob.client.get("/api/approvals?cursor=nonsense")).status_code == 400
+    for run_id in runs:
+        await alice.client.post(f"/api/runs/{run_id}/cancel")
+
+
+async def test_a_run_started_by_a_webhook_or_schedule_has_no_requester(server: Server, alice: Account) -> None:
+    workflow_id = await save(alice, approval({}))
+    tenant_id = await server.engine.tenants.ensure(alice.tenant)
+    run_id = await server.engine.start_workflow_run(tenant_id, workflow_id, {}, trigger="schedule")
+    approval_id = await waiting_approval(alice, run_id)
+    shown = (await alice.client.get(f"/api/approvals/{approval_id}")).json()
+    assert shown["requestedBy"] is None and shown["canDecide"] is True
+    assert (await decide(alice, approval_id, "approve")).status_code == 200
+    assert (await finished(server, alice, run_id))["status"] == "COMPLETED"
+
+
 async def test_required_two_needs_two_distinct_users(
     server: Server, alice: Account, bob: Account, carol: Account
 ) -> None:

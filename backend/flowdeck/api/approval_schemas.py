@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
-from msgspec import Meta
+from typing import Literal
 
 from flowdeck.api.schemas import Body, Camel
 
-__all__ = ("MAX_COMMENT", "ApprovalDecisionIn", "ApprovalOut", "ApprovalPage", "DecisionOut")
-
-MAX_COMMENT = 2000
+__all__ = ("ApprovalDecisionIn", "ApprovalOut", "ApprovalPage", "DecisionOut")
 
 
 class DecisionOut(Camel):
@@ -48,10 +44,9 @@ class ApprovalOut(Camel):
 
 class ApprovalPage(Camel):
     items: list[ApprovalOut]
-    next_cursor: str | None = None
-    """Always null: the list holds every pending approval the caller may decide (at most 500, oldest first)."""
+    next_cursor: str | None
 
 
 class ApprovalDecisionIn(Body):
     decision: Literal["approve", "reject"]
-    comment: Annotated[str, Meta(max_length=MAX_COMMENT)] | None = None
+    comment: str | None = None

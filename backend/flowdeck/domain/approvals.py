@@ -17,7 +17,6 @@ from flowdeck.domain.errors import ConfigIssue
 
 __all__ = (
     "DECISIONS",
-    "MAX_APPROVERS",
     "ApprovalRule",
     "Decision",
     "Refusal",
@@ -30,7 +29,6 @@ __all__ = (
 
 Decision = Literal["approve", "reject"]
 DECISIONS: Final = ("approve", "reject")
-MAX_APPROVERS: Final = 100
 _EMAIL: Final = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _APPROVAL_KEYS: Final = ("approvers", "required", "allowSelfApproval")
 
@@ -61,8 +59,8 @@ def approval_issues(config: Mapping[str, Any]) -> list[ConfigIssue]:
     """What is wrong with an approval wait's ``approvers``, ``required`` and ``allowSelfApproval``."""
     issues: list[ConfigIssue] = []
     approvers = config.get("approvers", [])
-    if not isinstance(approvers, list) or len(approvers) > MAX_APPROVERS:
-        issues.append(ConfigIssue("config.approvers", f"approvers must be a list of at most {MAX_APPROVERS} emails"))
+    if not isinstance(approvers, list):
+        issues.append(ConfigIssue("config.approvers", "approvers must be a list of emails"))
         approvers = []
     seen: set[str] = set()
     for i, email in enumerate(approvers):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
@@ -25,10 +25,8 @@ from flowdeck.storage.children import wake_parent
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.tables import instances, wait_tokens, workflows
 
-__all__ = ("MAX_LISTED", "ApprovalRow", "ApprovalStore", "Decider", "DecisionAnswer", "shown_decisions")
+__all__ = ("ApprovalRow", "ApprovalStore", "Decider", "DecisionAnswer", "shown_decisions")
 
-MAX_LISTED: Final = 500
-"""The most pending approvals one list shows (oldest first)."""
 _LIVE = [RunStatus.RUNNING.value]
 
 DecisionAnswer = Literal["resolved", "counted", "closed"]
@@ -172,8 +170,9 @@ class ApprovalStore:
         self.db = db
         self.clock = clock
 
-    async def pending(self, tenant_id: str) -> list[ApprovalRow]:
-        """The tenant's approvals that wait for a decision (their node parked, the run running), oldest first."""
+    async def pending(self, tenant_id: str, after: tuple[float, str] | None, limit: int) -> list[ApprovalRow]:
+        """The tenant's approvals that wait for a decision (their node parked, the run running), oldest first,
+        from the one after ``after`` (``(created_at, id)`` of the last one seen)."""
         now = self.clock()
         a, w = approvals.c, wait_tokens.c
         stmt = (
@@ -186,9 +185,10 @@ class ApprovalStore:
                 w.until.is_not(None),
                 w.until > now,
                 instances.c.status.in_(_LIVE),
+                sa.true() if after is None else sa.tuple_(a.created_at, a.id) > sa.tuple_(*after),
             )
             .order_by(a.created_at, a.id)
-            .limit(MAX_LISTED)
+            .limit(limit)
         )
         async with self.db.read(snapshot=False) as conn:
             rows = [_row(r) for r in await conn.execute(stmt)]

@@ -128,8 +128,8 @@ export const runs = {
 };
 
 export const approvals = {
-  /** The pending approvals the signed-in user may decide, oldest first. */
-  list: () => request<Page<Approval>>('GET', '/api/approvals'),
+  /** The pending approvals the signed-in user may decide, oldest first (a page of up to 200). */
+  list: (cursor?: string | null) => request<Page<Approval>>('GET', `/api/approvals${query({ cursor, limit: 200 })}`),
   get: (id: string) => request<Approval>('GET', `/api/approvals/${encodeURIComponent(id)}`),
   decide: (id: string, decision: ApprovalDecision, comment?: string) =>
     request<Approval>('POST', `/api/approvals/${encodeURIComponent(id)}`, comment ? { decision, comment } : { decision }),

@@ -9,6 +9,7 @@ export function AppShell() {
   const { session, signOut } = useSession();
   useApprovalsPolling();
   const waiting = useApprovals((s) => s.items.length);
+  const more = useApprovals((s) => s.more);
   return (
     <div className="shell">
       <header className="topbar">
@@ -32,7 +33,7 @@ export function AppShell() {
             Approvals
             {waiting > 0 && (
               <span className="nav-badge" data-testid="approvals-badge" aria-label={`${waiting} waiting for you`}>
-                {waiting}
+                {more ? `${waiting}+` : waiting}
               </span>
             )}
           </NavLink>

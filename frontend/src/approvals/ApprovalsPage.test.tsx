@@ -55,7 +55,7 @@ function renderAt(path: string) {
   );
 }
 
-beforeEach(() => useApprovals.setState({ items: [], loaded: false, error: null }));
+beforeEach(() => useApprovals.setState({ items: [], more: false, loaded: false, error: null }));
 afterEach(() => {
   cleanup();
   vi.unstubAllGlobals();
@@ -65,7 +65,7 @@ describe('ApprovalsPage', () => {
   it('lists what waits for the user and approves one with a comment', async () => {
     let pending = [PENDING];
     const calls = serve({
-      'GET /api/approvals': () => ({ status: 200, body: { items: pending, nextCursor: null } }),
+      'GET /api/approvals?limit=200': () => ({ status: 200, body: { items: pending, nextCursor: null } }),
       'POST /api/approvals/a1': () => {
         pending = [];
         return { status: 200, body: { ...PENDING, status: 'approved', canDecide: false } };
@@ -91,7 +91,7 @@ describe('ApprovalsPage', () => {
 
   it('shows one approval by its id, and why the user may not decide it', async () => {
     serve({
-      'GET /api/approvals': () => ({ status: 200, body: { items: [], nextCursor: null } }),
+      'GET /api/approvals?limit=200': () => ({ status: 200, body: { items: [], nextCursor: null } }),
       'GET /api/approvals/a1': () => ({
         status: 200,
         body: { ...PENDING, canDecide: false, cannotDecideBecause: 'you started this run, and this approval does not allow self-approval' },
@@ -109,7 +109,7 @@ describe('ApprovalsPage', () => {
 describe('DecisionButtons', () => {
   it('on the canvas card: no comment, a refusal shown as the server words it', async () => {
     serve({
-      'GET /api/approvals': () => ({ status: 200, body: { items: [], nextCursor: null } }),
+      'GET /api/approvals?limit=200': () => ({ status: 200, body: { items: [], nextCursor: null } }),
       'POST /api/approvals/a1': () => ({ status: 403, body: { status_code: 403, detail: 'you are not among this approval\'s approvers' } }),
     });
     render(<DecisionButtons approvalId="a1" compact />);

@@ -9,6 +9,8 @@ export const APPROVALS_REFRESH_MS = 15_000;
 
 type ApprovalsState = {
   items: Approval[];
+  /** More wait than the first page holds (the badge says 200+). */
+  more: boolean;
   loaded: boolean;
   error: string | null;
   refresh(): Promise<void>;
@@ -18,12 +20,13 @@ type ApprovalsState = {
 
 export const useApprovals = create<ApprovalsState>()((set, get) => ({
   items: [],
+  more: false,
   loaded: false,
   error: null,
   async refresh() {
     try {
       const page = await approvals.list();
-      set({ items: page.items, loaded: true, error: null });
+      set({ items: page.items, more: !!page.nextCursor, loaded: true, error: null });
     } catch (err) {
       set({ loaded: true, error: err instanceof Error ? err.message : String(err) });
     }

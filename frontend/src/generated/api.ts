@@ -887,7 +887,7 @@ export interface components {
         /** ApprovalPage */
         ApprovalPage: {
             items: components["schemas"]["ApprovalOut"][];
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         /** DecisionOut */
         DecisionOut: {
@@ -1535,7 +1535,12 @@ export type $defs = Record<string, never>;
 export interface operations {
     ApiApprovalsListApprovals: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description nextCursor of the previous page */
+                cursor?: string | null;
+                /** @description page size */
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1550,6 +1555,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApprovalPage"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
                 };
             };
             /** @description No permission -- see authorization schemes */

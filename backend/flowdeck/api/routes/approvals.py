@@ -13,8 +13,9 @@ from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK
 
 from flowdeck.api.approval_schemas import ApprovalDecisionIn, ApprovalOut, ApprovalPage
-from flowdeck.api.dependencies import AppServices, Caller, ObjectId
+from flowdeck.api.dependencies import AppServices, Caller, Cursor, Limit, ObjectId
 from flowdeck.api.openapi import SIGNED_IN, errors
+from flowdeck.api.pagination import DEFAULT_LIMIT
 
 __all__ = ("ApprovalController",)
 
@@ -24,10 +25,12 @@ class ApprovalController(Controller):
     tags = ["approvals"]
     security = SIGNED_IN
 
-    @get(raises=errors())
-    async def list_approvals(self, principal: Caller, services: AppServices) -> ApprovalPage:
+    @get(raises=errors(400))
+    async def list_approvals(
+        self, principal: Caller, services: AppServices, cursor: Cursor = None, limit: Limit = DEFAULT_LIMIT
+    ) -> ApprovalPage:
         """The pending approvals the caller may decide (not the ones they decided or may not decide), oldest first."""
-        return await services.approvals.pending(principal)
+        return await services.approvals.pending(principal, cursor, limit)
 
     @get("/{approval_id:str}", raises=errors(400, 404))
     async def get_approval(self, approval_id: ObjectId, principal: Caller, services: AppServices) -> ApprovalOut:

@@ -9,6 +9,7 @@ from litestar.status_codes import HTTP_409_CONFLICT
 
 from flowdeck.accounts.principal import Principal
 from flowdeck.api.approval_schemas import ApprovalDecisionIn, ApprovalOut, ApprovalPage, DecisionOut
+from flowdeck.api.pagination import TimeKey, decode_cursor, encode_cursor
 from flowdeck.domain.approvals import Refusal
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.plans import RunNotFoundError
@@ -17,6 +18,7 @@ from flowdeck.storage.approvals import ApprovalRow, Decider, shown_decisions
 __all__ = ("ApprovalService",)
 
 Status = Literal["pending", "approved", "rejected", "closed"]
+_BATCH = 200
 _CLOSED = "this approval is no longer pending: it was decided, timed out, or its run ended"
 
 
@@ -60,11 +62,24 @@ class ApprovalService:
             cannot_decide_because=(refused.message if refused else None) if row.pending else _CLOSED,
         )
 
-    async def pending(self, principal: Principal) -> ApprovalPage:
-        rows = await self.engine.approvals.pending(principal.tenant_id)
-        decider = _decider(principal)
-        mine = [row for row in rows if row.refusal(decider) is None]
-        return ApprovalPage(items=[await self._out(row, principal) for row in mine])
+    async def pending(self, principal: Principal, cursor: str | None, limit: int) -> ApprovalPage:
+        """A page of the pending approvals the caller may decide: the tenant's pending ones are read in
+        batches, oldest first, and filtered by the one rule of who may decide (domain/approvals.py)."""
+        after: tuple[float, str] | None = decode_cursor(cursor, TimeKey)
+        decider, more = _decider(principal), True
+        mine: list[ApprovalRow] = []
+        while more and len(mine) <= limit:
+            rows = await self.engine.approvals.pending(principal.tenant_id, after, _BATCH)
+            more = len(rows) == _BATCH
+            for row in rows:
+                after = (row.created_at, row.id)
+                if row.refusal(decider) is None:
+                    mine.append(row)
+                    if len(mine) > limit:
+                        break
+        page = mine[:limit]
+        next_cursor = encode_cursor((page[-1].created_at, page[-1].id)) if len(mine) > limit else None
+        return ApprovalPage(items=[await self._out(row, principal) for row in page], next_cursor=next_cursor)
 
     async def get(self, principal: Principal, approval_id: str) -> ApprovalOut:
         row = await self.engine.approvals.get(principal.tenant_id, approval_id)
