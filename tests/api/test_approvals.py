@@ -242,7 +242,6 @@ async def test_a_cancel_closes_the_approval(server: Server, alice: Account, bob:
 
 async def test_a_decision_racing_the_timeout_has_one_winner(server: Server, alice: Account, bob: Account) -> None:
     workflow_id = await save(alice, approval({}, timeout_edge=True))
-    outcomes = set()
     for _ in range(4):
         run_id = await run(alice, workflow_id)
         approval_id = await waiting_approval(alice, run_id)
@@ -257,8 +256,6 @@ async def test_a_decision_racing_the_timeout_has_one_winner(server: Server, alic
         else:
             done = await finished(server, alice, run_id)
             assert done["output"]["got"]["decision"] == "approve"
-        outcomes.add(timed_out)
-    assert outcomes  # each round had exactly one winner, whichever it was
 
 
 async def test_approvals_in_a_loop_body_one_per_item(server: Server, alice: Account, bob: Account) -> None:
