@@ -4,11 +4,13 @@ import { MemoryRouter, Route, Routes } from 'react-router';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import type { Approval } from '../api/types';
+import type { NodeRun } from '../runs/runReducer';
 import { sourceHandleIds } from '../graph/handles';
 import { createNode, type EditorNodeOf } from '../graph/model';
 import { ApprovalsPage } from './ApprovalsPage';
 import { useApprovals } from './approvalsStore';
 import { DecisionButtons } from './DecisionButtons';
+import { waitingApprovals } from './WaitingApprovals';
 
 const PENDING: Approval = {
   id: 'a1',
@@ -126,5 +128,26 @@ describe('wait node handles', () => {
     expect(sourceHandleIds(wait)).toEqual(['success', 'timeout']);
     const approval = { ...wait, data: { ...wait.data, config: { resumeOn: 'approval' as const } } };
     expect(sourceHandleIds(approval)).toEqual(['success', 'timeout', 'rejected']);
+  });
+});
+
+describe('waitingApprovals', () => {
+  it('finds every waiting approval of a run, loop iterations too', () => {
+    const base: NodeRun = { status: 'COMPLETED', attempt: 1, completedAt: null, error: null, output: null, startedAt: null };
+    const waiting = (approvalId: string): NodeRun => ({
+      ...base,
+      status: 'WAITING',
+      waitingFor: { resumeOn: 'approval', url: `/approvals/${approvalId}`, until: 1, approvalId },
+    });
+    const nodes: Record<string, NodeRun> = {
+      start: base,
+      hold: { ...base, status: 'WAITING', waitingFor: { resumeOn: 'webhook', url: '/resume/x', until: 1 } },
+      ok: waiting('top'),
+      body: { ...base, status: 'WAITING', iterations: { '0': waiting('it0'), '1': base } },
+    };
+    expect(waitingApprovals(nodes)).toEqual([
+      { nodeId: 'ok', iteration: '', approvalId: 'top' },
+      { nodeId: 'body', iteration: '0', approvalId: 'it0' },
+    ]);
   });
 });
