@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 from graphs import edge, node
+from pages.editor_page import EditorPage
 from playwright.sync_api import Browser, Page, expect
 
 from conftest import PASSWORD, VIEWPORT, Server, shot
@@ -64,3 +65,31 @@ def test_an_approval_granted_from_the_approvals_page_while_the_run_page_watches(
     expect(card).to_have_attribute("data-status", "COMPLETED", timeout=15_000)
     expect(page.get_by_test_id("run-detail")).to_have_attribute("data-status", "COMPLETED", timeout=15_000)
     assert server.api("GET", f"/api/runs/{run_id}")["output"] == {"by": approver}
+
+
+def test_a_designer_finishes_a_test_run_from_the_canvas_card(page: Page, server: Server) -> None:
+    workflow = server.create_workflow(
+        {
+            "title": f"Payout {uuid.uuid4().hex[:6]}",
+            "nodes": [
+                node("start", "start", 0),
+                node("ok", "wait", 280, label="Approve the payout", config={"resumeOn": "approval", "required": 2}),
+                node("end", "end", 560, config={"outputParameters": {"d": "{{ ctx.ok.decision }}"}}),
+            ],
+            "edges": [edge("start", "ok"), edge("ok", "end", "success")],
+            "options": {"timeoutSeconds": 600},
+        }
+    )
+    editor = EditorPage(page).open(workflow["id"])
+    editor.select("ok")
+    expect(page.get_by_test_id("wait-resume-on")).to_have_value("approval")
+    expect(page.get_by_test_id("wait-required")).to_have_value("2")
+    expect(editor.handle("ok", "rejected")).to_be_visible()
+
+    editor.test_run()
+    editor.expect_status("ok", "WAITING")
+    card = editor.node_card("ok")
+    expect(card.get_by_test_id("node-waiting")).to_contain_text("Waiting for an approval")
+    card.get_by_test_id("approve").click()  # the test run's designer decides it alone, though 2 are required
+    editor.expect_status("ok", "COMPLETED")
+    editor.expect_run_status("COMPLETED")
