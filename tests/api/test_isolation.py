@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -36,7 +37,10 @@ async def alices_objects(server: Server, alice: Account) -> dict[str, str]:
     source = (await alice.client.post("/api/data-sources", json=SOURCE)).json()["id"]
     query = (await alice.client.post("/api/queries", json={**QUERY, "dataSourceId": source})).json()["id"]
     widget = (await alice.client.post("/api/widgets", json={**WIDGET, "workflowId": workflow})).json()["id"]
+    waiting = (await alice.client.post("/api/test-runs", json=APPROVAL)).json()["instanceId"]
     return {
+        "approval_id": await approval_of(alice, waiting),
+        "approval_run": waiting,
         "workflow_id": workflow,
         "instance_id": run,
         "token_id": token,
@@ -48,12 +52,29 @@ async def alices_objects(server: Server, alice: Account) -> dict[str, str]:
     }
 
 
+APPROVAL = definition(
+    [node("start", "start"), node("ok", "wait", config={"resumeOn": "approval"}), end()],
+    [edge("start", "ok"), edge("ok", "end", "success")],
+    timeoutSeconds=600,
+)
+
+
+async def approval_of(alice: Account, run_id: str) -> str:
+    """The id of the approval the run waits on, once it is parked (the event that proves it)."""
+    for _ in range(300):
+        node_state = (await alice.client.get(f"/api/runs/{run_id}")).json()["nodes"].get("ok", {})
+        if node_state.get("status") == "WAITING":
+            return str(node_state["waitingFor"]["approvalId"])
+        await asyncio.sleep(0.05)
+    raise AssertionError("the approval never parked")
+
+
 def request_for(method: str, path: str, ids: dict[str, str]) -> tuple[str, dict[str, Any]]:
     """The concrete URL and a valid body for one operation, aimed at alice's objects."""
     url = path.replace("{workflow_id}", ids["workflow_id"]).replace("{token_id}", ids["token_id"])
     url = url.replace("{version}", ids["version"])
     url = url.replace("{source_id}", ids["source_id"]).replace("{query_id}", ids["query_id"])
-    url = url.replace("{widget_id}", ids["widget_id"])
+    url = url.replace("{widget_id}", ids["widget_id"]).replace("{approval_id}", ids["approval_id"])
     url = url.replace("{instance_id}", ids["test_run"] if path.startswith("/api/test-runs") else ids["instance_id"])
     body: dict[str, Any] = {}
     if path.startswith("/api/widgets/") and method in ("POST", "PUT"):
@@ -66,6 +87,8 @@ def request_for(method: str, path: str, ids: dict[str, str]) -> tuple[str, dict[
         body = {"json": {"args": {}}}
     elif method == "PUT":
         body = {"json": linear(1) | {"version": 1}}
+    elif method == "POST" and path.startswith("/api/approvals/"):
+        body = {"json": {"decision": "approve"}}
     elif method == "POST" and path.endswith("/runs"):
         body = {"json": {"input": {"x": 1}}}
     return url, body
@@ -109,13 +132,15 @@ async def test_every_endpoint_answers_404_for_another_tenants_objects(
     assert invalid_graph.status_code == 404
 
     # Nothing of alice's shows up in mallory's lists, or changed.
-    for url in ("/api/workflows", "/api/runs", f"/api/runs?workflowId={ids['workflow_id']}"):
+    for url in ("/api/workflows", "/api/runs", f"/api/runs?workflowId={ids['workflow_id']}", "/api/approvals"):
         assert (await mallory.client.get(url)).json()["items"] == [], url
     assert ids["token_id"] not in [t["id"] for t in (await mallory.client.get("/api/tokens")).json()["items"]]
     assert (await alice.client.get(f"/api/workflows/{ids['workflow_id']}")).json()["version"] == 1
     assert (await alice.client.get(f"/api/runs/{ids['test_run']}")).json()["status"] == "RUNNING"
+    assert (await alice.client.get(f"/api/approvals/{ids['approval_id']}")).json()["status"] == "pending"
     assert ids["token_id"] in [t["id"] for t in (await alice.client.get("/api/tokens")).json()["items"]]
     await alice.client.post(f"/api/runs/{ids['test_run']}/cancel")
+    await alice.client.post(f"/api/runs/{ids['approval_run']}/cancel")
 
 
 async def test_every_endpoint_but_health_and_login_needs_authentication(
@@ -132,3 +157,4 @@ async def test_every_endpoint_but_health_and_login_needs_authentication(
             expected = {404}
         assert response.status_code in expected, f"{method} {path}: {response.status_code}"
     await alice.client.post(f"/api/runs/{ids['test_run']}/cancel")
+    await alice.client.post(f"/api/runs/{ids['approval_run']}/cancel")

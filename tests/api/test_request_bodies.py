@@ -7,6 +7,7 @@ endpoint is a 415, and neither changes anything stored.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,7 @@ async def objects_of(server: Server, alice: Account) -> Objects:
         "file_path": "main.js",
         "example_id": "loop",
         "node_id": "s1",
+        "approval_id": str(uuid.uuid4()),  # a body is checked before the approval is looked up
     }
     return Objects(values, api_token_id, embed["id"])
 

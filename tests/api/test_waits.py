@@ -127,7 +127,7 @@ async def test_a_timeout_nothing_takes_fails_the_node(server: Server, alice: Acc
 
 async def test_bad_configs_are_refused_naming_the_field(alice: Account) -> None:
     for config, key, words in [
-        ({"resumeOn": "approval"}, "config.resumeOn", "not available yet"),
+        ({"resumeOn": "approve"}, "config.resumeOn", "approval"),
         ({"resumeOn": "email"}, "config.resumeOn", "webhook"),
         ({"resumeOn": "webhook", "timeoutSeconds": 10**9}, "config.timeoutSeconds", "FLOWDECK_MAX_WAIT_SECONDS"),
         ({"resumeOn": "form", "fields": [{"name": "a", "type": "date"}]}, "config.fields[0].type", "one of"),

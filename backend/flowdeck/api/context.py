@@ -8,6 +8,7 @@ from flowdeck.accounts.passwords import PasswordService
 from flowdeck.accounts.rate_limit import LoginRateLimiter
 from flowdeck.accounts.service import AccountsService
 from flowdeck.api.config import ApiConfig, RuntimeLike
+from flowdeck.api.services.approvals import ApprovalService
 from flowdeck.api.services.embed_limits import EmbedRunLimiter
 from flowdeck.api.services.runs import RunService
 from flowdeck.api.services.widget_data import WidgetDataService
@@ -36,6 +37,7 @@ class Services:
     webhooks: WebhookService
     embed_limits: EmbedRunLimiter
     notifier: Notifier
+    approvals: ApprovalService
 
     @classmethod
     def build(cls, runtime: RuntimeLike, config: ApiConfig) -> Services:
@@ -64,6 +66,7 @@ class Services:
             WebhookService(WebhookStore(runtime.db), engine, accounts),
             EmbedRunLimiter(runtime.db),
             notifier,
+            ApprovalService(engine),
         )
 
 

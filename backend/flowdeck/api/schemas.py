@@ -324,12 +324,15 @@ class OutputTruncatedOut(Camel):
     """Where it is read in full (``GET``, the same credentials)."""
 
 
-class WaitingForOut(Camel):
-    resume_on: Literal["webhook", "form"]
+class WaitingForOut(Camel, omit_defaults=True):
+    resume_on: Literal["webhook", "form", "approval"]
     url: str | None
-    """The path that resumes the node (``/resume/{token}``, or the form page ``/forms/{token}``)."""
+    """The path that resumes the node (``/resume/{token}``, or the form page ``/forms/{token}``), or an
+    approval's page in the editor (``/approvals/{id}``)."""
     until: float
     """When its ``timeoutSeconds`` pass (epoch seconds)."""
+    approval_id: str | None = None
+    """An approval's id, for ``/api/approvals/{id}``."""
 
 
 class NodeStateOut(Camel, omit_defaults=True):

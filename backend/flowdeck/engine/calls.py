@@ -27,7 +27,7 @@ from flowdeck.engine.plans import RunPlan
 from flowdeck.engine.run_limits import RunLimits, call_refused
 from flowdeck.engine.run_start import open_run
 from flowdeck.engine.run_timing import RunTiming
-from flowdeck.storage.children import CALL_KEY, ChildRuns, count_tree_run, deadline_of
+from flowdeck.storage.children import CALL_KEY, ChildRuns, count_tree_run, deadline_of, requester_of
 from flowdeck.storage.records import Job, LogEvent
 
 __all__ = ("CHILD_TRIGGER", "ChildCascade", "record_call")
@@ -80,6 +80,7 @@ async def record_call(
         timing=RunTiming(deadline_at=await deadline_of(tx.conn, job.instance_id)),  # the caller's deadline covers it
         claim=decision.owner is not None,
         root_instance_id=root,
+        requested_by=await requester_of(tx.conn, job.instance_id),
     )
     decision.effects.absorb(opened)
     decision.effects.node(job_key(job), NodeStatus.RUNNING, job.attempt, child_instance_id=child.instance_id)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from flowdeck.domain.approvals import Decision, Refusal
 from flowdeck.domain.labels import LabelLimits, labels_from_body
 from flowdeck.domain.problems import Problem, has_errors
 from flowdeck.domain.retention import RetentionPolicy
@@ -31,6 +32,7 @@ from flowdeck.handlers.registry import HandlerRegistry
 from flowdeck.handlers.wait import WaitHandler
 from flowdeck.handlers.workflow_call import WorkflowCallHandler
 from flowdeck.settings import DEFAULT_MAX_WAIT_SECONDS
+from flowdeck.storage.approvals import ApprovalRow, ApprovalStore, Decider, DecisionAnswer
 from flowdeck.storage.children import ChildRuns
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import InstanceRecord
@@ -117,7 +119,8 @@ class Engine:
         self.worker.sweep_hooks.append(self.pruner.sweep_hook)  # finished runs past their retention
         registry.add(WorkflowCallHandler(self.workflows, self.children, self.orchestrator.cancel_run))
         self.waits = WaitTokens(db, clock)
-        registry.add(WaitHandler(self.waits, max_wait_seconds))
+        self.approvals = ApprovalStore(db, clock)
+        registry.add(WaitHandler(self.waits, self.approvals, max_wait_seconds))
         self.publisher.attach(_ForgetFailedPlans(self.publisher, self.plans))
         self._worker_running = False
         self.definition_listeners: list[Callable[[], None]] = []
@@ -209,11 +212,14 @@ class Engine:
         instance_id: str | None = None,
         timing: RunTiming | None = None,
         labels: Mapping[str, object] | None = None,
+        requested_by: str | None = None,
     ) -> str:
         """A production run of the latest saved version (or of ``version``, which must be the latest).
 
         ``timing``: a scheduled start and/or a deadline (engine/run_timing.py; checked by the caller).
         ``labels``: checked here (``LabelError`` naming the label) and stored with the run.
+
+        ``requested_by``: the user who starts it (an API call's, a session's; none for a webhook or schedule).
 
         ``instance_id`` lets a caller choose the run's id: a second start with the same id fails on
         the primary key, which is how a schedule's due time starts exactly once across processes.
@@ -239,6 +245,7 @@ class Engine:
             instance_id=instance_id,
             timing=timing,
             labels=checked,
+            requested_by=requested_by,
         )
         self.observer.run_started(trigger)
         return instance_id
@@ -251,6 +258,7 @@ class Engine:
         *,
         pinned: Mapping[str, Any] | None = None,
         workflow_id: str | None = None,
+        requested_by: str | None = None,
     ) -> str:
         """Run an unsaved graph; it is stored in the run's SYSTEM_SET row and read from there.
 
@@ -276,6 +284,7 @@ class Engine:
             pinned=pinned,
             trigger="test",
             workflow_id=workflow_id,
+            requested_by=requested_by,
         )
         self.observer.run_started("test")
         return instance_id
@@ -348,10 +357,23 @@ class Engine:
         process and, through the fan-out's job listener, in the others."""
         answer, info = await self.waits.resume(token, output)
         if answer == "resumed":
-            now = self.waits.clock()
-            for listener in self.orchestrator.job_listeners:
-                listener(now)
+            self._wake_workers()
         return answer, info
+
+    async def decide_approval(
+        self, row: ApprovalRow, decider: Decider, decision: Decision, comment: str | None
+    ) -> tuple[DecisionAnswer | Refusal, ApprovalRow]:
+        """Record a decision on an approval (storage/approvals.py); one that resolves it wakes a worker."""
+        answer, row = await self.approvals.decide(row, decider, decision, comment)
+        if answer == "resolved":
+            self._wake_workers()
+        return answer, row
+
+    def _wake_workers(self) -> None:
+        """A parked node was made due now: wake a worker here and, through the fan-out, in the others."""
+        now = self.waits.clock()
+        for listener in self.orchestrator.job_listeners:
+            listener(now)
 
     async def wait_for_run(self, instance_id: str, timeout: float) -> InstanceRecord:
         """Wait until the run is finished (or ``timeout`` passes); returns its latest record."""

@@ -100,6 +100,7 @@ class Orchestrator:
         instance_id: str | None = None,
         timing: RunTiming | None = None,
         labels: Mapping[str, str] | None = None,
+        requested_by: str | None = None,
     ) -> str:
         """Create a run and queue its start node, in one transaction. Test runs pass ``test_definition``.
         ``labels`` (checked by the caller) are written in that transaction.
@@ -125,6 +126,7 @@ class Orchestrator:
                 timeout,
                 graph.start_id,
                 timing.deadline_at,
+                requested_by,
             )
             now = await self.state.start_production_run(start)
         if now is not None:
@@ -143,6 +145,7 @@ class Orchestrator:
                     trigger=trigger,
                     timing=timing,
                     labels=labels,
+                    requested_by=requested_by,
                 )
         sla = graph.definition.options.sla_seconds
         if sla:

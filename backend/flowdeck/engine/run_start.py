@@ -28,11 +28,13 @@ async def open_run(
     claim: bool = False,
     root_instance_id: str | None = None,
     labels: Mapping[str, str] | None = None,
+    requested_by: str | None = None,
 ) -> tuple[bool, Job | None]:
     """Create the run of ``decision.plan`` (its instance, INPUT_SET, a test run's definition, RUN_STATUS)
     and queue its start node; returns whether it is PENDING until ``timing.available_at``, and with
     ``claim`` the start node's job leased to the decision's owner (when due now). A called run names its
-    tree's ``root_instance_id``; ``labels`` (checked by the caller) are written with the run."""
+    tree's ``root_instance_id``; ``requested_by`` is the user who started it (a called run: its
+    caller's); ``labels`` (checked by the caller) are written with the run."""
     tx, plan, effects = decision.tx, decision.plan, decision.effects
     graph, instance_id = plan.graph, plan.instance_id
     delay = max(0.0, timing.available_at - tx.now) if timing.available_at is not None else 0.0
@@ -51,6 +53,7 @@ async def open_run(
         parent=plan.parent,
         depth=plan.depth,
         root_instance_id=root_instance_id,
+        requested_by=requested_by,
     )
     if labels:
         await write_labels(tx.conn, instance_id, labels)
@@ -64,7 +67,7 @@ async def open_run(
                 payload={DEFINITION_KEY: test_definition, PINNED_KEY: dict(plan.pinned)},
             )
         )
-    waits = await open_wait_tokens(tx, instance_id, graph)
+    waits = await open_wait_tokens(tx, instance_id, plan.tenant_id, graph)
     if waits is not None:
         events.append(waits)
     status = RunStatus.PENDING if pending else RunStatus.RUNNING

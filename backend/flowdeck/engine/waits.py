@@ -22,7 +22,7 @@ from flowdeck.engine.effects import Effects, job_key
 from flowdeck.engine.outcomes import Parked
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import StateTransaction
-from flowdeck.storage.waits import RUN_KEY, WAIT_KEY, NewToken, insert_tokens, mark_parked, new_token, wait_url
+from flowdeck.storage.waits import RUN_KEY, WAIT_KEY, insert_tokens, mark_parked, wait_token, wait_url
 
 __all__ = ("WAIT_TYPE", "has_waits", "open_wait_tokens", "park_wait")
 
@@ -33,17 +33,17 @@ def has_waits(graph: Graph) -> bool:
     return any(node.type == WAIT_TYPE for node in graph.definition.nodes)
 
 
-async def open_wait_tokens(tx: StateTransaction, instance_id: str, graph: Graph) -> LogEvent | None:
+async def open_wait_tokens(tx: StateTransaction, instance_id: str, tenant_id: str, graph: Graph) -> LogEvent | None:
     """Make the tokens of the run's top-level ``wait`` nodes; the ``ctx.run`` row to log (``None``: no waits)."""
     tokens = [
-        NewToken(node.id, "", str(node.config.get("resumeOn")), new_token())
+        wait_token(node.id, "", node.config)
         for node in graph.definition.nodes
         if node.type == WAIT_TYPE and graph.loop_of(node.id) is None
     ]
     if not tokens:
         return None
-    await insert_tokens(tx.conn, instance_id, tokens, tx.now)
-    urls = {t.node_id: wait_url(t.resume_on, t.token) for t in tokens}
+    await insert_tokens(tx.conn, instance_id, tenant_id, tokens, tx.now)
+    urls = {t.node_id: wait_url(t) for t in tokens}
     run: dict[str, Any] = {"resumeUrls": urls}
     return LogEvent(instance_id, EventType.SYSTEM_SET, output_variable=RUN_KEY, payload={"run": run})
 

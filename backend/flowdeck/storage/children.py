@@ -20,7 +20,16 @@ from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, RunStatus
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.tables import instance_logs, instances, node_jobs, workflows
 
-__all__ = ("CALL_KEY", "MAX_DEPTH", "ChildRun", "ChildRuns", "ParentRef", "count_tree_run", "wake_parent")
+__all__ = (
+    "CALL_KEY",
+    "MAX_DEPTH",
+    "ChildRun",
+    "ChildRuns",
+    "ParentRef",
+    "count_tree_run",
+    "requester_of",
+    "wake_parent",
+)
 
 CALL_KEY: Final = "__call"
 """The output variable of the SYSTEM_SET row recording a call (never folded into a context)."""
@@ -72,6 +81,13 @@ async def wake_parent(conn: Connection, parent: tuple[str | None, str | None, st
         .values(available_at=now)
     )
     return bool(result.rowcount)
+
+
+async def requester_of(conn: Connection, instance_id: str) -> str | None:
+    """Who started the run (a called run is its caller's: the self-approval rule follows the tree)."""
+    stmt = sa.select(instances.c.requested_by).where(instances.c.id == instance_id)
+    found = (await conn.execute(stmt)).scalar_one_or_none()
+    return None if found is None else str(found)
 
 
 async def count_tree_run(conn: Connection, caller_id: str, max_runs: int) -> str | None:

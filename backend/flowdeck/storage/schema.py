@@ -11,6 +11,7 @@ import flowdeck.storage.notice_tables  # (notification outbox and secrets)
 import flowdeck.storage.retention_tables  # (tenants' retention policies)
 import flowdeck.storage.trigger_tables  # (webhook secrets)
 import flowdeck.storage.widget_tables  # noqa: F401  (widgets, embed tokens)
+from flowdeck.storage.approval_tables import approval_decisions, approvals
 from flowdeck.storage.notice_tables import run_notices
 from flowdeck.storage.tables import (
     instance_logs,
@@ -24,6 +25,16 @@ from flowdeck.storage.tables import (
 
 __all__ = ("RUN_OWNED_TABLES", "metadata")
 
-RUN_OWNED_TABLES = (instance_logs, node_jobs, join_barriers, loop_states, run_notices, run_labels, wait_tokens)
+RUN_OWNED_TABLES = (
+    instance_logs,
+    node_jobs,
+    join_barriers,
+    loop_states,
+    run_notices,
+    run_labels,
+    wait_tokens,
+    approvals,
+    approval_decisions,
+)
 """The tables whose rows belong to one run (``instance_id``): deleting a run deletes its rows in each
 (a test run deleted by its user, a finished run past its retention). A new such table is added here."""

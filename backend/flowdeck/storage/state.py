@@ -138,6 +138,7 @@ class StateTransaction:
         parent: ParentRef | None = None,
         depth: int = 0,
         root_instance_id: str | None = None,
+        requested_by: str | None = None,
     ) -> None:
         """A RUNNING run, or a PENDING one until ``available_at`` (then ``started_at`` says when it starts).
 
@@ -164,6 +165,7 @@ class StateTransaction:
             "parent_attempt": parent.attempt if parent else None,
             "depth": depth,
             "root_instance_id": root_instance_id,
+            "requested_by": requested_by,
         }
         await self.conn.execute(self.db.sql.insert_instance, values)
 

@@ -180,6 +180,7 @@ class PostgresStateManager(StateManager):
                 now + start.timeout_seconds, math.inf if start.deadline_at is None else start.deadline_at
             ),
             "p_start_id": start.start_id,
+            "p_requested_by": start.requested_by,
         }
         for attempt in range(_START_ATTEMPTS):
             try:

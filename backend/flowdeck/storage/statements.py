@@ -294,6 +294,7 @@ _INSTANCE_VALUES = (
     *("id", "tenant_id", "workflow_id", "workflow_version", "is_test", "status", "version", "trigger", "input"),
     *("created_at", "started_at", "updated_at", "deadline_at"),
     *("parent_instance_id", "parent_node_id", "parent_iteration", "parent_attempt", "depth", "root_instance_id"),
+    "requested_by",
 )
 _BARRIER_VALUES = ("instance_id", "node_id", "iteration", "resolved_edges", "taken_edges")
 

@@ -407,6 +407,7 @@ def _start_run() -> Any:
     i = instances.c
     created = _names(i.id, i.tenant_id, i.workflow_id, i.workflow_version, i.is_test, i.status, i.version)
     created += ", " + _names(i.trigger, i.input, i.created_at, i.started_at, i.updated_at, i.deadline_at)
+    created += ", " + _names(i.requested_by)
     logged = _names(_L.instance_id, _L.node_id, _L.iteration, _L.event_type, _L.node_status, _L.payload)
     logged += ", " + _names(_L.node_attempt, _L.created_at)
     return sa.text(
@@ -416,7 +417,8 @@ WITH instance AS (
     VALUES (CAST(:p_id AS VARCHAR), CAST(:p_tenant_id AS VARCHAR), CAST(:p_workflow_id AS VARCHAR),
         CAST(:p_workflow_version AS INTEGER), false, {_q(RunStatus.RUNNING)}, 1, CAST(:p_trigger AS VARCHAR),
         CAST(:p_input AS JSONB), CAST(:p_now AS DOUBLE PRECISION), CAST(:p_now AS DOUBLE PRECISION),
-        CAST(:p_now AS DOUBLE PRECISION), CAST(:p_deadline AS DOUBLE PRECISION))
+        CAST(:p_now AS DOUBLE PRECISION), CAST(:p_deadline AS DOUBLE PRECISION),
+        CAST(:p_requested_by AS VARCHAR))
     RETURNING id
 ), logged AS (
     INSERT INTO instance_logs ({logged})

@@ -85,6 +85,8 @@ class RunStart:
     start_id: str
     deadline_at: float | None = None
     """``deadlineAt``: the run fails at the earlier of it and its timeout (recorded in its RUN_STATUS row)."""
+    requested_by: str | None = None
+    """The user who started it (``instances.requested_by``)."""
 
 
 @dataclass(frozen=True, slots=True)

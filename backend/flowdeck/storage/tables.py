@@ -102,6 +102,9 @@ instances = sa.Table(
     # (NULL for a run nothing called), and on that root the number of runs its tree holds, itself included.
     sa.Column("root_instance_id", Id, nullable=True),
     sa.Column("tree_runs", sa.Integer, nullable=False, server_default="1"),
+    # The user who started the run, or whose API token did (a called run: its caller's); NULL for a
+    # webhook, schedule or error-workflow start. An approval's self-approval rule reads it.
+    sa.Column("requested_by", Id, nullable=True),
     # The run list (storage/run_queries.py): each filter has an index that starts with the tenant and
     # ends in the list's order, so every page is an index range read newest first.
     # SQLite (no statistics) picks the index with the most equality columns that gives the whole order.

@@ -16,18 +16,23 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import sqlalchemy as sa
 
+from flowdeck.domain.approvals import ApprovalRule, rule_of
 from flowdeck.domain.statuses import RunStatus
+from flowdeck.storage.approval_tables import approvals
 from flowdeck.storage.children import wake_parent
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.tables import instances, tenants, wait_tokens
 
 __all__ = (
+    "APPROVAL",
+    "APPROVAL_PATH",
     "FORM_PATH",
     "RESUME_PATH",
     "RUN_KEY",
@@ -41,6 +46,7 @@ __all__ = (
     "insert_tokens",
     "mark_parked",
     "new_token",
+    "wait_token",
     "wait_url",
 )
 
@@ -50,6 +56,9 @@ RUN_KEY: Final = "__run"
 """The output variable of the SYSTEM_SET row holding ``ctx.run`` (``resumeUrls``), written when the run opens."""
 RESUME_PATH: Final = "/resume/"
 FORM_PATH: Final = "/forms/"
+APPROVAL: Final = "approval"
+APPROVAL_PATH: Final = "/approvals/"
+"""The editor's page of one approval (a login decides it: the approval's id is no credential)."""
 _LIVE = [RunStatus.RUNNING.value, RunStatus.PENDING.value]
 _REVOKED = [RunStatus.CANCELLED.value, RunStatus.FAILED.value]
 
@@ -62,9 +71,12 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def wait_url(resume_on: str, token: str) -> str:
-    """The path a caller uses: the form page for a form, ``/resume/{token}`` for a webhook."""
-    return (FORM_PATH if resume_on == "form" else RESUME_PATH) + token
+def wait_url(token: NewToken) -> str:
+    """The path a caller uses: the form page for a form, ``/resume/{token}`` for a webhook, the editor's
+    page of the approval for an approval."""
+    if token.approval is not None:
+        return APPROVAL_PATH + token.approval_id
+    return (FORM_PATH if token.resume_on == "form" else RESUME_PATH) + token.token
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +85,9 @@ class NewToken:
     iteration: str
     resume_on: str
     token: str
+    approval: ApprovalRule | None = None
+    """An approval wait's rule: its ``approvals`` row is written with the token."""
+    approval_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +96,7 @@ class WaitState:
     resumed: bool
     timed_out: bool
     output: Any
+    approval_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +113,10 @@ class TokenInfo:
 ResumeAnswer = Literal["resumed", "used", "unknown"]
 
 
-async def insert_tokens(conn: Connection, instance_id: str, tokens: Iterable[NewToken], now: float) -> None:
+async def insert_tokens(
+    conn: Connection, instance_id: str, tenant_id: str, tokens: Iterable[NewToken], now: float
+) -> None:
+    tokens = list(tokens)
     rows = [
         {
             "token_hash": hash_token(t.token),
@@ -111,6 +130,23 @@ async def insert_tokens(conn: Connection, instance_id: str, tokens: Iterable[New
     ]
     if rows:
         await conn.execute(wait_tokens.insert(), rows)
+    rules = [
+        {
+            "id": t.approval_id,
+            "tenant_id": tenant_id,
+            "instance_id": instance_id,
+            "node_id": t.node_id,
+            "iteration": t.iteration,
+            "approvers": list(t.approval.approvers),
+            "required": t.approval.required,
+            "allow_self": t.approval.allow_self,
+            "created_at": now,
+        }
+        for t in tokens
+        if t.approval is not None
+    ]
+    if rules:
+        await conn.execute(approvals.insert(), rules)
 
 
 async def mark_parked(
@@ -134,26 +170,39 @@ async def mark_parked(
     return row[0] is not None or row[1] is not None, float(row[2])
 
 
+def wait_token(node_id: str, iteration: str, config: Mapping[str, Any]) -> NewToken:
+    """A new token for a wait node of ``config`` (an approval's carries its rule and id)."""
+    kind = str(config.get("resumeOn"))
+    if kind != APPROVAL:
+        return NewToken(node_id, iteration, kind, new_token())
+    return NewToken(node_id, iteration, kind, new_token(), rule_of(config), str(uuid.uuid4()))
+
+
 class WaitTokens:
     def __init__(self, db: Database, clock: Callable[[], float]) -> None:
         self.db = db
         self.clock = clock
 
     async def state(self, instance_id: str, node_id: str, iteration: str) -> WaitState | None:
-        c = wait_tokens.c
-        stmt = sa.select(c.until, c.resumed_at, c.timed_out_at, c.output).where(
-            c.instance_id == instance_id, c.node_id == node_id, c.iteration == iteration
+        c, a = wait_tokens.c, approvals.c
+        joined = wait_tokens.outerjoin(
+            approvals, sa.and_(a.instance_id == c.instance_id, a.node_id == c.node_id, a.iteration == c.iteration)
+        )
+        stmt = (
+            sa.select(c.until, c.resumed_at, c.timed_out_at, c.output, a.id)
+            .select_from(joined)
+            .where(c.instance_id == instance_id, c.node_id == node_id, c.iteration == iteration)
         )
         async with self.db.read(snapshot=False) as conn:
             row = (await conn.execute(stmt)).first()
         if row is None:
             return None
-        return WaitState(row[0], row[1] is not None, row[2] is not None, row[3])
+        return WaitState(row[0], row[1] is not None, row[2] is not None, row[3], row[4])
 
-    async def create(self, instance_id: str, token: NewToken) -> None:
+    async def create(self, instance_id: str, tenant_id: str, token: NewToken) -> None:
         """A token made when the node first runs (a node in a loop body: one per iteration)."""
         async with self.db.transaction() as conn:
-            await insert_tokens(conn, instance_id, [token], self.clock())
+            await insert_tokens(conn, instance_id, tenant_id, [token], self.clock())
 
     async def time_out(self, instance_id: str, node_id: str, iteration: str) -> bool:
         """Claim the timeout: ``False`` when a resume won first."""

@@ -2,6 +2,8 @@
 import type { DefinitionJson } from '../graph/convert';
 import { query, request, setCsrfToken } from './client';
 import type {
+  Approval,
+  ApprovalDecision,
   Example,
   Page,
   RunAccepted,
@@ -125,4 +127,12 @@ export const runs = {
   cancel: (id: string) => request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/cancel`),
   retry: (id: string, version: RetryVersion = 'original') =>
     request<RunAction>('POST', `/api/runs/${encodeURIComponent(id)}/retry`, { version }),
+};
+
+export const approvals = {
+  /** The pending approvals the signed-in user may decide, oldest first (a page of up to 200). */
+  list: (cursor?: string | null) => request<Page<Approval>>('GET', `/api/approvals${query({ cursor, limit: 200 })}`),
+  get: (id: string) => request<Approval>('GET', `/api/approvals/${encodeURIComponent(id)}`),
+  decide: (id: string, decision: ApprovalDecision, comment?: string) =>
+    request<Approval>('POST', `/api/approvals/${encodeURIComponent(id)}`, comment ? { decision, comment } : { decision }),
 };

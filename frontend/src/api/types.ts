@@ -65,3 +65,7 @@ export type WebhookSecret = Schemas['WebhookSecretOut'];
 export type ApiToken = Schemas['TokenOut'];
 /** The answer to a create: `token` is the secret, shown this once. */
 export type CreatedToken = Schemas['TokenCreated'];
+
+/** GET /api/approvals/{id}: an approval wait (docs/waits.md "Approvals"), with whether the caller may decide it. */
+export type Approval = Schemas['ApprovalOut'];
+export type ApprovalDecision = Schemas['ApprovalDecisionIn']['decision'];

@@ -1,10 +1,15 @@
 import { NavLink, Outlet } from 'react-router';
 
+import { useApprovals } from '../approvals/approvalsStore';
+import { useApprovalsPolling } from '../approvals/useApprovalsPolling';
 import { useSession } from '../auth/session';
 import { ThemeToggle } from '../shared/ui/ThemeToggle';
 
 export function AppShell() {
   const { session, signOut } = useSession();
+  useApprovalsPolling();
+  const waiting = useApprovals((s) => s.items.length);
+  const more = useApprovals((s) => s.more);
   return (
     <div className="shell">
       <header className="topbar">
@@ -23,6 +28,14 @@ export function AppShell() {
           </NavLink>
           <NavLink to="/queries" data-testid="nav-queries">
             Queries
+          </NavLink>
+          <NavLink to="/approvals" data-testid="nav-approvals">
+            Approvals
+            {waiting > 0 && (
+              <span className="nav-badge" data-testid="approvals-badge" aria-label={`${waiting} waiting for you`}>
+                {more ? `${waiting}+` : waiting}
+              </span>
+            )}
           </NavLink>
           <NavLink to="/settings" data-testid="nav-settings">
             Settings

@@ -18,6 +18,7 @@ const DataSourceEditPage = lazy(() => import('../data/DataSourcesPage').then((m)
 const QueriesPage = lazy(() => import('../data/QueriesPage').then((m) => ({ default: m.QueriesPage })));
 const QueryEditPage = lazy(() => import('../data/QueriesPage').then((m) => ({ default: m.QueryEditPage })));
 const AccountPage = lazy(() => import('../account/AccountPage').then((m) => ({ default: m.AccountPage })));
+const ApprovalsPage = lazy(() => import('../approvals/ApprovalsPage').then((m) => ({ default: m.ApprovalsPage })));
 const SettingsPage = lazy(() => import('../settings/SettingsPage').then((m) => ({ default: m.SettingsPage })));
 
 function Lazy({ children }: { children: ReactNode }) {
@@ -69,6 +70,8 @@ export const router = createBrowserRouter([
               { path: '/queries/:queryId', element: <Lazy><QueryEditPage /></Lazy> },
               { path: '/account', element: <Lazy><AccountPage /></Lazy> },
               { path: '/settings', element: <Lazy><SettingsPage /></Lazy> },
+              { path: '/approvals', element: <Lazy><ApprovalsPage /></Lazy> },
+              { path: '/approvals/:approvalId', element: <Lazy><ApprovalsPage /></Lazy> },
               { path: '*', element: <NotFound /> },
             ],
           },

@@ -4,6 +4,41 @@
  */
 
 export interface paths {
+    "/api/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** ListApprovals */
+        get: operations["ApiApprovalsListApprovals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/approvals/{approval_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GetApproval */
+        get: operations["ApiApprovalsApprovalIdGetApproval"];
+        put?: never;
+        /** Decide */
+        post: operations["ApiApprovalsApprovalIdDecide"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/login": {
         parameters: {
             query?: never;
@@ -840,6 +875,45 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** ApprovalDecisionIn */
+        ApprovalDecisionIn: {
+            comment?: string | null;
+            /** @enum {string} */
+            decision: "approve" | "reject";
+        };
+        /** ApprovalOut */
+        ApprovalOut: {
+            approvers: string[];
+            canDecide: boolean;
+            cannotDecideBecause?: string | null;
+            decisions: components["schemas"]["DecisionOut"][];
+            id: string;
+            instanceId: string;
+            isTest: boolean;
+            iteration: string;
+            nodeId: string;
+            nodeLabel: string;
+            requestedBy: string | null;
+            required: number;
+            /** @enum {string} */
+            status: "pending" | "approved" | "rejected" | "closed";
+            until: number | null;
+            workflowId: string | null;
+            workflowTitle: string | null;
+        };
+        /** ApprovalPage */
+        ApprovalPage: {
+            items: components["schemas"]["ApprovalOut"][];
+            nextCursor: string | null;
+        };
+        /** DecisionOut */
+        DecisionOut: {
+            at: number;
+            comment: string | null;
+            /** @enum {string} */
+            decision: "approve" | "reject";
+            email: string;
+        };
         /** EmbedTokenCreate */
         EmbedTokenCreate: {
             /** @default 365 */
@@ -1232,8 +1306,9 @@ export interface components {
         };
         /** WaitingForOut */
         WaitingForOut: {
+            approvalId?: string | null;
             /** @enum {string} */
-            resumeOn: "webhook" | "form";
+            resumeOn: "webhook" | "form" | "approval";
             until: number;
             url: string | null;
         };
@@ -1417,6 +1492,10 @@ export interface components {
     headers: never;
     pathItems: never;
 }
+export type ApprovalDecisionIn = components['schemas']['ApprovalDecisionIn'];
+export type ApprovalOut = components['schemas']['ApprovalOut'];
+export type ApprovalPage = components['schemas']['ApprovalPage'];
+export type DecisionOut = components['schemas']['DecisionOut'];
 export type EmbedTokenCreate = components['schemas']['EmbedTokenCreate'];
 export type EmbedTokenCreated = components['schemas']['EmbedTokenCreated'];
 export type EmbedTokenOut = components['schemas']['EmbedTokenOut'];
@@ -1477,6 +1556,264 @@ export type WorkflowSave = components['schemas']['WorkflowSave'];
 export type WorkflowSummaryOut = components['schemas']['WorkflowSummaryOut'];
 export type $defs = Record<string, never>;
 export interface operations {
+    ApiApprovalsListApprovals: {
+        parameters: {
+            query?: {
+                /** @description nextCursor of the previous page */
+                cursor?: string | null;
+                /** @description page size */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalPage"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiApprovalsApprovalIdGetApproval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an object id (UUID) */
+                approval_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalOut"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Nothing matches the given URI */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiApprovalsApprovalIdDecide: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an object id (UUID) */
+                approval_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApprovalDecisionIn"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalOut"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Nothing matches the given URI */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
     ApiAuthLoginLogin: {
         parameters: {
             query?: never;

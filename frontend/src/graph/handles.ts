@@ -28,6 +28,9 @@ export function sourceHandles(node: EditorNode): HandleSpec[] {
     const cases = node.data.config.cases.map((c): HandleSpec => ({ id: c.handle, label: c.handle, tone: 'branch' }));
     return [...cases, ...fixedHandles('switch').map((h) => ({ ...h, label: 'default', tone: 'else' as const }))];
   }
+  if (node.type === 'wait' && node.data.config.resumeOn === 'approval') {
+    return [...fixedHandles('wait'), { id: 'rejected', label: 'rejected', tone: 'error' }];
+  }
   return fixedHandles(node.type);
 }
 

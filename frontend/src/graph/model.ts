@@ -31,7 +31,15 @@ export type DelayConfig = { seconds: number | string };
 export type WaitFieldType = 'string' | 'number' | 'boolean' | 'select';
 export type WaitField = { name: string; label?: string; type: WaitFieldType; required?: boolean; options?: string[] };
 /** Stops the run until its URL is called (`webhook`) or its form is submitted (`form`); docs/waits.md. */
-export type WaitConfig = { resumeOn: 'webhook' | 'form'; timeoutSeconds?: number; fields?: WaitField[] };
+export type WaitConfig = {
+  resumeOn: 'webhook' | 'form' | 'approval';
+  timeoutSeconds?: number;
+  fields?: WaitField[];
+  /** approval: who may decide (emails; empty = any user of the tenant), how many approvals, self-approval. */
+  approvers?: string[];
+  required?: number;
+  allowSelfApproval?: boolean;
+};
 export type LoopConfig = { items: string; concurrency?: number; maxItems?: number };
 /** One HTTP request (SPEC §2 `http`): every value a template; `dataSourceId` makes `url` a path on its base URL. */
 export type HttpConfig = {
@@ -105,7 +113,7 @@ export const NODE_TYPE_INFO: Readonly<Record<NodeType, NodeTypeInfo>> = {
   condition: { type: 'condition', title: 'Condition', icon: '◇', color: '#d97706', description: 'Branch on expressions' },
   loop: { type: 'loop', title: 'Loop', icon: '↻', color: '#9333ea', description: 'Run a body once per item' },
   delay: { type: 'delay', title: 'Delay', icon: '◷', color: '#64748b', description: 'Wait, without holding a worker' },
-  wait: { type: 'wait', title: 'Wait', icon: '‖', color: '#0891b2', description: 'Wait for a call or a form' },
+  wait: { type: 'wait', title: 'Wait', icon: '‖', color: '#0891b2', description: 'Wait for a call, a form or an approval' },
   switch: { type: 'switch', title: 'Switch', icon: '⇉', color: '#ea580c', description: 'Route by a value: one output per case' },
   set: { type: 'set', title: 'Set fields', icon: '✎', color: '#0d9488', description: 'Build an object from named fields' },
   end: { type: 'end', title: 'End', icon: '■', color: '#dc2626', description: 'Collect the run output' },

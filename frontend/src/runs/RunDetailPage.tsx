@@ -1,8 +1,9 @@
 /** Run detail: the run's graph read-only with node statuses (live while it runs), timeline, event log, actions. */
 import { ReactFlowProvider } from '@xyflow/react';
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 
+import { WaitingApprovals } from '../approvals/WaitingApprovals';
 import { runs, workflows } from '../api/endpoints';
 import { subscribeToRun } from '../api/realtime';
 import { TERMINAL_RUN_STATUSES, type RetryVersion, type RunDetail, type RunEvent, type TimelineRow } from '../api/types';
@@ -76,6 +77,8 @@ function RunDetailScreen({ runId }: { runId: string }) {
   const store = useEditorStoreApi();
   const navigate = useNavigate();
   const run = useEditor((s) => s.run);
+  const graphNodes = useEditor((s) => s.nodes);
+  const nodeLabels = useMemo(() => new Map(graphNodes.map((n) => [n.id, n.data.label ?? ''])), [graphNodes]);
   const inspectorOpen = useEditor((s) => s.inspectorNodeId !== null);
   const [detail, setDetail] = useState<RunDetail | null>(null);
   const [title, setTitle] = useState<string>('');
@@ -276,6 +279,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
         </div>
       )}
       {detail?.error && <div className="banner banner--error" data-testid="run-detail-error">{detail.error}</div>}
+      {run && <WaitingApprovals nodes={run.nodes} labels={(id) => nodeLabels.get(id) || id} />}
       <div className="run-detail__body">
         <div className="run-detail__canvas">
           <EditorCanvas />

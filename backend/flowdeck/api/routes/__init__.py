@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from litestar.types import ControllerRouterHandler
 
+from flowdeck.api.routes.approvals import ApprovalController
 from flowdeck.api.routes.auth import AuthController
 from flowdeck.api.routes.data import DataSourceController, QueryController
 from flowdeck.api.routes.embed import EmbedController
@@ -40,5 +41,6 @@ API_ROUTES: list[ControllerRouterHandler] = [
     EmbedController,
     ResumeController,
     FormController,
+    ApprovalController,
     SettingsController,
 ]

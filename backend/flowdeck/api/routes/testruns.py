@@ -25,7 +25,7 @@ class TestRunController(Controller):
         self, data: JSONBody[StartTestRun], principal: Caller, services: AppServices
     ) -> RunAccepted:
         """Run the graph in the body (stored with the run); ``pinned`` nodes complete at once with the given output."""
-        return RunAccepted(instance_id=await services.runs.start_test(principal.tenant_id, data))
+        return RunAccepted(instance_id=await services.runs.start_test(principal.tenant_id, data, principal.user_id))
 
     @delete("/{instance_id:str}", status_code=HTTP_204_NO_CONTENT, raises=errors(400, 404))
     async def delete_test_run(self, instance_id: ObjectId, principal: Caller, services: AppServices) -> None:

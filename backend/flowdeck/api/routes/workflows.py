@@ -124,5 +124,7 @@ class WorkflowController(Controller):
         run_input = None if data is None else data.input
         timing = None if data is None else RunTiming(data.available_at, data.deadline_at)
         labels = None if data is None else data.labels
-        instance_id = await services.runs.start(principal.tenant_id, workflow_id, run_input, timing, labels)
+        instance_id = await services.runs.start(
+            principal.tenant_id, workflow_id, run_input, timing, labels, requested_by=principal.user_id
+        )
         return RunAccepted(instance_id=instance_id)

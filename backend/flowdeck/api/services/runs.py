@@ -88,7 +88,9 @@ def _waiting_for(view: NodeView) -> WaitingForOut | None:
     shown = view.waiting_for
     if shown is None or view.status is not NodeStatus.WAITING:
         return None
-    return WaitingForOut(resume_on=shown["resumeOn"], url=shown.get("url"), until=shown["until"])
+    return WaitingForOut(
+        resume_on=shown["resumeOn"], url=shown.get("url"), until=shown["until"], approval_id=shown.get("approvalId")
+    )
 
 
 def checked_timing(timing: RunTiming | None) -> RunTiming | None:
@@ -120,15 +122,18 @@ class RunService:
         run_input: Any,
         timing: RunTiming | None = None,
         labels: Mapping[str, object] | None = None,
+        requested_by: str | None = None,
     ) -> str:
         check_json(input=run_input)
         timing = checked_timing(timing)
         try:
-            return await self.engine.start_workflow_run(tenant_id, workflow_id, run_input, timing=timing, labels=labels)
+            return await self.engine.start_workflow_run(
+                tenant_id, workflow_id, run_input, timing=timing, labels=labels, requested_by=requested_by
+            )
         except LookupError as exc:  # unknown, deleted, or another tenant's
             raise NotFoundException(detail=f"workflow {workflow_id} not found") from exc
 
-    async def start_test(self, tenant_id: str, body: StartTestRun) -> str:
+    async def start_test(self, tenant_id: str, body: StartTestRun, requested_by: str | None = None) -> str:
         definition = definition_of(body)
         check_json(input=body.input, pinned=body.pinned)
         if (
@@ -138,7 +143,12 @@ class RunService:
             raise NotFoundException(detail=f"workflowId: workflow {body.workflow_id} not found")
         await self.checks.require(tenant_id, definition, body.workflow_id)
         return await self.engine.start_test_run(
-            tenant_id, definition, body.input, pinned=body.pinned, workflow_id=body.workflow_id
+            tenant_id,
+            definition,
+            body.input,
+            pinned=body.pinned,
+            workflow_id=body.workflow_id,
+            requested_by=requested_by,
         )
 
     async def delete_test(self, tenant_id: str, instance_id: str) -> None:

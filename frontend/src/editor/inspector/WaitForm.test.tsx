@@ -54,4 +54,14 @@ describe('WaitForm', () => {
     renderWait({ resumeOn: 'form', fields: [{ name: 'a', type: 'select' }] }, { 'config.fields[0].options': 'a select field needs options' });
     expect(screen.getByText('a select field needs options')).toBeTruthy();
   });
+  it('an approval: approvers, required and self-approval; switching away drops them', () => {
+    const configs = renderWait({ resumeOn: 'webhook' });
+    fireEvent.change(screen.getByTestId('wait-resume-on'), { target: { value: 'approval' } });
+    fireEvent.change(screen.getByTestId('wait-approvers'), { target: { value: 'ann@acme.test, bo@acme.test' } });
+    fireEvent.change(screen.getByTestId('wait-required'), { target: { value: '2' } });
+    fireEvent.click(screen.getByTestId('wait-allow-self'));
+    expect(configs.at(-1)).toEqual({ resumeOn: 'approval', approvers: ['ann@acme.test', 'bo@acme.test'], required: 2, allowSelfApproval: true });
+    fireEvent.change(screen.getByTestId('wait-resume-on'), { target: { value: 'webhook' } });
+    expect(configs.at(-1)).toEqual({ resumeOn: 'webhook' });
+  });
 });

@@ -1,4 +1,6 @@
 /** The wait node's form (docs/waits.md): what resumes it, its timeout, and a form's fields. */
+import { useState } from 'react';
+
 import type { WaitConfig, WaitField, WaitFieldType } from '../../graph/model';
 import { Field, NumberInput } from './fields';
 import type { FormProps } from './forms';
@@ -123,6 +125,74 @@ function FieldsEditor({
   );
 }
 
+/** An approval's settings (docs/waits.md "Approvals"): who decides, how many approvals, self-approval. */
+function ApprovalSettings({ config, put, readOnly, problemAt }: { config: WaitConfig; put: (next: WaitConfig, key?: string) => void; readOnly: boolean; problemAt: (path: string) => string | undefined }) {
+  const approvers = config.approvers ?? [];
+  const [text, setText] = useState(approvers.join(', '));
+  const approverErrors = approvers.map((_, i) => problemAt(`config.approvers[${i}]`)).filter(Boolean);
+  return (
+    <>
+      <Field
+        label="Approvers"
+        error={problemAt('config.approvers') ?? approverErrors[0]}
+        hint="Emails of users of this tenant, comma separated; empty: any user. The user who started the run may not approve it unless self-approval is allowed."
+      >
+        <textarea
+          className="input"
+          rows={2}
+          value={text}
+          readOnly={readOnly}
+          placeholder="anyone in the tenant"
+          data-testid="wait-approvers"
+          onChange={(e) => {
+            setText(e.target.value);
+            const list = e.target.value
+              .split(/[,\s]+/)
+              .map((v) => v.trim())
+              .filter(Boolean);
+            const next: WaitConfig = { ...config };
+            if (list.length) next.approvers = list;
+            else delete next.approvers;
+            put(next, 'wait-approvers');
+          }}
+        />
+      </Field>
+      <Field label="Approvals required" error={problemAt('config.required')} hint="The node goes on at this many approvals; any rejection takes the rejected handle at once.">
+        <NumberInput
+          value={config.required}
+          min={1}
+          max={100}
+          placeholder="1"
+          readOnly={readOnly}
+          testId="wait-required"
+          onChange={(v) => {
+            const next = { ...config };
+            if (v === undefined) delete next.required;
+            else next.required = v;
+            put(next, 'wait-required');
+          }}
+        />
+      </Field>
+      <label className="check">
+        <input
+          type="checkbox"
+          checked={!!config.allowSelfApproval}
+          disabled={readOnly}
+          data-testid="wait-allow-self"
+          onChange={(e) => {
+            const next = { ...config };
+            if (e.target.checked) next.allowSelfApproval = true;
+            else delete next.allowSelfApproval;
+            put(next);
+          }}
+        />{' '}
+        allow self-approval
+      </label>
+      {problemAt('config.allowSelfApproval') && <span className="field__error">{problemAt('config.allowSelfApproval')}</span>}
+    </>
+  );
+}
+
 export function WaitForm({ node, setConfig, readOnly, problemAt }: FormProps<'wait'>) {
   const config = node.data.config;
   const put = (next: WaitConfig, key?: string) => setConfig(next, key);
@@ -147,11 +217,17 @@ export function WaitForm({ node, setConfig, readOnly, problemAt }: FormProps<'wa
             const next: WaitConfig = { ...config, resumeOn };
             if (resumeOn === 'form') next.fields = config.fields ?? [];
             else delete next.fields;
+            if (resumeOn !== 'approval') {
+              delete next.approvers;
+              delete next.required;
+              delete next.allowSelfApproval;
+            }
             put(next);
           }}
         >
           <option value="webhook">a call of its URL (POST /resume/…)</option>
           <option value="form">a form submission (/forms/…)</option>
+          <option value="approval">an approval by people of this tenant</option>
         </select>
       </Field>
       <Field label="Timeout (seconds)" error={problemAt('config.timeoutSeconds')} hint="Then the timeout handle is taken (default 7 days, at most 30 days). No worker is held while waiting.">
@@ -170,6 +246,7 @@ export function WaitForm({ node, setConfig, readOnly, problemAt }: FormProps<'wa
           }}
         />
       </Field>
+      {config.resumeOn === 'approval' && <ApprovalSettings config={config} put={(next, key) => put(next, key && `${key}:${node.id}`)} readOnly={readOnly} problemAt={problemAt} />}
       {config.resumeOn === 'form' && (
         <FieldsEditor fields={config.fields ?? []} onChange={(fields, key) => put({ ...config, fields }, key && `${key}:${node.id}`)} readOnly={readOnly} problemAt={problemAt} />
       )}

@@ -3,6 +3,7 @@ import { Handle, Position, useUpdateNodeInternals, type NodeProps } from '@xyflo
 import { memo, useEffect, useRef, useState } from 'react';
 import { Link } from 'react-router';
 
+import { DecisionButtons } from '../../approvals/DecisionButtons';
 import { sourceHandles, TARGET_HANDLE, hasTargetHandle } from '../../graph/handles';
 import { DEFAULT_RETRY, NODE_TYPE_INFO, type EditorNode } from '../../graph/model';
 import { attemptLabel, displayStatus, type NodeRun } from '../../runs/runReducer';
@@ -53,10 +54,22 @@ function DueLine({ dueAt }: { dueAt: number }) {
   return <span data-testid="node-due">Waiting · starts in {formatWait(wait)}</span>;
 }
 
-const WAITING_FOR: Record<string, string> = { webhook: 'Waiting for a call', form: 'Waiting for a form' };
+const WAITING_FOR: Record<string, string> = {
+  webhook: 'Waiting for a call',
+  form: 'Waiting for a form',
+  approval: 'Waiting for an approval',
+};
 
 /** A waiting wait node: what it waits for, and its URL to copy or open (a form opens in a new tab). */
 function WaitingLine({ waitingFor }: { waitingFor: NonNullable<NodeRun['waitingFor']> }) {
+  if (waitingFor.resumeOn === 'approval' && waitingFor.approvalId) {
+    return (
+      <div className="fd-node__waiting nodrag nopan" data-testid="node-waiting">
+        <div>{WAITING_FOR.approval}</div>
+        <DecisionButtons approvalId={waitingFor.approvalId} compact />
+      </div>
+    );
+  }
   const url = waitingFor.url ? new URL(waitingFor.url, window.location.origin).href : null;
   return (
     <div className="fd-node__waiting nodrag nopan" data-testid="node-waiting">

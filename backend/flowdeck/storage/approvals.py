@@ -1,0 +1,275 @@
+"""Approvals (docs/waits.md "Approvals"): the pending ones a tenant's users may decide, and a decision.
+
+A decision is one transaction that first locks the node's ``wait_tokens`` row with a conditional UPDATE
+(still unresolved, parked, not past ``until``, its run running): a timeout, a cancel's revocation, another
+decision of the same approval or a resume wait for it, or find it resolved. Then it checks who decides
+(domain/approvals.py), records the decision and, when it resolves the approval, sets the row's
+``resumed_at`` and output and wakes the parked node, as ``POST /resume/{token}`` does (storage/waits.py).
+So a decision and a timeout at the same instant, in any processes, leave exactly one winner, and with
+``required: 2`` two concurrent approvals are counted one after the other (the second sees the first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import sqlalchemy as sa
+
+from flowdeck.domain.approvals import ApprovalRule, Decision, Refusal, outcome, refusal
+from flowdeck.domain.statuses import RunStatus
+from flowdeck.storage.account_tables import users
+from flowdeck.storage.approval_tables import approval_decisions, approvals
+from flowdeck.storage.children import wake_parent
+from flowdeck.storage.database import Connection, Database
+from flowdeck.storage.tables import instances, wait_tokens, workflows
+
+__all__ = ("ApprovalRow", "ApprovalStore", "Decider", "DecisionAnswer", "shown_decisions")
+
+_LIVE = [RunStatus.RUNNING.value]
+
+DecisionAnswer = Literal["resolved", "counted", "closed"]
+"""``resolved``: this decision approved or rejected it; ``counted``: it still waits for more approvals;
+``closed``: it was resolved, timed out or its run ended before this decision."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decider:
+    user_id: str
+    email: str
+
+
+@dataclass(slots=True)
+class ApprovalRow:
+    id: str
+    instance_id: str
+    workflow_id: str | None
+    workflow_title: str | None
+    node_id: str
+    iteration: str
+    is_test: bool
+    requested_by: str | None
+    """The user id of who started the run."""
+    requested_by_email: str | None
+    until: float | None
+    pending: bool
+    rule: ApprovalRule
+    created_at: float
+    resolution: Decision | None
+    """How it was resolved (``None``: pending, timed out, or its run ended first)."""
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    """``[{email, decision, comment, at}]`` so far, in order (with ``userId``, which never leaves the API)."""
+
+    def refusal(self, decider: Decider) -> Refusal | None:
+        decided = [d["userId"] for d in self.decisions]
+        return refusal(
+            self.rule,
+            user_id=decider.user_id,
+            email=decider.email,
+            requested_by=self.requested_by,
+            is_test=self.is_test,
+            decided_by=decided,
+        )
+
+
+def _columns(now: float) -> tuple[Any, ...]:
+    a, w, i = approvals.c, wait_tokens.c, instances.c
+    pending = sa.and_(
+        w.resumed_at.is_(None),
+        w.timed_out_at.is_(None),
+        w.until.is_not(None),
+        w.until > now,
+        i.status.in_(_LIVE),
+    )
+    return (
+        a.id,
+        a.instance_id,
+        i.workflow_id,
+        workflows.c.title,
+        a.node_id,
+        a.iteration,
+        i.is_test,
+        i.requested_by,
+        users.c.email,
+        w.until,
+        sa.case((pending, sa.true()), else_=sa.false()).label("pending"),
+        a.approvers,
+        a.required,
+        a.allow_self,
+        a.created_at,
+        w.resumed_at,
+        w.output,
+    )
+
+
+_JOINED = (
+    approvals.join(
+        wait_tokens,
+        sa.and_(
+            wait_tokens.c.instance_id == approvals.c.instance_id,
+            wait_tokens.c.node_id == approvals.c.node_id,
+            wait_tokens.c.iteration == approvals.c.iteration,
+        ),
+    )
+    .join(instances, instances.c.id == approvals.c.instance_id)
+    .outerjoin(users, users.c.id == instances.c.requested_by)
+    .outerjoin(workflows, workflows.c.id == instances.c.workflow_id)
+)
+
+
+def _row(row: Any) -> ApprovalRow:
+    m = row._mapping
+    rule = ApprovalRule(tuple(m["approvers"] or ()), int(m["required"]), bool(m["allow_self"]))
+    return ApprovalRow(
+        m["id"],
+        m["instance_id"],
+        m["workflow_id"],
+        m["title"],
+        m["node_id"],
+        m["iteration"],
+        bool(m["is_test"]),
+        m["requested_by"],
+        m["email"],
+        m["until"],
+        bool(m["pending"]),
+        rule,
+        m["created_at"],
+        _resolution(m["resumed_at"], m["output"]),
+    )
+
+
+def _resolution(resumed_at: float | None, output: Any) -> Decision | None:
+    if resumed_at is None or not isinstance(output, dict):
+        return None
+    return "reject" if output.get("decision") == "reject" else "approve"
+
+
+async def _decisions(conn: Connection, ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    d = approval_decisions.c
+    found: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
+    if not ids:
+        return found
+    stmt = (
+        sa.select(d.approval_id, d.user_id, d.email, d.decision, d.comment, d.decided_at)
+        .where(d.approval_id.in_(list(ids)))
+        .order_by(d.decided_at, d.user_id)
+    )
+    for row in await conn.execute(stmt):
+        found[row[0]].append({"userId": row[1], "email": row[2], "decision": row[3], "comment": row[4], "at": row[5]})
+    return found
+
+
+def shown_decisions(decisions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The decisions as the node's output and the API show them (without user ids)."""
+    return [{k: v for k, v in d.items() if k != "userId"} for d in decisions]
+
+
+class ApprovalStore:
+    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+        self.db = db
+        self.clock = clock
+
+    async def pending(self, tenant_id: str, after: tuple[float, str] | None, limit: int) -> list[ApprovalRow]:
+        """The tenant's approvals that wait for a decision (their node parked, the run running), oldest first,
+        from the one after ``after`` (``(created_at, id)`` of the last one seen)."""
+        now = self.clock()
+        a, w = approvals.c, wait_tokens.c
+        stmt = (
+            sa.select(*_columns(now))
+            .select_from(_JOINED)
+            .where(
+                a.tenant_id == tenant_id,
+                w.resumed_at.is_(None),
+                w.timed_out_at.is_(None),
+                w.until.is_not(None),
+                w.until > now,
+                instances.c.status.in_(_LIVE),
+                sa.true() if after is None else sa.tuple_(a.created_at, a.id) > sa.tuple_(*after),
+            )
+            .order_by(a.created_at, a.id)
+            .limit(limit)
+        )
+        async with self.db.read(snapshot=False) as conn:
+            rows = [_row(r) for r in await conn.execute(stmt)]
+            decided = await _decisions(conn, [r.id for r in rows])
+        for row in rows:
+            row.decisions = decided[row.id]
+        return rows
+
+    async def get(self, tenant_id: str, approval_id: str) -> ApprovalRow | None:
+        """One approval of the tenant, pending or not (``None``: unknown, or another tenant's)."""
+        stmt = (
+            sa.select(*_columns(self.clock()))
+            .select_from(_JOINED)
+            .where(approvals.c.id == approval_id, approvals.c.tenant_id == tenant_id)
+        )
+        async with self.db.read(snapshot=False) as conn:
+            found = (await conn.execute(stmt)).first()
+            if found is None:
+                return None
+            row = _row(found)
+            row.decisions = (await _decisions(conn, [row.id]))[row.id]
+        return row
+
+    async def decide(
+        self, row: ApprovalRow, decider: Decider, decision: Decision, comment: str | None
+    ) -> tuple[DecisionAnswer | Refusal, ApprovalRow]:
+        """Record ``decider``'s decision on the approval ``row`` (read before, by ``get``); the answer, and
+        the row as it is after it (its decisions re-read inside the decision's transaction)."""
+        now = self.clock()
+        w = wait_tokens.c
+        key = (w.instance_id == row.instance_id, w.node_id == row.node_id, w.iteration == row.iteration)
+        live = sa.exists().where(instances.c.id == w.instance_id, instances.c.status.in_(_LIVE))
+        async with self.db.transaction() as conn:
+            locked = await conn.execute(
+                wait_tokens.update()
+                .where(
+                    *key,
+                    w.resumed_at.is_(None),
+                    w.timed_out_at.is_(None),
+                    w.until.is_not(None),
+                    w.until > now,
+                    live,
+                )
+                .values(until=w.until)
+            )
+            if locked.rowcount != 1:
+                return "closed", row
+            row.decisions = (await _decisions(conn, [row.id]))[row.id]
+            refused = row.refusal(decider)
+            if refused is not None:
+                return refused, row
+            entry = {"userId": decider.user_id, "email": decider.email, "decision": decision, "comment": comment}
+            await conn.execute(
+                approval_decisions.insert().values(
+                    approval_id=row.id,
+                    user_id=decider.user_id,
+                    instance_id=row.instance_id,
+                    email=decider.email,
+                    decision=decision,
+                    comment=comment,
+                    decided_at=now,
+                )
+            )
+            row.decisions.append({**entry, "at": now})
+            sole = row.is_test and row.requested_by == decider.user_id
+            resolved = outcome([d["decision"] for d in row.decisions], row.rule.required, sole=sole)
+            if resolved is None:
+                return "counted", row
+            output = {"decision": resolved, "decisions": shown_decisions(row.decisions)}
+            await conn.execute(wait_tokens.update().where(*key).values(resumed_at=now, output=output))
+            await wake_parent(conn, (row.instance_id, row.node_id, row.iteration), now)
+            row.pending, row.resolution = False, resolved
+            return "resolved", row
+
+    async def not_users(self, tenant_id: str, emails: Sequence[str]) -> set[str]:
+        """Of ``emails`` (lower-cased), the ones that are not an enabled user of the tenant."""
+        if not emails:
+            return set()
+        stmt = sa.select(users.c.email).where(
+            users.c.tenant_id == tenant_id, users.c.email.in_(list(emails)), users.c.disabled_at.is_(None)
+        )
+        async with self.db.read(snapshot=False) as conn:
+            found = {str(r[0]).lower() for r in await conn.execute(stmt)}
+        return set(emails) - found
