@@ -95,6 +95,8 @@ export type RunFilters = {
   idPrefix?: string;
   /** Runs carrying every one of these labels (`label.<name>=<value>`). */
   labels?: Record<string, string>;
+  /** How the runs started (`editor`, `api`, `webhook`, …). */
+  trigger?: string;
   limit?: number;
 };
 
@@ -111,6 +113,7 @@ export const runs = {
         from: filters.from,
         to: filters.to,
         idPrefix: filters.idPrefix,
+        trigger: filters.trigger,
         ...Object.fromEntries(Object.entries(filters.labels ?? {}).map(([name, value]) => [`label.${name}`, value])),
         cursor: filters.cursor,
         limit: filters.limit ?? 50,

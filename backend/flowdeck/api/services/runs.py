@@ -119,11 +119,14 @@ class RunService:
         run_input: Any,
         timing: RunTiming | None = None,
         labels: Mapping[str, object] | None = None,
+        trigger: str = "api",
     ) -> str:
         check_json(input=run_input)
         timing = checked_timing(timing)
         try:
-            return await self.engine.start_workflow_run(tenant_id, workflow_id, run_input, timing=timing, labels=labels)
+            return await self.engine.start_workflow_run(
+                tenant_id, workflow_id, run_input, trigger=trigger, timing=timing, labels=labels
+            )
         except LookupError as exc:  # unknown, deleted, or another tenant's
             raise NotFoundException(detail=f"workflow {workflow_id} not found") from exc
 
