@@ -115,6 +115,8 @@ def test_execute_then_run_detail_history_and_versions(page: Page, server: Server
         "data-status", "COMPLETED"
     )
     expect(page.get_by_test_id("timeline-row")).to_have_count(4)
+    score_bar = page.locator('[data-testid="timeline-row"][data-node-id="score"]')
+    expect(score_bar.get_by_test_id("timeline-label")).to_have_text("Score order")  # the label, not the id
     page.locator('.react-flow__node[data-id="score"]').click()  # its run data: which worker ran it
     expect(page.get_by_test_id("run-data-worker")).to_contain_text(":")  # host:pid:id
     page.get_by_test_id("tab-events").click()

@@ -1,6 +1,6 @@
 /** Run detail: the run's graph read-only with node statuses (live while it runs), timeline, event log, actions. */
 import { ReactFlowProvider } from '@xyflow/react';
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 
 import { runs, workflows } from '../api/endpoints';
@@ -77,6 +77,11 @@ function RunDetailScreen({ runId }: { runId: string }) {
   const navigate = useNavigate();
   const run = useEditor((s) => s.run);
   const inspectorOpen = useEditor((s) => s.inspectorNodeId !== null);
+  const graphNodes = useEditor((s) => s.nodes);
+  const labelOf = useMemo(() => {
+    const labels = new Map(graphNodes.map((n) => [n.id, n.data.label]));
+    return (nodeId: string) => labels.get(nodeId) ?? nodeId;
+  }, [graphNodes]);
   const [detail, setDetail] = useState<RunDetail | null>(null);
   const [title, setTitle] = useState<string>('');
   const [events, setEvents] = useState<RunEvent[]>([]);
@@ -306,7 +311,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
           </button>
         </nav>
         <div className="run-detail__tab">
-          {tab === 'timeline' && <Timeline rows={timeline} now={now} />}
+          {tab === 'timeline' && <Timeline rows={timeline} now={now} labelOf={labelOf} />}
           {tab === 'events' && <EventLog events={events} onMore={eventsCursor ? () => void moreEvents() : null} />}
           {tab === 'io' && (
             <div className="io-cols">
