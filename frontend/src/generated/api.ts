@@ -768,6 +768,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/{workflow_id}/versions/{version}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** RestoreVersion */
+        post: operations["ApiWorkflowsWorkflowIdVersionsRestoreRestoreVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/{workflow_id}/webhook": {
         parameters: {
             query?: never;
@@ -1216,7 +1233,9 @@ export interface components {
         };
         /** VersionOut */
         VersionOut: {
+            author?: string | null;
             createdAt: number;
+            message?: string | null;
             title: string;
             version: number;
         };
@@ -1224,6 +1243,11 @@ export interface components {
         VersionPage: {
             items: components["schemas"]["VersionOut"][];
             nextCursor: string | null;
+        };
+        /** VersionRestore */
+        VersionRestore: {
+            /** @description what changed, shown in the version history */
+            versionMessage?: string | null;
         };
         /** WaitingForOut */
         WaitingForOut: {
@@ -1395,6 +1419,8 @@ export interface components {
             updatedAt?: unknown;
             /** @description the version this edit started from; a stale one is a 409 */
             version: number;
+            /** @description what changed, shown in the version history */
+            versionMessage?: string | null;
         };
         /** WorkflowSummaryOut */
         WorkflowSummaryOut: {
@@ -1456,6 +1482,7 @@ export type UserOut = components['schemas']['UserOut'];
 export type ValidationOut = components['schemas']['ValidationOut'];
 export type VersionOut = components['schemas']['VersionOut'];
 export type VersionPage = components['schemas']['VersionPage'];
+export type VersionRestore = components['schemas']['VersionRestore'];
 export type WaitingForOut = components['schemas']['WaitingForOut'];
 export type WebhookOut = components['schemas']['WebhookOut'];
 export type WebhookSecretOut = components['schemas']['WebhookSecretOut'];
@@ -6495,6 +6522,95 @@ export interface operations {
         responses: {
             /** @description Request fulfilled, document follows */
             200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowOut"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Nothing matches the given URI */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiWorkflowsWorkflowIdVersionsRestoreRestoreVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an object id (UUID) */
+                workflow_id: string;
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VersionRestore"] | null;
+            };
+        };
+        responses: {
+            /** @description Document created, URL follows */
+            201: {
                 headers: {
                     "X-Content-Type-Options"?: string;
                     [name: string]: unknown;
