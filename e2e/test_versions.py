@@ -43,7 +43,7 @@ def test_save_with_a_message_compare_two_versions_and_restore_the_older(page: Pa
     expect(page.get_by_test_id("workflow-title")).to_have_value("Order triage")
     latest = server.api("GET", f"/api/workflows/{wf['id']}")
     assert latest["version"] == 3 and latest["title"] == "Order triage"
-    assert [n for n in latest["nodes"] if n["id"] == "score"][0]["config"] == ORDER_TRIAGE["nodes"][1]["config"]
+    assert next(n for n in latest["nodes"] if n["id"] == "score")["config"] == ORDER_TRIAGE["nodes"][1]["config"]
     versions = server.api("GET", f"/api/workflows/{wf['id']}/versions")["items"]
     assert [(v["version"], v["message"]) for v in versions] == [
         (3, "Restored version 1"),
