@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 import uuid
 
+import pytest
 from pages.data_pages import AccountPage
 from playwright.sync_api import Browser, Page, expect
 
@@ -47,8 +48,17 @@ def test_an_api_token_is_shown_once_copied_works_and_is_revoked(page: Page, serv
     expect(row).to_be_visible()
     assert token not in page.content()
 
-    page.once("dialog", lambda dialog: dialog.accept())
+    # An in-app confirmation (never the browser's confirm()): Cancel keeps the token, Revoke revokes it.
+    page.on("dialog", lambda dialog: pytest.fail(f"a browser dialog opened: {dialog.message}"))
     row.get_by_test_id("token-revoke").click()
+    confirm = page.get_by_test_id("confirm-dialog")
+    expect(confirm).to_contain_text(name)
+    confirm.get_by_test_id("confirm-cancel").click()
+    expect(confirm).to_have_count(0)
+    expect(row).to_be_visible()
+    assert _me_status(server, token) == 200
+    row.get_by_test_id("token-revoke").click()
+    page.get_by_test_id("confirm-dialog").get_by_test_id("confirm-ok").click()
     expect(row).to_have_count(0)
     assert _me_status(server, token) == 401
 

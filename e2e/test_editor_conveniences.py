@@ -249,7 +249,7 @@ def test_sticky_notes_are_edited_moved_saved_and_undone(page: Page, server: Serv
     page.get_by_test_id("add-note").click()
     note = page.get_by_test_id("sticky-note")
     expect(note).to_have_count(1)
-    note.get_by_test_id("sticky-note-text").fill("Ask ops before changing the SLA")
+    note.get_by_test_id("sticky-note-text").fill("**Ask ops** before changing the SLA")
     before = box(note)
     handle = box(note.get_by_test_id("sticky-note-handle"))
     page.mouse.move(handle["x"] + 30, handle["y"] + handle["height"] / 2)
@@ -261,18 +261,25 @@ def test_sticky_notes_are_edited_moved_saved_and_undone(page: Page, server: Serv
     shot(page, "editor-sticky-note")
 
     definition = saved_definition(editor, server, wf["id"], 2)
-    assert [n["text"] for n in definition["notes"]] == ["Ask ops before changing the SLA"]
+    assert [n["text"] for n in definition["notes"]] == ["**Ask ops** before changing the SLA"]
     run = server.api("POST", f"/api/workflows/{wf['id']}/runs", {"input": {}})
     assert run["instanceId"]
 
-    page.reload()
-    expect(page.get_by_test_id("sticky-note-text")).to_have_value("Ask ops before changing the SLA")
+    page.reload()  # a note with text shows it as Markdown; a click edits the source
+    view = page.get_by_test_id("sticky-note-view")
+    expect(view.locator("strong")).to_have_text("Ask ops")
+    expect(view).to_have_text("Ask ops before changing the SLA")
+    view.click()
+    expect(page.get_by_test_id("sticky-note-text")).to_have_value("**Ask ops** before changing the SLA")
+    expect(page.get_by_test_id("sticky-note-text")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(page.get_by_test_id("sticky-note-view")).to_be_visible()
     page.get_by_test_id("sticky-note-delete").click()
     expect(page.get_by_test_id("sticky-note")).to_have_count(0)
     page.keyboard.press("Control+z")
     expect(page.get_by_test_id("sticky-note")).to_have_count(1)
     page.keyboard.press("Control+z")  # nothing more to undo since the load: the note stays
-    expect(page.get_by_test_id("sticky-note-text")).to_have_value("Ask ops before changing the SLA")
+    expect(page.get_by_test_id("sticky-note-view")).to_have_text("Ask ops before changing the SLA")
 
 
 def test_dark_mode_follows_the_system_and_the_switch_persists(page: Page, server: Server) -> None:

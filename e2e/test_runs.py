@@ -115,6 +115,8 @@ def test_execute_then_run_detail_history_and_versions(page: Page, server: Server
         "data-status", "COMPLETED"
     )
     expect(page.get_by_test_id("timeline-row")).to_have_count(4)
+    score_bar = page.locator('[data-testid="timeline-row"][data-node-id="score"]')
+    expect(score_bar.get_by_test_id("timeline-label")).to_have_text("Score order")  # the label, not the id
     page.locator('.react-flow__node[data-id="score"]').click()  # its run data: which worker ran it
     expect(page.get_by_test_id("run-data-worker")).to_contain_text(":")  # host:pid:id
     page.get_by_test_id("tab-events").click()
@@ -131,6 +133,11 @@ def test_execute_then_run_detail_history_and_versions(page: Page, server: Server
     rows = page.get_by_test_id("run-row")
     expect(rows).to_have_count(1)
     expect(rows.first).to_have_attribute("data-status", "COMPLETED")
+    expect(rows.first.get_by_test_id("run-trigger")).to_have_text("editor")  # started by Execute, not "api"
+    page.get_by_test_id("filter-trigger").select_option("api")
+    expect(page.get_by_test_id("run-table")).to_have_count(0)
+    page.get_by_test_id("filter-trigger").select_option("editor")
+    expect(rows).to_have_count(1)
     page.get_by_test_id("filter-status").select_option("FAILED")
     expect(page.get_by_test_id("run-table")).to_have_count(0)
     page.get_by_test_id("filter-status").select_option("")

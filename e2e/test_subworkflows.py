@@ -144,6 +144,7 @@ def test_a_test_run_links_its_child_while_the_child_still_runs(page: Page, serve
     link.click()
     RunLinks(page).expect_status("COMPLETED")
     expect(RunLinks(page).parent_banner()).to_contain_text("(node sub)")
+    expect(page.get_by_test_id("run-title")).to_have_text(f"Slow doubler {tag}")  # titled by its workflow
 
 
 def test_a_deleted_child_workflow_is_flagged_and_another_can_be_picked(page: Page, server: Server) -> None:

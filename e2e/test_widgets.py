@@ -195,6 +195,8 @@ def test_revoking_an_open_embed_link_takes_the_widget_off_the_page(page: Page, s
     page.goto(src)
     expect(page.locator("[data-widget-type='table']")).to_have_attribute("data-widget-status", "ready")
     expect(page.get_by_test_id("embed")).to_have_attribute("data-live", "joined")
+    expect(page).to_have_title("Soon revoked")  # the embed is titled by its widget
+    expect(page.get_by_test_id("embed-title")).to_have_text("Soon revoked")
 
     # the server closes the page's connection at once, and the page shows why (well before its 60 s poll)
     server.api("DELETE", f"/api/widgets/{widget}/embed-tokens/{token_id}")

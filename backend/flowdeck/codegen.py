@@ -107,6 +107,9 @@ def render_realtime() -> str:
         "node": messages.NODE_EVENT,
         "status": messages.STATUS_EVENT,
         "sla": messages.SLA_BREACH_EVENT,
+        "workflowJoin": messages.WORKFLOW_JOIN_EVENT,
+        "workflowLeave": messages.WORKFLOW_LEAVE_EVENT,
+        "workflowSaved": messages.WORKFLOW_SAVED_EVENT,
     }
     names = "".join(f"  {key}: {json.dumps(value)},\n" for key, value in events.items())
     widget_events = {

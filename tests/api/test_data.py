@@ -168,3 +168,16 @@ async def test_testing_an_http_source_says_what_the_server_answered(alice: Accou
     body = {"name": "nowhere", "kind": "http", "config": {"baseUrl": "http://127.0.0.1:9"}}
     answer = (await alice.client.post("/api/data-sources/test", json=body)).json()
     assert answer["ok"] is False and answer["message"]
+
+
+async def test_the_form_learns_the_allowed_sqlite_directories_and_a_refusal_names_them(alice: Account) -> None:
+    rules = await alice.client.get("/api/data-sources/rules")
+    assert rules.status_code == 200
+    [shown] = rules.json()["sqliteDirectories"]  # FLOWDECK_SQLITE_DIRS as the operator set it
+    outside = "sqlite+aiosqlite:////etc/flowdeck-nowhere.db"
+    refused = await alice.client.post(
+        "/api/data-sources", json={"name": "x", "kind": "sql", "config": {"url": outside}}
+    )
+    assert refused.status_code == 400
+    assert "outside the directories" in refused.text and shown in refused.text
+    assert (await alice.client.get("/api/data-sources")).json()["items"] == []

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 import sqlalchemy as sa
 
 from flowdeck.storage.tables import instance_logs, instances
-from tests.api.conftest import Account, Server
+from tests.api.conftest import PASSWORD, Account, Server
 from tests.support.graphs import definition, edge, end, linear, node
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -249,3 +250,22 @@ async def test_runs_are_filtered_by_creation_time_and_found_by_an_id_prefix(serv
     assert backwards.status_code == 400 and "from" in backwards.json()["detail"]
     assert (await alice.client.get("/api/runs", params={"from": "yesterday"})).status_code == 400
     assert (await alice.client.get("/api/runs", params={"idPrefix": "a%"})).status_code == 400
+
+
+async def test_a_run_started_from_the_editor_says_so_and_the_list_filters_by_trigger(
+    server: Server, alice: Account, anonymous: httpx.AsyncClient
+) -> None:
+    workflow_id = await create(alice, linear(1))
+    session = (await anonymous.post("/api/auth/login", json={"email": alice.email, "password": PASSWORD})).json()
+    from_editor = await anonymous.post(
+        f"/api/workflows/{workflow_id}/runs", json={"input": {}}, headers={"X-CSRF-Token": session["csrfToken"]}
+    )
+    assert from_editor.status_code == 202, from_editor.text
+    from_script = await alice.client.post(f"/api/workflows/{workflow_id}/runs", json={"input": {}})
+    editor_run, api_run = from_editor.json()["instanceId"], from_script.json()["instanceId"]
+
+    assert (await alice.client.get(f"/api/runs/{editor_run}")).json()["trigger"] == "editor"
+    assert (await alice.client.get(f"/api/runs/{api_run}")).json()["trigger"] == "api"
+    for trigger, expected in (("editor", [editor_run]), ("api", [api_run])):
+        page = await alice.client.get("/api/runs", params={"workflowId": workflow_id, "trigger": trigger})
+        assert [r["instanceId"] for r in page.json()["items"]] == expected

@@ -237,3 +237,36 @@ async def test_a_client_that_stops_reading_does_not_stall_the_engine_or_other_cl
         for n, d in watcher.events
         if n == "workflow_node_update" and d["nodeID"] in branches and d["status"] == "COMPLETED"
     )
+
+
+async def test_an_editor_of_a_workflow_hears_when_a_version_of_it_is_saved(
+    server: Server, alice: Account, mallory: Account
+) -> None:
+    created = await alice.client.post("/api/workflows", json=slow_chain() | {"title": "Edited in two tabs"})
+    workflow_id = created.json()["id"]
+    saved: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    tab = socketio.AsyncClient(reconnection=False)
+    tab.on("workflow_saved", saved.put)
+    intruder = socketio.AsyncClient(reconnection=False)
+    await tab.connect(server.url, auth={"token": alice.token}, transports=["websocket"])
+    await intruder.connect(server.url, auth={"token": mallory.token}, transports=["websocket"])
+    try:
+        assert await tab.call("workflow_join", {"workflowId": workflow_id}, timeout=5) == {"ok": True}
+        # another tenant's workflow is unknown to mallory: the same answer as an id that does not exist
+        refused = await intruder.call("workflow_join", {"workflowId": workflow_id}, timeout=5)
+        unknown = await intruder.call("workflow_join", {"workflowId": "no-such-workflow"}, timeout=5)
+        assert refused == unknown == {"ok": False, "error": "no such workflow"}
+        assert (await tab.call("workflow_join", {"workflowId": "../x"}, timeout=5))["ok"] is False
+
+        body = slow_chain() | {"title": "Edited in two tabs", "version": 1, "versionMessage": "from the other tab"}
+        assert (await alice.client.put(f"/api/workflows/{workflow_id}", json=body)).status_code == 200
+        notice = await asyncio.wait_for(saved.get(), 5)
+        assert notice == {
+            "workflowId": workflow_id,
+            "version": 2,
+            "author": alice.email,
+            "message": "from the other tab",
+        }
+    finally:
+        await tab.disconnect()
+        await intruder.disconnect()

@@ -182,8 +182,8 @@ async def test_a_replay_table_shows_the_latest_completed_production_run(server: 
     assert answer["widgetId"] == widget_id and answer["runId"] == latest and answer["runStatus"] == "COMPLETED"
     assert answer["data"] == {
         "columns": [
-            {"key": "c0", "label": "id", "format": "text"},
-            {"key": "c1", "label": "Price", "format": "currency"},
+            {"key": "c0", "label": "id", "format": "text", "currency": None},
+            {"key": "c1", "label": "Price", "format": "currency", "currency": None},
         ],
         "rows": [{"c0": 2, "c1": 3}, {"c0": 3, "c1": None}],
         "total": 2,
@@ -240,6 +240,7 @@ async def test_a_metric_compares_with_the_previous_completed_production_run(serv
         "label": "Revenue",
         "value": 80,
         "format": "number",
+        "currency": None,
         "unit": "EUR",
         "previous": None,
         "change": None,
@@ -504,10 +505,11 @@ async def test_the_embed_page_is_the_built_entry_when_there_is_one(
     page_file.parent.mkdir(parents=True, exist_ok=True)
     page_file.write_text("<!doctype html><title>embed</title><div id=root></div>")
     try:
-        widget_id = await widget(alice, await workflow(alice), "json", {})
+        widget_id = await widget(alice, await workflow(alice), "json", {}, name="Sales <by> region")
         token = (await embed_token(alice, widget_id))["token"]
         page = await anonymous.get(f"/embed/{token}")
         assert page.status_code == 200 and "<div id=root>" in page.text
+        assert "<title>Sales &lt;by&gt; region</title>" in page.text  # titled by the widget, escaped
         assert page.headers["content-security-policy"].endswith("frame-ancestors *")
     finally:
         page_file.unlink()

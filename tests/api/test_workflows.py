@@ -150,3 +150,33 @@ async def test_sticky_notes_are_stored_with_the_version_and_bad_ones_are_named(s
         ("invalid_note", "notes[0].text"),
         ("invalid_note", "notes[0].position"),
     ]
+
+
+async def test_a_version_keeps_its_author_and_message_and_an_old_one_is_restored_as_the_next(
+    alice: Account, mallory: Account
+) -> None:
+    workflow = (await alice.client.post("/api/workflows", json=tagged("v1"))).json()
+    url = f"/api/workflows/{workflow['id']}"
+    saved = await alice.client.put(url, json=tagged("v2") | {"version": 1, "versionMessage": "  tagged v2  "})
+    assert saved.status_code == 200, saved.text
+    too_long = await alice.client.put(url, json=tagged("v3") | {"version": 2, "versionMessage": "x" * 501})
+    assert too_long.status_code == 400 and "versionMessage" in too_long.text
+
+    restored = await alice.client.post(f"{url}/versions/1/restore")
+    assert restored.status_code == 201, restored.text
+    assert restored.json()["version"] == 3 and restored.json()["title"] == "v1"
+    assert restored.json()["nodes"] == tagged("v1")["nodes"]
+    again = await alice.client.post(f"{url}/versions/2/restore", json={"versionMessage": "back to v2"})
+    assert again.json()["version"] == 4
+
+    versions = (await alice.client.get(f"{url}/versions")).json()["items"]
+    assert [(v["version"], v["title"], v["author"], v["message"]) for v in versions] == [
+        (4, "v2", alice.email, "back to v2"),
+        (3, "v1", alice.email, "Restored version 1"),
+        (2, "v2", alice.email, "tagged v2"),  # trimmed
+        (1, "v1", alice.email, None),
+    ]
+    assert (await alice.client.post(f"{url}/versions/9/restore")).status_code == 404
+    # another tenant's workflow is a 404, and nothing is saved
+    assert (await mallory.client.post(f"{url}/versions/1/restore")).status_code == 404
+    assert (await alice.client.get(url)).json()["version"] == 4

@@ -76,6 +76,8 @@ def test_a_sync_widget_takes_wait_seconds_and_inputs() -> None:
         ("chart", {"chartType": "bar", "series": [{"path": "a"}]}, "replay", "config.labelPath", "is required"),
         ("metric", {"valuePath": "v"}, "replay", "config.label", "is required"),
         ("metric", {"valuePath": "v", "label": "l", "unit": "x" * 17}, "replay", "config.unit", "length <= 16"),
+        ("metric", {"valuePath": "v", "label": "l", "currency": "euro"}, "replay", "config.currency", "regex"),
+        ("table", {"columns": [{"path": "a", "currency": "eu"}]}, "replay", "config.columns[0].currency", "regex"),
         ("json", {"expandDepth": 11}, "replay", "config.expandDepth", "<= 10"),
         ("text", {"path": 3}, "replay", "config.path", "expected `str`"),
         ("json", {"waitSeconds": 5}, "replay", "config.waitSeconds", "only a sync widget"),

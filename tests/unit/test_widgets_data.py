@@ -44,7 +44,7 @@ def test_a_table_has_keyed_columns_and_rows() -> None:
         "columns": [
             {"path": "id", "label": "#"},
             {"path": "customer.name"},
-            {"path": "total", "format": "currency"},
+            {"path": "total", "format": "currency", "currency": "EUR"},
             {"path": "day", "format": "date"},
         ],
         "pageSize": 10,
@@ -52,10 +52,10 @@ def test_a_table_has_keyed_columns_and_rows() -> None:
     }
     assert data("table", config, ORDERS) == {
         "columns": [
-            {"key": "c0", "label": "#", "format": "text"},
-            {"key": "c1", "label": "customer.name", "format": "text"},
-            {"key": "c2", "label": "total", "format": "currency"},
-            {"key": "c3", "label": "day", "format": "date"},
+            {"key": "c0", "label": "#", "format": "text", "currency": None},
+            {"key": "c1", "label": "customer.name", "format": "text", "currency": None},
+            {"key": "c2", "label": "total", "format": "currency", "currency": "EUR"},
+            {"key": "c3", "label": "day", "format": "date", "currency": None},
         ],
         "rows": [
             {"c0": 1, "c1": "Ada", "c2": 12.5, "c3": "2026-01-02"},
@@ -84,12 +84,13 @@ def test_a_chart_has_labels_and_a_list_of_values_per_series() -> None:
 
 
 def test_a_metric_compares_with_the_previous_output() -> None:
-    config = {"valuePath": "sum.total", "label": "Revenue", "format": "currency", "unit": "EUR"}
+    config = {"valuePath": "sum.total", "label": "Revenue", "format": "currency", "currency": "JPY"}
     assert data("metric", config, {"sum": {"total": 150}}, {"sum": {"total": 120}}) == {
         "label": "Revenue",
         "value": 150,
         "format": "currency",
-        "unit": "EUR",
+        "currency": "JPY",
+        "unit": None,
         "previous": 120,
         "change": 30,
         "changePercent": 25.0,

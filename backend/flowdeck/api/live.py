@@ -38,6 +38,9 @@ class ServicesBackend(LiveBackend):
         accounts = self._context.services.accounts
         return await live_credentials(accounts.store.db, keys, accounts.clock())
 
+    async def owns_workflow(self, tenant_id: str, workflow_id: str) -> bool:
+        return await self._context.services.workflows.store.latest_version(tenant_id, workflow_id) is not None
+
     async def run_view(self, tenant_id: str, run_id: str) -> RunView | None:
         return await self._context.services.runs.queries.run_view(tenant_id, run_id)
 

@@ -52,6 +52,7 @@ __all__ = (
     "ValidationOut",
     "VersionOut",
     "VersionPage",
+    "VersionRestore",
     "WebhookOut",
     "WebhookSecretOut",
     "WidgetDataOut",
@@ -165,10 +166,15 @@ class WorkflowCreate(DefinitionFields):
     where ``inputs`` would be a typo of ``input`` and stays a 400."""
 
 
+VersionMessage = Annotated[str, Meta(max_length=500, description="what changed, shown in the version history")]
+
+
 class WorkflowSave(WorkflowCreate, kw_only=True):
     version: Annotated[
         int, Meta(ge=1, le=2**31 - 1, description="the version this edit started from; a stale one is a 409")
     ]
+    version_message: VersionMessage | None = None
+    """Optional: said about the new version (its author is the caller, always)."""
 
 
 class WorkflowOut(Camel):
@@ -204,6 +210,14 @@ class VersionOut(Camel):
     version: int
     title: str
     created_at: float
+    author: str | None = None
+    """The email of the user who saved it (absent on versions saved before authors were kept)."""
+    message: str | None = None
+
+
+class VersionRestore(Body):
+    version_message: VersionMessage | None = None
+    """Default: "Restored version N"."""
 
 
 class VersionPage(Camel):

@@ -39,7 +39,7 @@ from flowdeck.storage.records import InstanceRecord
 from flowdeck.storage.state import StateManager
 from flowdeck.storage.tenants import TenantStore
 from flowdeck.storage.waits import ResumeAnswer, TokenInfo, WaitTokens
-from flowdeck.storage.workflows import WorkflowRecord, WorkflowStore
+from flowdeck.storage.workflows import VersionNote, WorkflowRecord, WorkflowStore
 from flowdeck.validation.definition import validate_definition
 
 __all__ = ("DefinitionInvalidError", "Engine", "RunNotFoundError")
@@ -177,15 +177,24 @@ class Engine:
                 problems.append(Problem("workflow_not_found", message, node_id=node_id, path=path))
         return problems
 
-    async def create_workflow(self, tenant_id: str, definition: dict[str, Any]) -> WorkflowRecord:
+    async def create_workflow(
+        self, tenant_id: str, definition: dict[str, Any], note: VersionNote | None = None
+    ) -> WorkflowRecord:
         self._require_valid(definition)
-        record = await self.workflows.create(tenant_id, definition)
+        record = await self.workflows.create(tenant_id, definition, note)
         self.definitions_changed()
         return record
 
-    async def save_workflow(self, tenant_id: str, workflow_id: str, based_on: int, definition: dict[str, Any]) -> int:
+    async def save_workflow(
+        self,
+        tenant_id: str,
+        workflow_id: str,
+        based_on: int,
+        definition: dict[str, Any],
+        note: VersionNote | None = None,
+    ) -> int:
         self._require_valid(definition)
-        version = await self.workflows.save_version(tenant_id, workflow_id, based_on, definition)
+        version = await self.workflows.save_version(tenant_id, workflow_id, based_on, definition, note)
         self.definitions_changed()
         return version
 

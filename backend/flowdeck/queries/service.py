@@ -156,6 +156,10 @@ class DataService:
         if issues:
             raise QueryValidationError(issues)
 
+    def rules(self) -> dict[str, Any]:
+        """Where data sources may point on this server, for the form to say before a save is refused."""
+        return {"sqliteDirectories": list(self.engine.sqlite.shown_directories)}
+
     async def create_data_source(self, tenant_id: str, body: Any) -> dict[str, Any]:
         fields = _body(body, _SOURCE_KEYS)
         self._check_target(fields.get("name"), fields.get("kind"), fields.get("config", {}))

@@ -59,6 +59,9 @@ class SqlitePolicy:
     own_files: tuple[str, ...] = ()
     read_only_directories: tuple[str, ...] = ()
     """Shared files (the examples' data): opened read-only whatever a data source's ``readOnly`` says."""
+    shown_directories: tuple[str, ...] = ()
+    """``FLOWDECK_SQLITE_DIRS`` as the operator wrote it: what users are told. Never the resolved paths (symlink
+    targets) nor the package's own example directory, which are the server's business."""
 
     @classmethod
     def create(
@@ -68,7 +71,13 @@ class SqlitePolicy:
         dirs = None if directories is None else tuple(os.path.realpath(d) for d in directories if d)
         if shared:
             dirs = (*(dirs or ()), *shared)
-        return cls(dirs or None, tuple(own_files), shared)
+        shown = tuple(d for d in directories or () if d)
+        return cls(dirs or None, tuple(own_files), shared, shown)
+
+    def _where(self) -> str:
+        if not self.shown_directories:
+            return f"{SQLITE_DIRS_SETTING} is not set on this server"
+        return f"{SQLITE_DIRS_SETTING}: {', '.join(self.shown_directories)}"
 
     def always_read_only(self, real_path: str) -> bool:
         return any(_inside(real_path, d) for d in self.read_only_directories)
@@ -84,8 +93,7 @@ class SqlitePolicy:
         real = os.path.realpath(database)  # every symlink resolved
         if not any(_inside(real, d) for d in self.directories):
             raise SourceRefusedError(
-                f"{database} is outside the directories SQLite files may be opened from "
-                f"({SQLITE_DIRS_SETTING}: {os.pathsep.join(self.directories)})"
+                f"{database} is outside the directories SQLite files may be opened from ({self._where()})"
             )
         try:
             stat = Path(real).stat()

@@ -32,6 +32,9 @@ class LiveBackend(Protocol):
     async def live_credentials(self, keys: Collection[str]) -> set[str]:
         """Those of ``keys`` (``accounts/revocation.py``) whose credential is still good now."""
 
+    async def owns_workflow(self, tenant_id: str, workflow_id: str) -> bool:
+        """Whether the tenant has this (undeleted) workflow."""
+
     async def run_view(self, tenant_id: str, run_id: str) -> RunView | None:
         """The run's snapshot, ``None`` when it is unknown to the tenant."""
 

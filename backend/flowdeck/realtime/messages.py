@@ -22,6 +22,9 @@ __all__ = (
     "WIDGET_DATA_EVENT",
     "WIDGET_FOLLOW_EVENT",
     "WIDGET_JOIN_EVENT",
+    "WORKFLOW_JOIN_EVENT",
+    "WORKFLOW_LEAVE_EVENT",
+    "WORKFLOW_SAVED_EVENT",
     "NodeMessage",
     "SlaBreachMessage",
     "SnapshotMessage",
@@ -42,6 +45,11 @@ SLA_BREACH_EVENT: Final = "workflow_sla_breach"
 WIDGET_JOIN_EVENT: Final = "widget_join"
 WIDGET_FOLLOW_EVENT: Final = "widget_follow"
 WIDGET_DATA_EVENT: Final = "widget_data"
+WORKFLOW_JOIN_EVENT: Final = "workflow_join"
+"""``{workflowId}``: an editor of that workflow hears ``workflow_saved`` when anyone saves a version of it."""
+WORKFLOW_LEAVE_EVENT: Final = "workflow_leave"
+WORKFLOW_SAVED_EVENT: Final = "workflow_saved"
+"""``{workflowId, version, author, message}``: a version of the workflow was just saved (by another tab, say)."""
 
 
 class TsType:

@@ -39,6 +39,9 @@ from flowdeck.realtime.messages import (
     SNAPSHOT_EVENT,
     WIDGET_FOLLOW_EVENT,
     WIDGET_JOIN_EVENT,
+    WORKFLOW_JOIN_EVENT,
+    WORKFLOW_LEAVE_EVENT,
+    WORKFLOW_SAVED_EVENT,
     snapshot_message,
 )
 from flowdeck.realtime.relay import RunRelay
@@ -80,6 +83,13 @@ def _cookie(environ: dict[str, Any], name: str) -> str | None:
     return None if morsel is None else morsel.value
 
 
+_WORKFLOW_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _workflow_room(workflow_id: str) -> str:
+    return f"workflow:{workflow_id}"  # never a run's room: run ids have no colon
+
+
 def _run_id(data: Any) -> str | None:
     run_id = data.get("runId") if isinstance(data, dict) else None
     return run_id if isinstance(run_id, str) and _RUN_ID.fullmatch(run_id) else None
@@ -115,6 +125,8 @@ class RealtimeServer:
         self.sio.on(LEAVE_EVENT, self._leave)
         self.sio.on(WIDGET_JOIN_EVENT, self._widget_join)
         self.sio.on(WIDGET_FOLLOW_EVENT, self._widget_follow)
+        self.sio.on(WORKFLOW_JOIN_EVENT, self._workflow_join)
+        self.sio.on(WORKFLOW_LEAVE_EVENT, self._workflow_leave)
 
     def connection_count(self) -> int:
         return len(self._principals) + len(self._embeds)
@@ -259,6 +271,36 @@ class RealtimeServer:
             self.relay.cancel_join(sid, run_id)
         await self.sio.leave_room(sid, run_id)
         return {"ok": True}
+
+    # -- workflows being edited -----------------------------------------------------------------------------
+    async def _workflow_join(self, sid: str, data: Any = None) -> dict[str, Any]:
+        """``{workflowId}``: hear ``workflow_saved`` for it (a workflow of the connection's tenant only)."""
+        principal = self._principals.get(sid)
+        if principal is None or not self.backend.running:
+            return _EMBED_NO_RUNS if sid in self._embeds else _NOT_CONNECTED
+        workflow_id = data.get("workflowId") if isinstance(data, dict) else None
+        if not isinstance(workflow_id, str) or not _WORKFLOW_ID.fullmatch(workflow_id):
+            return {"ok": False, "error": "workflowId is required"}
+        if not await self.backend.owns_workflow(principal.tenant_id, workflow_id):
+            return {"ok": False, "error": "no such workflow"}  # unknown or another tenant's: the same answer
+        if sid not in self._principals:
+            return _NOT_CONNECTED  # revoked meanwhile
+        await self.sio.enter_room(sid, _workflow_room(workflow_id))
+        return {"ok": True}
+
+    async def _workflow_leave(self, sid: str, data: Any = None) -> dict[str, Any]:
+        workflow_id = data.get("workflowId") if isinstance(data, dict) else None
+        if not isinstance(workflow_id, str):
+            return {"ok": False, "error": "workflowId is required"}
+        await self.sio.leave_room(sid, _workflow_room(workflow_id))
+        return {"ok": True}
+
+    def workflow_saved(self, workflow_id: str, version: int, author: str | None, message: str | None) -> None:
+        """Tell the editors of the workflow (in this process) that a version was saved."""
+        payload = {"workflowId": workflow_id, "version": version, "author": author, "message": message}
+        task = asyncio.create_task(self.sio.emit(WORKFLOW_SAVED_EVENT, payload, room=_workflow_room(workflow_id)))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     # -- widgets -----------------------------------------------------------------------------------------
     async def _widget_join(self, sid: str, data: Any = None) -> dict[str, Any]:

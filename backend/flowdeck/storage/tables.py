@@ -66,6 +66,8 @@ workflow_versions = sa.Table(
     sa.Column("version", sa.Integer, primary_key=True),
     sa.Column("definition", Json, nullable=False),
     sa.Column("created_at", Epoch, nullable=False),
+    sa.Column("author", sa.String(320), nullable=True),  # the saving user's email
+    sa.Column("message", sa.String(500), nullable=True),  # optional, given on save
 )
 
 instances = sa.Table(

@@ -13,7 +13,15 @@ from flowdeck.storage.database import Database
 from flowdeck.storage.tables import workflow_versions, workflows
 from flowdeck.storage.widgets import delete_widgets_of_workflow
 
-__all__ = ("StaleVersionError", "VersionSummary", "WorkflowKey", "WorkflowRecord", "WorkflowStore", "WorkflowSummary")
+__all__ = (
+    "StaleVersionError",
+    "VersionNote",
+    "VersionSummary",
+    "WorkflowKey",
+    "WorkflowRecord",
+    "WorkflowStore",
+    "WorkflowSummary",
+)
 
 
 _LATEST_VERSION = sa.select(workflows.c.latest_version).where(
@@ -54,10 +62,20 @@ class WorkflowSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class VersionNote:
+    """Who saved a version (the user's email) and what they said about it; both optional."""
+
+    author: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class VersionSummary:
     version: int
     title: str
     created_at: float
+    author: str | None = None
+    message: str | None = None
 
 
 WorkflowKey = tuple[float, str]
@@ -68,8 +86,11 @@ class WorkflowStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def create(self, tenant_id: str, definition: dict[str, Any]) -> WorkflowRecord:
+    async def create(
+        self, tenant_id: str, definition: dict[str, Any], note: VersionNote | None = None
+    ) -> WorkflowRecord:
         workflow_id, now = str(uuid.uuid4()), time.time()
+        note = note or VersionNote()
         async with self.db.transaction() as conn:
             await conn.execute(
                 workflows.insert().values(
@@ -84,7 +105,12 @@ class WorkflowStore:
             )
             await conn.execute(
                 workflow_versions.insert().values(
-                    workflow_id=workflow_id, version=1, definition=definition, created_at=now
+                    workflow_id=workflow_id,
+                    version=1,
+                    definition=definition,
+                    created_at=now,
+                    author=note.author,
+                    message=note.message,
                 )
             )
         return WorkflowRecord(
@@ -98,9 +124,17 @@ class WorkflowStore:
             now,
         )
 
-    async def save_version(self, tenant_id: str, workflow_id: str, based_on: int, definition: dict[str, Any]) -> int:
+    async def save_version(
+        self,
+        tenant_id: str,
+        workflow_id: str,
+        based_on: int,
+        definition: dict[str, Any],
+        note: VersionNote | None = None,
+    ) -> int:
         """Store ``definition`` as the next version; ``StaleVersionError`` if ``based_on`` is not the latest."""
         now = time.time()
+        note = note or VersionNote()
         async with self.db.transaction() as conn:
             result = await conn.execute(
                 workflows.update()
@@ -130,7 +164,12 @@ class WorkflowStore:
                 raise StaleVersionError(workflow_id, based_on, latest)
             await conn.execute(
                 workflow_versions.insert().values(
-                    workflow_id=workflow_id, version=based_on + 1, definition=definition, created_at=now
+                    workflow_id=workflow_id,
+                    version=based_on + 1,
+                    definition=definition,
+                    created_at=now,
+                    author=note.author,
+                    message=note.message,
                 )
             )
         return based_on + 1
@@ -226,7 +265,13 @@ class WorkflowStore:
         owner = sa.select(workflows.c.id).where(
             workflows.c.id == workflow_id, workflows.c.tenant_id == tenant_id, workflows.c.deleted_at.is_(None)
         )
-        stmt = sa.select(workflow_versions.c.version, workflow_versions.c.definition, workflow_versions.c.created_at)
+        stmt = sa.select(
+            workflow_versions.c.version,
+            workflow_versions.c.definition,
+            workflow_versions.c.created_at,
+            workflow_versions.c.author,
+            workflow_versions.c.message,
+        )
         stmt = stmt.where(workflow_versions.c.workflow_id == workflow_id)
         if before is not None:
             stmt = stmt.where(workflow_versions.c.version < before)
@@ -235,7 +280,7 @@ class WorkflowStore:
             if (await conn.execute(owner)).first() is None:
                 return None
             rows = (await conn.execute(stmt)).all()
-        items = [VersionSummary(row[0], _title(row[1]), row[2]) for row in rows[:limit]]
+        items = [VersionSummary(row[0], _title(row[1]), row[2], row[3], row[4]) for row in rows[:limit]]
         return items, (items[-1].version if len(rows) > limit else None)
 
 

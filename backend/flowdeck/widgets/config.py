@@ -41,6 +41,8 @@ FORMATS: Final = ("text", "number", "percent", "currency", "date", "datetime")
 
 PathText = Annotated[str, Meta(max_length=500)]
 Label = Annotated[str, Meta(max_length=200)]
+Currency = Annotated[str, Meta(pattern=r"^[A-Z]{3}$", description="an ISO 4217 code (EUR, GBP, JPY); default USD")]
+"""The currency a ``currency`` value is shown in."""
 
 
 class _Config(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
@@ -51,6 +53,7 @@ class Column(_Config):
     path: PathText
     label: Label | None = None
     format: Format = "text"
+    currency: Currency | None = None
 
 
 class Sort(_Config):
@@ -82,6 +85,7 @@ class MetricConfig(_Config):
     label: Label
     format: Format = "number"
     unit: Annotated[str, Meta(max_length=16)] | None = None
+    currency: Currency | None = None
 
 
 class TextConfig(_Config):

@@ -65,7 +65,7 @@ def _table(config: WidgetConfig, settings: TableConfig, output: Any) -> dict[str
     sort = settings.sort
     return {
         "columns": [
-            {"key": f"c{i}", "label": c.path if c.label is None else c.label, "format": c.format}
+            {"key": f"c{i}", "label": c.label or c.path, "format": c.format, "currency": c.currency}
             for i, c in enumerate(settings.columns)
         ],
         "rows": cells,
@@ -118,6 +118,7 @@ def _metric(config: WidgetConfig, settings: MetricConfig, output: Any, previous_
         "label": settings.label,
         "value": value,
         "format": settings.format,
+        "currency": settings.currency,
         "unit": settings.unit,
         "previous": previous,
         "change": change,

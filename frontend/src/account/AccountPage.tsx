@@ -7,6 +7,7 @@ import { copyText } from '../shared/copy';
 import { errorAt, fieldErrors, NO_ERRORS, unshownErrors, type FieldErrors } from '../shared/fieldErrors';
 import { formatTime, relativeTime } from '../shared/format';
 import { errorMessage, toast } from '../shared/toasts';
+import { useConfirm } from '../shared/ui/ConfirmDialog';
 import { CopyIcon } from '../shared/ui/icons';
 import { account, tokens, type ApiToken, type CreatedToken } from './api';
 
@@ -17,6 +18,7 @@ function TokensSection() {
   const [days, setDays] = useState('');
   const [errors, setErrors] = useState<FieldErrors>(NO_ERRORS);
   const [loadError, setLoadError] = useState<string | null>(null);
+  const [confirm, confirmDialog] = useConfirm();
 
   const reload = useCallback(() => {
     tokens
@@ -48,7 +50,13 @@ function TokensSection() {
   };
 
   const revoke = async (t: ApiToken) => {
-    if (!window.confirm(`Revoke the token “${t.name}” (${t.prefix}…)? Scripts that use it stop working at once.`)) return;
+    const ok = await confirm({
+      title: 'Revoke token?',
+      message: `Revoke the token “${t.name}” (${t.prefix}…)? Scripts that use it stop working at once.`,
+      confirmLabel: 'Revoke',
+      danger: true,
+    });
+    if (!ok) return;
     try {
       await tokens.revoke(t.id);
       if (created?.id === t.id) setCreated(null);
@@ -62,6 +70,7 @@ function TokensSection() {
   const general = unshownErrors(errors, ['name', 'expiresInDays']);
   return (
     <section className="account-section" data-testid="tokens-section">
+      {confirmDialog}
       <h2>API tokens</h2>
       <p className="muted">
         For scripts and the CLI: send <code>Authorization: Bearer &lt;token&gt;</code>. A token acts as you, in your tenant.

@@ -55,6 +55,8 @@ export const workflows = {
   remove: (id: string) => request<void>('DELETE', `/api/workflows/${encodeURIComponent(id)}`),
   versions: (id: string) => request<Page<VersionSummary>>('GET', `/api/workflows/${encodeURIComponent(id)}/versions${query({ limit: 100 })}`),
   version: (id: string, version: number) => request<Workflow>('GET', `/api/workflows/${encodeURIComponent(id)}/versions/${version}`),
+  /** Save an old version again as the next one (the history only grows). */
+  restore: (id: string, version: number) => request<Workflow>('POST', `/api/workflows/${encodeURIComponent(id)}/versions/${version}/restore`),
   /** `workflowId`: the saved workflow this is an edit of, so a node calling it is flagged (`calls_itself`). */
   validate: (definition: DefinitionJson, signal?: AbortSignal, workflowId?: string | null) =>
     request<ValidationResult>('POST', `/api/workflows/validate${query({ workflowId })}`, definition, signal),
@@ -98,6 +100,8 @@ export type RunFilters = {
   idPrefix?: string;
   /** Runs carrying every one of these labels (`label.<name>=<value>`). */
   labels?: Record<string, string>;
+  /** How the runs started (`editor`, `api`, `webhook`, …). */
+  trigger?: string;
   limit?: number;
 };
 
@@ -109,6 +113,7 @@ function filterParams(filters: RunFilters) {
     from: filters.from,
     to: filters.to,
     idPrefix: filters.idPrefix,
+    trigger: filters.trigger,
     ...Object.fromEntries(Object.entries(filters.labels ?? {}).map(([name, value]) => [`label.${name}`, value])),
   };
 }

@@ -29,7 +29,7 @@ export type Workflow = Omit<Schemas['WorkflowOut'], keyof Definition> & Definiti
 export type WorkflowSummary = Schemas['WorkflowSummaryOut'];
 export type VersionSummary = Schemas['VersionOut'];
 
-export type SaveBody = DefinitionJson & Pick<Schemas['WorkflowSave'], 'version'>;
+export type SaveBody = DefinitionJson & Pick<Schemas['WorkflowSave'], 'version' | 'versionMessage'>;
 
 export type RunAccepted = Schemas['RunAccepted'];
 /** `availableAt`: a PENDING run's scheduled start; `slaBreachedAt`: when it passed options.slaSeconds unfinished. */

@@ -90,4 +90,18 @@ describe('DataSourceForm', () => {
     expect(nameField?.querySelector('[data-testid="source-name"]')).toBeTruthy();
     expect(screen.queryByTestId('form-error')).toBeNull();
   });
+
+  it('says which directories SQLite files may be in before anything is saved', async () => {
+    reply = (_method, url) => (url === '/api/data-sources/rules' ? json(200, { sqliteDirectories: ['/srv/data', '/mnt/shared'] }) : json(200, SOURCE));
+    render(<DataSourceForm source={null} onSaved={() => undefined} onCancel={() => undefined} />);
+    const hint = await screen.findByTestId('sqlite-dirs');
+    expect(hint.textContent).toContain('only inside /srv/data, /mnt/shared');
+    expect(screen.getByText('sqlite+aiosqlite:////srv/data/orders.db')).toBeTruthy();
+  });
+
+  it('says when this server allows no SQLite files at all', async () => {
+    reply = (_method, url) => (url === '/api/data-sources/rules' ? json(200, { sqliteDirectories: [] }) : json(200, SOURCE));
+    render(<DataSourceForm source={null} onSaved={() => undefined} onCancel={() => undefined} />);
+    expect((await screen.findByTestId('sqlite-dirs')).textContent).toContain('not allowed on this server');
+  });
 });

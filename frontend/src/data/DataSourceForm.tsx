@@ -1,5 +1,5 @@
 /** Create or edit a data source: name, kind, where it points, write-only secrets, a connection test. */
-import { useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 
 import { Field } from '../editor/inspector/fields';
 import { errorAt, fieldErrors, NO_ERRORS, unshownErrors, type FieldErrors } from '../shared/fieldErrors';
@@ -16,6 +16,47 @@ function headerRows(headers: unknown): HeaderRow[] {
   return Object.entries(headers as Record<string, unknown>).map(([name, value]) => ({ name, value: String(value) }));
 }
 
+/** The SQLite directories this server allows (null until known, or when the server could not say). */
+function useSqliteDirectories(): string[] | null {
+  const [dirs, setDirs] = useState<string[] | null>(null);
+  useEffect(() => {
+    let live = true;
+    dataSources
+      .rules()
+      .then((rules) => {
+        if (live && Array.isArray(rules.sqliteDirectories)) setDirs(rules.sqliteDirectories.filter((d) => typeof d === 'string'));
+      })
+      .catch(() => undefined); // the save still says why a file is refused
+    return () => {
+      live = false;
+    };
+  }, []);
+  return dirs;
+}
+
+function SqliteHint({ dirs }: { dirs: string[] | null }) {
+  if (dirs === null) return null;
+  if (dirs.length === 0)
+    return (
+      <span data-testid="sqlite-dirs" data-count="0">
+        {' '}
+        SQLite files are not allowed on this server (<code>FLOWDECK_SQLITE_DIRS</code> is not set).
+      </span>
+    );
+  return (
+    <span data-testid="sqlite-dirs" data-count={dirs.length}>
+      {' '}
+      SQLite files only inside {dirs.map((d, i) => (
+        <span key={d}>
+          {i > 0 && ', '}
+          <code>{d}</code>
+        </span>
+      ))}
+      .
+    </span>
+  );
+}
+
 export function DataSourceForm({ source, onSaved, onCancel }: { source: DataSource | null; onSaved: (source: DataSource) => void; onCancel: () => void }) {
   const [name, setName] = useState(source?.name ?? '');
   const [kind, setKind] = useState<SourceKind>(source?.kind ?? 'sql');
@@ -26,6 +67,7 @@ export function DataSourceForm({ source, onSaved, onCancel }: { source: DataSour
   const [secrets, setSecrets] = useState<SecretRow[]>(secretRows(source?.secrets));
   const [errors, setErrors] = useState<FieldErrors>(NO_ERRORS);
   const [busy, setBusy] = useState(false);
+  const sqliteDirs = useSqliteDirectories();
 
   const config = (): Record<string, unknown> => {
     if (kind === 'sql') return { url: url.trim() };
@@ -79,7 +121,9 @@ export function DataSourceForm({ source, onSaved, onCancel }: { source: DataSour
             error={errorAt(errors, 'config.url', 'config')}
             hint={
               <>
-                An SQLAlchemy URL without the password, e.g. <code>postgresql+asyncpg://user@host/db</code> or <code>sqlite+aiosqlite:////data/orders.db</code>.
+                An SQLAlchemy URL without the password, e.g. <code>postgresql+asyncpg://user@host/db</code> or{' '}
+                <code>sqlite+aiosqlite:///{sqliteDirs?.[0] ?? '/data'}/orders.db</code>.
+                <SqliteHint dirs={sqliteDirs} />
               </>
             }
           >

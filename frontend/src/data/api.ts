@@ -76,7 +76,11 @@ export const dataSources = {
   testUnsaved: (body: DataSourceBody) => request<ConnectionTest>('POST', '/api/data-sources/test', body),
   /** Try a saved data source with its stored secrets. */
   test: (id: string) => request<ConnectionTest>('POST', `${sourcePath(id)}/test`),
+  /** Where sources may point on this server (FLOWDECK_SQLITE_DIRS as the operator set it). */
+  rules: () => request<SourceRules>('GET', '/api/data-sources/rules'),
 };
+
+export type SourceRules = { sqliteDirectories: string[] };
 
 export const savedQueries = {
   list: (dataSourceId?: string) =>

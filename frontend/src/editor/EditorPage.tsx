@@ -4,6 +4,7 @@ import { lazy, Suspense, useCallback, useMemo, useState } from 'react';
 import { Link, useParams } from 'react-router';
 
 import type { EditorEdge, EditorNode } from '../graph/model';
+import { useConfirm } from '../shared/ui/ConfirmDialog';
 import { BottomPanel } from './BottomPanel';
 import { useEditorActions } from './canvas/useEditorActions';
 import { ConflictDialog, ExecuteDialog, HelpOverlay, LeaveDialog } from './dialogs';
@@ -44,7 +45,19 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
   const [help, setHelp] = useState(false);
   const [inputError, setInputError] = useState<string | null>(null);
 
-  const { loaded, loadError, reload } = useWorkflowLoad(store, workflowId, viewVersion);
+  const { loaded, loadError, reload, restore } = useWorkflowLoad(store, workflowId, viewVersion);
+  const [confirm, confirmDialog] = useConfirm();
+  const restoreVersion = async (version: number) => {
+    const ok =
+      !dirty ||
+      (await confirm({
+        title: `Restore version ${version}?`,
+        message: 'Your unsaved changes are dropped; the version is saved again as the latest (nothing saved is lost).',
+        confirmLabel: 'Restore',
+        danger: true,
+      }));
+    if (ok) await restore(version);
+  };
   const onInputError = useCallback(
     (message: string) => {
       setInputError(message);
@@ -102,13 +115,15 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
 
   return (
     <div className="editor" data-testid="editor" data-loaded={loaded}>
+      {confirmDialog}
       <Toolbar
-        onSave={() => void save()}
+        onSave={(message) => void save(undefined, message)}
         onTestRun={() => void testRun.start()}
         onStop={() => void testRun.stop()}
         onExecute={execute.openDialog}
         onHelp={() => setHelp(true)}
         onSettings={panels.toggleSettings}
+        onRestore={(v) => void restoreVersion(v)}
         settingsOpen={panels.settingsOpen}
         saving={saving}
         starting={testRun.starting}

@@ -11,9 +11,20 @@ import { errorMessage, toast } from '../shared/toasts';
 import { useEditorActions } from './canvas/useEditorActions';
 import { definitionJson } from './editorStore';
 import { useEditor, useEditorStoreApi } from './storeContext';
+import { VersionDiffDialog } from './VersionDiffDialog';
 import { WorkflowJsonMenu } from './WorkflowJsonMenu';
 
-function VersionsMenu({ workflowId, current, onClose }: { workflowId: string; current: number; onClose: () => void }) {
+function VersionsMenu({
+  workflowId,
+  current,
+  onClose,
+  onCompare,
+}: {
+  workflowId: string;
+  current: number;
+  onClose: () => void;
+  onCompare: (versions: VersionSummary[], pair: [number, number]) => void;
+}) {
   const [versions, setVersions] = useState<VersionSummary[] | null>(null);
   useEffect(() => {
     workflows
@@ -22,21 +33,72 @@ function VersionsMenu({ workflowId, current, onClose }: { workflowId: string; cu
       .catch((err: unknown) => toast('error', `Could not list versions: ${errorMessage(err)}`));
   }, [workflowId]);
   return (
-    <div className="popover" data-testid="versions-menu" onMouseLeave={onClose}>
+    <div className="popover popover--versions" data-testid="versions-menu" onMouseLeave={onClose}>
       <div className="popover__title">Version history</div>
       {versions === null && <div className="muted small">Loading…</div>}
-      {versions?.map((v) => (
-        <Link
-          key={v.version}
-          to={`/workflows/${workflowId}/versions/${v.version}`}
-          className={`popover__item${v.version === current ? ' is-current' : ''}`}
-          data-testid={`version-${v.version}`}
-          onClick={onClose}
-        >
-          <strong>v{v.version}</strong> <span className="truncate">{v.title}</span> <span className="muted small">{formatTime(v.createdAt)}</span>
-        </Link>
-      ))}
+      {versions?.map((v, i) => {
+        const previous = versions[i + 1];
+        return (
+          <div key={v.version} className="version-item">
+            <Link
+              to={`/workflows/${workflowId}/versions/${v.version}`}
+              className={`popover__item${v.version === current ? ' is-current' : ''}`}
+              data-testid={`version-${v.version}`}
+              onClick={onClose}
+            >
+              <strong>v{v.version}</strong> <span className="truncate">{v.message || v.title}</span>
+              <span className="muted small" data-testid="version-meta">
+                {formatTime(v.createdAt)}
+                {v.author ? ` · ${v.author}` : ''}
+              </span>
+            </Link>
+            {previous && (
+              <button
+                type="button"
+                className="btn btn--small btn--ghost"
+                title={`What changed from v${previous.version} to v${v.version}`}
+                data-testid={`version-compare-${v.version}`}
+                onClick={() => {
+                  onCompare(versions, [previous.version, v.version]);
+                  onClose();
+                }}
+              >
+                Diff
+              </button>
+            )}
+          </div>
+        );
+      })}
     </div>
+  );
+}
+
+/** "What changed?": the message saved with the new version. */
+function SaveMessage({ onSave, onClose }: { onSave: (message: string) => void; onClose: () => void }) {
+  const [text, setText] = useState('');
+  return (
+    <form
+      className="popover popover--right"
+      data-testid="save-message"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onSave(text);
+      }}
+      onKeyDown={(e) => {
+        if (e.key === 'Escape') {
+          e.stopPropagation();
+          onClose();
+        }
+      }}
+    >
+      <label className="field">
+        <span className="field__label">What changed? (kept with the version)</span>
+        <input className="input" autoFocus maxLength={500} value={text} onChange={(e) => setText(e.target.value)} data-testid="save-message-input" />
+      </label>
+      <button type="submit" className="btn btn--primary btn--small" data-testid="save-message-confirm">
+        Save
+      </button>
+    </form>
   );
 }
 
@@ -51,16 +113,18 @@ export function Toolbar({
   onExecute,
   onHelp,
   onSettings,
+  onRestore,
   settingsOpen,
   saving,
   starting,
 }: {
-  onSave: () => void;
+  onSave: (message?: string) => void;
   onTestRun: () => void;
   onStop: () => void;
   onExecute: () => void;
   onHelp: () => void;
   onSettings: () => void;
+  onRestore: (version: number) => void;
   settingsOpen: boolean;
   saving: boolean;
   starting: boolean;
@@ -76,6 +140,8 @@ export function Toolbar({
   const errorCount = useEditor((s) => s.problems.filter((p) => p.severity !== 'warning').length);
   const dirty = useDirty();
   const [versionsOpen, setVersionsOpen] = useState(false);
+  const [messageOpen, setMessageOpen] = useState(false);
+  const [comparing, setComparing] = useState<{ versions: VersionSummary[]; pair: [number, number] } | null>(null);
   const flow = useReactFlow();
   const actions = useEditorActions();
 
@@ -123,7 +189,26 @@ export function Toolbar({
           <button type="button" className="btn" onClick={() => setVersionsOpen((o) => !o)} data-testid="versions-button">
             History
           </button>
-          {versionsOpen && <VersionsMenu workflowId={workflowId} current={version} onClose={() => setVersionsOpen(false)} />}
+          {versionsOpen && (
+            <VersionsMenu
+              workflowId={workflowId}
+              current={version}
+              onClose={() => setVersionsOpen(false)}
+              onCompare={(versions, pair) => setComparing({ versions, pair })}
+            />
+          )}
+          {comparing && (
+            <VersionDiffDialog
+              workflowId={workflowId}
+              versions={comparing.versions}
+              initial={comparing.pair}
+              onClose={() => setComparing(null)}
+              onRestore={(v) => {
+                setComparing(null);
+                onRestore(v);
+              }}
+            />
+          )}
         </div>
       )}
       <WorkflowJsonMenu />
@@ -171,9 +256,32 @@ export function Toolbar({
           <button type="button" className="btn" onClick={onExecute} disabled={!workflowId} title="Run the saved version in production" data-testid="execute-button">
             ⚡ Execute
           </button>
-          <button type="button" className="btn btn--primary" onClick={onSave} disabled={saving || !dirty} data-testid="save-button">
-            {saving ? 'Saving…' : 'Save'}
-          </button>
+          <div className="btn-group popover-anchor">
+            <button type="button" className="btn btn--primary" onClick={() => onSave()} disabled={saving || !dirty} data-testid="save-button">
+              {saving ? 'Saving…' : 'Save'}
+            </button>
+            <button
+              type="button"
+              className="btn btn--primary btn--icon"
+              title="Save with a message"
+              aria-label="Save with a message"
+              aria-expanded={messageOpen}
+              disabled={saving || !dirty}
+              onClick={() => setMessageOpen((o) => !o)}
+              data-testid="save-with-message"
+            >
+              ▾
+            </button>
+            {messageOpen && (
+              <SaveMessage
+                onSave={(message) => {
+                  setMessageOpen(false);
+                  onSave(message);
+                }}
+                onClose={() => setMessageOpen(false)}
+              />
+            )}
+          </div>
         </>
       )}
     </div>

@@ -121,6 +121,12 @@ export function EmbedApp({ token, search }: { token: string; search: string }) {
   const gone = failure && (failure.status === 404 || failure.status === 410 || failure.status === 401 || failure.status === 403);
   return (
     <div className="embed" data-testid="embed" data-live={live}>
+      {/* The server titles the page by the widget's name. */}
+      {!gone && document.title && (
+        <h1 className="embed__title" data-testid="embed-title">
+          {document.title}
+        </h1>
+      )}
       <div className="embed__body">
         {gone ? (
           <div className="embed__gone" data-testid="embed-error" data-status={failure.status}>

@@ -125,6 +125,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/data-sources/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** DataSourceRules */
+        get: operations["ApiDataSourcesRulesDataSourceRules"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/data-sources/test": {
         parameters: {
             query?: never;
@@ -803,6 +820,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/{workflow_id}/versions/{version}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** RestoreVersion */
+        post: operations["ApiWorkflowsWorkflowIdVersionsRestoreRestoreVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/{workflow_id}/webhook": {
         parameters: {
             query?: never;
@@ -1295,7 +1329,9 @@ export interface components {
         };
         /** VersionOut */
         VersionOut: {
+            author?: string | null;
             createdAt: number;
+            message?: string | null;
             title: string;
             version: number;
         };
@@ -1303,6 +1339,11 @@ export interface components {
         VersionPage: {
             items: components["schemas"]["VersionOut"][];
             nextCursor: string | null;
+        };
+        /** VersionRestore */
+        VersionRestore: {
+            /** @description what changed, shown in the version history */
+            versionMessage?: string | null;
         };
         /** WaitingForOut */
         WaitingForOut: {
@@ -1475,6 +1516,8 @@ export interface components {
             updatedAt?: unknown;
             /** @description the version this edit started from; a stale one is a 409 */
             version: number;
+            /** @description what changed, shown in the version history */
+            versionMessage?: string | null;
         };
         /** WorkflowSummaryOut */
         WorkflowSummaryOut: {
@@ -1541,6 +1584,7 @@ export type UserOut = components['schemas']['UserOut'];
 export type ValidationOut = components['schemas']['ValidationOut'];
 export type VersionOut = components['schemas']['VersionOut'];
 export type VersionPage = components['schemas']['VersionPage'];
+export type VersionRestore = components['schemas']['VersionRestore'];
 export type WaitingForOut = components['schemas']['WaitingForOut'];
 export type WebhookOut = components['schemas']['WebhookOut'];
 export type WebhookSecretOut = components['schemas']['WebhookSecretOut'];
@@ -2255,6 +2299,29 @@ export interface operations {
                             [key: string]: unknown;
                         } | unknown[];
                         status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiDataSourcesRulesDataSourceRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -6895,6 +6962,95 @@ export interface operations {
         responses: {
             /** @description Request fulfilled, document follows */
             200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowOut"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Nothing matches the given URI */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiWorkflowsWorkflowIdVersionsRestoreRestoreVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an object id (UUID) */
+                workflow_id: string;
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VersionRestore"] | null;
+            };
+        };
+        responses: {
+            /** @description Document created, URL follows */
+            201: {
                 headers: {
                     "X-Content-Type-Options"?: string;
                     [name: string]: unknown;

@@ -14,6 +14,9 @@ export const SOCKET_EVENTS = {
   node: "workflow_node_update",
   status: "workflow_status_update",
   sla: "workflow_sla_breach",
+  workflowJoin: "workflow_join",
+  workflowLeave: "workflow_leave",
+  workflowSaved: "workflow_saved",
 } as const;
 /** An embed connection hears its widget's processed data only (a WidgetDataOut), never a run. */
 export const EMBED_SOCKET_EVENTS = {

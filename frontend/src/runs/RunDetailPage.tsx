@@ -80,6 +80,11 @@ function RunDetailScreen({ runId }: { runId: string }) {
   const graphNodes = useEditor((s) => s.nodes);
   const nodeLabels = useMemo(() => new Map(graphNodes.map((n) => [n.id, n.data.label ?? ''])), [graphNodes]);
   const inspectorOpen = useEditor((s) => s.inspectorNodeId !== null);
+  const graphNodes = useEditor((s) => s.nodes);
+  const labelOf = useMemo(() => {
+    const labels = new Map(graphNodes.map((n) => [n.id, n.data.label]));
+    return (nodeId: string) => labels.get(nodeId) ?? nodeId;
+  }, [graphNodes]);
   const [detail, setDetail] = useState<RunDetail | null>(null);
   const [title, setTitle] = useState<string>('');
   const [events, setEvents] = useState<RunEvent[]>([]);
@@ -107,14 +112,21 @@ function RunDetailScreen({ runId }: { runId: string }) {
       try {
         const { d, ev } = await refresh();
         let definition: DefinitionJson | null = d.isTest ? definitionFromEvents(ev.items) : null;
-        let name = d.isTest ? 'Test run' : '';
+        // Titled by its workflow: a test run (a sub-workflow's child test run too) by the title its graph carries,
+        // else by the saved workflow it belongs to.
+        let name = typeof definition?.title === 'string' ? definition.title : '';
         if (!definition && d.workflowId && d.version) {
           const w = await workflows.version(d.workflowId, d.version);
           definition = w;
           name = w.title;
+        } else if (!name && d.workflowId) {
+          name = await workflows
+            .get(d.workflowId)
+            .then((w) => w.title)
+            .catch(() => ''); // deleted since: the generic title
         }
         if (!live) return;
-        setTitle(name || 'Run');
+        setTitle(name || (d.isTest ? 'Test run' : 'Run'));
         store.getState().load(
           { workflowId: d.workflowId, version: d.version ?? 0, title: name, description: null, options: null },
           definition ?? { nodes: [], edges: [] },
@@ -202,7 +214,10 @@ function RunDetailScreen({ runId }: { runId: string }) {
         <Link to="/runs" className="btn btn--ghost btn--small">
           ← Runs
         </Link>
-        <h1 className="toolbar__heading">{title}</h1>
+        <h1 className="toolbar__heading" data-testid="run-title">
+          {title}
+        </h1>
+        {detail?.isTest && title !== 'Test run' && <span className="pill pill--test">test</span>}
         {status && <StatusBadge status={status} testId="run-detail-status" />}
         <SlaBadge at={run?.slaBreachedAt ?? detail?.slaBreachedAt} />
         {detail && (
@@ -300,7 +315,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
           </button>
         </nav>
         <div className="run-detail__tab">
-          {tab === 'timeline' && <Timeline rows={timeline} now={now} />}
+          {tab === 'timeline' && <Timeline rows={timeline} now={now} labelOf={labelOf} />}
           {tab === 'events' && <EventLog events={events} onMore={eventsCursor ? () => void moreEvents() : null} />}
           {tab === 'io' && (
             <div className="io-cols">

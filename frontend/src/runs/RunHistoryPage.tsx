@@ -4,11 +4,14 @@ import { Link, useNavigate, useSearchParams } from 'react-router';
 
 import { runs, workflows, type RunFilters } from '../api/endpoints';
 import { RUN_STATUSES, type RunStatus, type RunCountOut, type RunSummary } from '../api/types';
-import { formatDuration, formatTime } from '../shared/format';
+import { formatDateTime, formatDuration } from '../shared/format';
 import { errorMessage } from '../shared/toasts';
 import { StatusBadge } from '../shared/ui/StatusBadge';
 import { dayRange, parseLabels, RunSearchFilters } from './RunSearchFilters';
 import { SlaBadge } from './SlaBadge';
+
+/** The triggers a run can have (docs/api.md "trigger"). */
+const RUN_TRIGGERS = ['editor', 'api', 'webhook', 'schedule', 'workflow', 'widget', 'test'] as const;
 
 function isRunStatus(value: string | null): value is RunStatus {
   return value !== null && (RUN_STATUSES as readonly string[]).includes(value);
@@ -21,6 +24,7 @@ export function RunHistoryPage() {
   const statusParam = params.get('status');
   const status: RunStatus | '' = isRunStatus(statusParam) ? statusParam : '';
   const kind = params.get('kind') ?? 'all';
+  const trigger = params.get('trigger') ?? '';
   const fromDay = params.get('from') ?? '';
   const toDay = params.get('to') ?? '';
   const idPrefix = (params.get('q') ?? '').trim();
@@ -51,8 +55,9 @@ export function RunHistoryPage() {
       to: range.to,
       idPrefix: idPrefix || undefined,
       labels: JSON.parse(labelKey) as Record<string, string>,
+      trigger: trigger || undefined,
     }),
-    [workflowId, status, kind, range.from, range.to, idPrefix, labelKey],
+    [workflowId, status, kind, range.from, range.to, idPrefix, labelKey, trigger],
   );
 
   useEffect(() => {
@@ -129,6 +134,15 @@ export function RunHistoryPage() {
             </option>
           ))}
         </select>
+        <select className="input input--auto" value={trigger} onChange={(e) => setFilter('trigger', e.target.value)} data-testid="filter-trigger" aria-label="Trigger">
+          <option value="">Any trigger</option>
+          {RUN_TRIGGERS.map((t) => (
+            <option key={t} value={t}>
+              {t}
+            </option>
+          ))}
+          {trigger && !(RUN_TRIGGERS as readonly string[]).includes(trigger) && <option value={trigger}>{trigger}</option>}
+        </select>
         <div className="segmented" role="radiogroup" aria-label="Kind">
           {(['all', 'production', 'test'] as const).map((k) => (
             <button key={k} type="button" role="radio" aria-checked={kind === k} className={kind === k ? 'is-active' : ''} onClick={() => setFilter('kind', k === 'all' ? '' : k)} data-testid={`filter-kind-${k}`}>
@@ -204,7 +218,7 @@ export function RunHistoryPage() {
                   ))}
                 </td>
                 <td title={new Date((r.availableAt ?? r.startedAt ?? r.createdAt) * 1000).toLocaleString()} data-testid="run-started">
-                  {r.availableAt ? `starts ${formatTime(r.availableAt)}` : formatTime(r.startedAt ?? r.createdAt)}
+                  {r.availableAt ? `starts ${formatDateTime(r.availableAt)}` : formatDateTime(r.startedAt ?? r.createdAt)}
                 </td>
                 <td>
                   {r.startedAt && r.completedAt

@@ -5,8 +5,8 @@ import type { TimelineRow } from '../api/types';
 import { formatDuration } from '../shared/format';
 import { buildGantt } from './gantt';
 
-export function Timeline({ rows, now }: { rows: readonly TimelineRow[]; now: number }) {
-  const gantt = useMemo(() => buildGantt(rows, now), [rows, now]);
+export function Timeline({ rows, now, labelOf }: { rows: readonly TimelineRow[]; now: number; labelOf?: (nodeId: string) => string }) {
+  const gantt = useMemo(() => buildGantt(rows, now, labelOf), [rows, now, labelOf]);
   if (gantt.bars.length === 0) return <p className="muted">No node has started yet.</p>;
   return (
     <div className="gantt" data-testid="timeline">
@@ -22,8 +22,10 @@ export function Timeline({ rows, now }: { rows: readonly TimelineRow[]; now: num
       </div>
       {gantt.bars.map((bar) => (
         <div className="gantt__row" key={bar.key} data-testid="timeline-row" data-node-id={bar.nodeId}>
-          <div className="gantt__label" title={bar.nodeId}>
-            <span className="truncate">{bar.nodeId}</span>
+          <div className="gantt__label" title={bar.label === bar.nodeId ? bar.nodeId : `${bar.label} (${bar.nodeId})`}>
+            <span className="truncate" data-testid="timeline-label">
+              {bar.label}
+            </span>
             {bar.iteration && <span className="muted small"> #{bar.iteration}</span>}
             {bar.attempt > 1 && <span className="muted small"> try {bar.attempt}</span>}
             {bar.takenOver && (
@@ -37,12 +39,22 @@ export function Timeline({ rows, now }: { rows: readonly TimelineRow[]; now: num
             <div
               className={`gantt__bar gantt__bar--${bar.status.toLowerCase()}${bar.open ? ' is-open' : ''}`}
               style={{ left: `${bar.left}%`, width: `${bar.width}%` }}
-              title={`${bar.nodeId} · attempt ${bar.attempt} · ${bar.status} · ${formatDuration(bar.end - bar.start)}${
+              data-status={bar.status}
+              title={`${bar.label} · attempt ${bar.attempt} · ${bar.status} · ${formatDuration(bar.end - bar.start)}${
                 bar.workerId ? ` · worker ${bar.workerId}` : ''
               }${bar.takenOver ? ' · its worker stopped and another took it over' : ''}`}
             >
-              <span className="gantt__dur">{formatDuration(bar.end - bar.start)}</span>
+              {bar.durationAt === 'inside' && <span className="gantt__dur">{formatDuration(bar.end - bar.start)}</span>}
             </div>
+            {bar.durationAt !== 'inside' && (
+              <span
+                className="gantt__dur gantt__dur--outside"
+                data-testid="timeline-duration-outside"
+                style={bar.durationAt === 'after' ? { left: `calc(${bar.left + bar.width}% + 4px)` } : { right: `calc(${100 - bar.left}% + 4px)` }}
+              >
+                {formatDuration(bar.end - bar.start)}
+              </span>
+            )}
           </div>
         </div>
       ))}

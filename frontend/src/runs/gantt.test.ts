@@ -39,4 +39,13 @@ describe('buildGantt', () => {
   it('gives an empty chart for no rows', () => {
     expect(buildGantt([], 3).bars).toEqual([]);
   });
+
+  it('names bars by node label, and writes a short bar’s duration beside it', () => {
+    const labels: Record<string, string> = { a: 'Fetch orders', wait: 'Wait a bit' };
+    const g = buildGantt([row('a', 0, 0.05), row('wait', 0.05, 10), row('z', 9.99, 10)], 20, (id) => labels[id] ?? '');
+    const [a, wait, z] = g.bars;
+    expect(a).toMatchObject({ label: 'Fetch orders', durationAt: 'after' }); // 0.5 % wide: beside it
+    expect(wait).toMatchObject({ label: 'Wait a bit', durationAt: 'inside' });
+    expect(z).toMatchObject({ label: 'z', durationAt: 'before' }); // no label: its id; at the end: before it
+  });
 });

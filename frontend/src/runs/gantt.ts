@@ -14,11 +14,19 @@ export type GanttBar = {
   open: boolean;
   workerId: string | null;
   takenOver: boolean;
+  /** The node's label (its id when it has none). */
+  label: string;
+  /** Where the duration is written: in the bar when it fits, else beside it (after it, or before it near the end). */
+  durationAt: 'inside' | 'after' | 'before';
 };
 
 export type Gantt = { bars: GanttBar[]; start: number; end: number; ticks: { at: number; left: number }[] };
 
 const MIN_WIDTH = 0.4;
+/** Below this width (percent of the track) a duration does not fit in its bar. */
+const INSIDE_WIDTH = 12;
+/** Past this (percent), a duration written after a bar would leave the track. */
+const AFTER_LIMIT = 85;
 
 function niceStep(span: number): number {
   const raw = span / 6;
@@ -27,8 +35,8 @@ function niceStep(span: number): number {
   return 10 * power;
 }
 
-/** `now` closes bars of attempts still running. */
-export function buildGantt(rows: readonly TimelineRow[], now: number): Gantt {
+/** `now` closes bars of attempts still running; `labelOf` names a node (the editor's label). */
+export function buildGantt(rows: readonly TimelineRow[], now: number, labelOf: (nodeId: string) => string = (id) => id): Gantt {
   const timed = rows.filter((r) => r.startedAt !== null);
   if (timed.length === 0) return { bars: [], start: now, end: now, ticks: [] };
   const start = Math.min(...timed.map((r) => r.startedAt as number));
@@ -38,6 +46,7 @@ export function buildGantt(rows: readonly TimelineRow[], now: number): Gantt {
     const s = r.startedAt as number;
     const e = r.completedAt ?? now;
     const left = ((s - start) / span) * 100;
+    const width = Math.max(MIN_WIDTH, Math.min(100 - left, ((e - s) / span) * 100));
     return {
       key: `${r.nodeId}/${r.iteration}/${r.attempt}`,
       nodeId: r.nodeId,
@@ -45,12 +54,14 @@ export function buildGantt(rows: readonly TimelineRow[], now: number): Gantt {
       attempt: r.attempt,
       status: r.status,
       left,
-      width: Math.max(MIN_WIDTH, Math.min(100 - left, ((e - s) / span) * 100)),
+      width,
       start: s,
       end: e,
       open: r.completedAt === null,
       workerId: r.workerId ?? null,
       takenOver: r.takenOver ?? false,
+      label: labelOf(r.nodeId) || r.nodeId,
+      durationAt: width >= INSIDE_WIDTH ? 'inside' : left + width <= AFTER_LIMIT ? 'after' : 'before',
     };
   });
   bars.sort((a, b) => a.start - b.start || a.nodeId.localeCompare(b.nodeId));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { formatTime, formatWait } from './format';
+import { formatDateTime, formatTime, formatWait } from './format';
 
 describe('formatWait', () => {
   it('counts seconds, then minutes, hours and days', () => {
@@ -13,6 +13,22 @@ describe('formatWait', () => {
 
   it('never shows a negative wait', () => {
     expect(formatWait(-5)).toBe('0s');
+  });
+});
+
+describe('formatDateTime', () => {
+  it('always shows the date, also for today', () => {
+    const now = new Date();
+    now.setHours(9, 5, 7, 0);
+    const text = formatDateTime(now.getTime() / 1000);
+    expect(text).toContain(now.toLocaleString(undefined, { day: 'numeric' }));
+    expect(text).toContain(now.toLocaleString(undefined, { month: 'short' }));
+    expect(text).toMatch(/09.05.07/);
+    expect(formatDateTime(null)).toBe('—');
+  });
+
+  it('adds the year when it is not this one', () => {
+    expect(formatDateTime(Date.UTC(2019, 5, 15, 12) / 1000)).toContain('2019');
   });
 });
 

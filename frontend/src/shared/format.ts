@@ -11,6 +11,14 @@ export function formatTime(epochSeconds: number | null | undefined): string {
   return d.toLocaleString(undefined, { ...year, month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
 }
 
+/** Always with the date ("26 Nov, 14:03:09"; the year when it is not this one): for lists of runs that span days. */
+export function formatDateTime(epochSeconds: number | null | undefined): string {
+  if (epochSeconds === null || epochSeconds === undefined) return '—';
+  const d = new Date(epochSeconds * 1000);
+  const year = d.getFullYear() === new Date().getFullYear() ? {} : { year: 'numeric' as const };
+  return d.toLocaleString(undefined, { ...year, month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
 export function formatDuration(seconds: number | null | undefined): string {
   if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return '—';
   if (seconds < 1) return `${Math.max(0, Math.round(seconds * 1000))} ms`;

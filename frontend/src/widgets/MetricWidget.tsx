@@ -10,7 +10,7 @@ export function MetricWidget({ data }: { data: MetricData }) {
         {data.label}
       </div>
       <div className="wmetric__value">
-        <span data-testid="metric-value">{formatValue(data.value, data.format ?? 'number')}</span>
+        <span data-testid="metric-value">{formatValue(data.value, data.format ?? 'number', { currency: data.currency })}</span>
         {data.unit && <span className="wmetric__unit">{data.unit}</span>}
       </div>
       {change ? (
@@ -18,7 +18,7 @@ export function MetricWidget({ data }: { data: MetricData }) {
           className={`wmetric__change wmetric__change--${change.direction}`}
           data-testid="metric-change"
           data-direction={change.direction}
-          title={data.previous !== null ? `previous: ${formatValue(data.previous, data.format ?? 'number')}` : undefined}
+          title={data.previous !== null ? `previous: ${formatValue(data.previous, data.format ?? 'number', { currency: data.currency })}` : undefined}
         >
           <span aria-hidden="true">{change.arrow}</span> {change.text}
           <span className="wmetric__vs"> vs previous run</span>

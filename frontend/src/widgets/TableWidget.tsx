@@ -61,7 +61,7 @@ export function TableWidget({ data, onPageRows }: { data: TableData; onPageRows?
               <tr key={shown.from + r} data-testid="widget-row">
                 {data.columns.map((col) => (
                   <td key={col.key} className={`wtable__td--${col.format}`}>
-                    {formatValue(row[col.key], col.format)}
+                    {formatValue(row[col.key], col.format, { currency: col.currency })}
                   </td>
                 ))}
               </tr>

@@ -36,6 +36,8 @@ describe('formatValue', () => {
   it('formats currency in the default currency', () => {
     expect(formatValue(1234.5, 'currency', en)).toBe('$1,234.50');
     expect(formatValue(-3, 'currency', { ...en, currency: 'EUR' })).toBe('-€3.00');
+    expect(formatValue(1234, 'currency', { ...en, currency: 'JPY' })).toBe('¥1,234');
+    expect(formatValue(5, 'currency', { ...en, currency: null })).toBe('$5.00');
   });
   it('formats dates from epoch seconds, milliseconds and ISO strings', () => {
     expect(formatValue(1_795_243_138, 'date', en)).toBe('Nov 21, 2026');

@@ -3,7 +3,7 @@
  *
  * Conventions (docs/widgets.md leaves them open; written down in docs/editor.md "Widgets"):
  * - `percent` takes a fraction: 0.125 shows as "12.5%" (as spreadsheets and Intl do).
- * - `currency` has no code in the config; it shows in `DEFAULT_CURRENCY`.
+ * - `currency` shows in the column's or metric's `currency` (an ISO 4217 code), `DEFAULT_CURRENCY` when unset.
  * - `date` / `datetime` take epoch seconds (as everywhere in the API), epoch milliseconds past year 5000
  *   in seconds, or an ISO 8601 string; a date-only string ("2026-11-21") is shown as that calendar day.
  * - `changePercent` of a metric is already in percent units (12.5 means +12.5 %).
@@ -13,7 +13,7 @@ import type { SortDirection, ValueFormat } from './types';
 export const DEFAULT_CURRENCY = 'USD';
 const EMPTY = '—';
 
-export type FormatOptions = { locale?: string | undefined; timeZone?: string | undefined; currency?: string };
+export type FormatOptions = { locale?: string | undefined; timeZone?: string | undefined; currency?: string | null | undefined };
 
 function numberOf(value: unknown): number | null {
   if (typeof value === 'number') return Number.isFinite(value) ? value : null;
@@ -50,6 +50,15 @@ export function formatText(value: unknown): string {
   }
 }
 
+function currencyFormat(locale: string | undefined, currency: string | null | undefined): Intl.NumberFormat {
+  try {
+    return new Intl.NumberFormat(locale, { style: 'currency', currency: currency || DEFAULT_CURRENCY });
+  } catch {
+    // A well-formed code this browser does not know: the number is still shown, with its code.
+    return new Intl.NumberFormat(locale, { style: 'currency', currency: DEFAULT_CURRENCY, currencyDisplay: 'code' });
+  }
+}
+
 export function formatValue(value: unknown, format: ValueFormat | null | undefined, opts: FormatOptions = {}): string {
   if (value === null || value === undefined) return EMPTY;
   const locale = opts.locale;
@@ -66,7 +75,7 @@ export function formatValue(value: unknown, format: ValueFormat | null | undefin
       const n = numberOf(value);
       return n === null
         ? formatText(value)
-        : new Intl.NumberFormat(locale, { style: 'currency', currency: opts.currency ?? DEFAULT_CURRENCY }).format(n);
+        : currencyFormat(locale, opts.currency).format(n);
     }
     case 'date':
     case 'datetime': {

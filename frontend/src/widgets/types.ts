@@ -19,10 +19,10 @@ export type TableSort = { column: number; direction: SortDirection };
 export const CHART_TYPES = ['bar', 'line', 'pie'] as const;
 export type ChartType = (typeof CHART_TYPES)[number];
 
-export type TableColumnConfig = { path: string; label?: string; format?: ValueFormat };
+export type TableColumnConfig = { path: string; label?: string; format?: ValueFormat; currency?: string };
 export type TableConfig = { rowsPath?: string; columns: TableColumnConfig[]; pageSize?: number; sort?: TableSort | null };
 export type ChartConfig = { chartType: ChartType; rowsPath?: string; labelPath: string; series: { path: string; label?: string }[] };
-export type MetricConfig = { valuePath: string; label: string; format?: ValueFormat; unit?: string };
+export type MetricConfig = { valuePath: string; label: string; format?: ValueFormat; unit?: string; currency?: string };
 export type TextConfig = { path: string };
 export type JsonConfig = { path?: string; expandDepth?: number };
 
@@ -43,7 +43,7 @@ export type WidgetBody = Pick<Widget, 'workflowId' | 'name' | 'type' | 'mode' | 
 export type WidgetStatus = 'ready' | 'empty' | 'running' | 'error';
 
 export type TableData = {
-  columns: { key: string; label: string; format: ValueFormat }[];
+  columns: { key: string; label: string; format: ValueFormat; currency?: string | null }[];
   rows: Record<string, unknown>[];
   total: number;
   pageSize: number;
@@ -55,6 +55,8 @@ export type MetricData = {
   label: string;
   value: number | null;
   format: ValueFormat | null;
+  /** ISO 4217 code for the `currency` format (null: USD). */
+  currency?: string | null;
   unit: string | null;
   previous: number | null;
   change: number | null;

@@ -261,7 +261,7 @@ export function WorkflowListPage() {
         <ImportDialog
           onImport={importWorkflow}
           onClose={() => setDialog(null)}
-          hint="A workflow exported from Flowdeck (or written by hand, SPEC §1): it becomes a new workflow, checked like any save."
+          hint="A workflow exported from Flowdeck (JSON with its title, nodes and edges): it becomes a new workflow, checked like any save."
         />
       )}
       {dialog?.kind === 'delete' && (

@@ -33,6 +33,13 @@ class DataSourceController(Controller):
         """The tenant's data sources, by name (``{items, nextCursor}``)."""
         return await services.data.list_data_sources(principal.tenant_id, cursor=cursor, limit=limit)
 
+    @get("/rules")
+    async def data_source_rules(self, principal: Caller, services: AppServices) -> dict[str, Any]:
+        """Where data sources may point on this server: ``{sqliteDirectories}`` (``FLOWDECK_SQLITE_DIRS`` as set;
+        empty: SQLite files are refused, apart from the built-in example's)."""
+        del principal  # any signed-in caller; the directories are the same for every tenant
+        return services.data.rules()
+
     @post(status_code=HTTP_201_CREATED, raises=errors(400, 409, 413))
     async def create_data_source(
         self, data: JSONBody[dict[str, Any]], principal: Caller, services: AppServices

@@ -6,13 +6,14 @@ An unknown token is a 404, a revoked or expired one a 410 (a small HTML page, or
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 from typing import Any, Final
 
 from litestar import Controller, MediaType, Request, Response, get
 from litestar.datastructures import State
 from litestar.params import FromPath
-from litestar.response import File
 
 from flowdeck.api.auth import PUBLIC
 from flowdeck.api.dependencies import AppServices
@@ -54,9 +55,23 @@ def _headers(widget: WidgetRecord | None) -> dict[str, str]:
     }
 
 
+_TITLE: Final = re.compile(r"<title>[^<]*</title>", re.IGNORECASE)
+
+
+def _titled(page: str, widget: WidgetRecord) -> str:
+    """The built page with the widget's name as its title (the browser tab, screen readers, the page heading)."""
+    title = f"<title>{html.escape(widget.name)}</title>"
+    return _TITLE.sub(lambda _: title, page, count=1)
+
+
 def _built(page: Path) -> bool:
     # A stat of a local file, like the editor's catch-all does on the event loop: the build may appear later.
     return page.is_file()
+
+
+def _text(page: Path) -> str:
+    # A read of under 1 kB per page view (the build may change under a running serve), like _built's stat.
+    return page.read_text(encoding="utf-8")
 
 
 def _refusal_page(access: EmbedAccess) -> Response[str]:
@@ -76,7 +91,7 @@ class EmbedController(Controller):
     include_in_schema = False
 
     @get("/{token:str}", opt={PUBLIC: True}, media_type=MediaType.HTML)
-    async def embed_page(self, token: FromPath[str], services: AppServices, state: State) -> Response[str] | File:
+    async def embed_page(self, token: FromPath[str], services: AppServices, state: State) -> Response[str]:
         """The embed page (the Vite entry ``embed.html``), framable by the widget's ``frameAncestors``."""
         access = await services.widgets.open_embed(token)
         if access.widget is None:
@@ -84,7 +99,7 @@ class EmbedController(Controller):
         page: Path = state.embed_page
         headers = _headers(access.widget)
         if _built(page):
-            return File(page, content_disposition_type="inline", media_type=MediaType.HTML, headers=headers)
+            return Response(_titled(_text(page), access.widget), media_type=MediaType.HTML, headers=headers)
         return Response(_NOT_BUILT, media_type=MediaType.HTML, headers=headers)
 
     @get("/{token:str}/data", opt={PUBLIC: True})

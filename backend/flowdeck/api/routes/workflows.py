@@ -16,6 +16,7 @@ from flowdeck.api.schemas import (
     StartRun,
     ValidationOut,
     VersionPage,
+    VersionRestore,
     WorkflowCreate,
     WorkflowOut,
     WorkflowPage,
@@ -50,7 +51,7 @@ class WorkflowController(Controller):
         self, data: JSONBody[WorkflowCreate], principal: Caller, services: AppServices
     ) -> WorkflowOut:
         """Validate and save a new workflow as version 1 (a 400 lists every problem in ``extra``)."""
-        return await services.workflows.create(principal.tenant_id, data)
+        return await services.workflows.create(principal.tenant_id, data, principal.email)
 
     @post("/validate", status_code=HTTP_200_OK, raises=errors(400, 413))
     async def validate_workflow(
@@ -84,8 +85,11 @@ class WorkflowController(Controller):
     async def save_workflow(
         self, workflow_id: ObjectId, data: JSONBody[WorkflowSave], principal: Caller, services: AppServices
     ) -> WorkflowOut:
-        """Save a new version; ``version`` is the one the edit started from (a stale one is a 409)."""
-        return await services.workflows.save(principal.tenant_id, workflow_id, data)
+        """Save a new version; ``version`` is the one the edit started from (a stale one is a 409).
+
+        ``versionMessage`` (optional, up to 500 characters) is kept with the version, with its author (the caller).
+        """
+        return await services.workflows.save(principal.tenant_id, workflow_id, data, principal.email)
 
     @delete("/{workflow_id:str}", status_code=HTTP_204_NO_CONTENT, raises=errors(400, 404))
     async def delete_workflow(self, workflow_id: ObjectId, principal: Caller, services: AppServices) -> None:
@@ -110,6 +114,19 @@ class WorkflowController(Controller):
     ) -> WorkflowOut:
         return await services.workflows.get(principal.tenant_id, workflow_id, version)
 
+    @post("/{workflow_id:str}/versions/{version:int}/restore", status_code=HTTP_201_CREATED, raises=errors(400, 404))
+    async def restore_version(
+        self,
+        workflow_id: ObjectId,
+        version: VersionNumber,
+        principal: Caller,
+        services: AppServices,
+        data: JSONBody[VersionRestore | None] = None,
+    ) -> WorkflowOut:
+        """Save that version's definition again as the next version (message: "Restored version N" unless
+        ``versionMessage`` says otherwise); checked like any save. The history only grows."""
+        return await services.workflows.restore(principal.tenant_id, workflow_id, version, data, principal.email)
+
     @post("/{workflow_id:str}/runs", status_code=HTTP_202_ACCEPTED, raises=errors(400, 404, 413, 429))
     async def start_run(
         self, workflow_id: ObjectId, principal: Caller, services: AppServices, data: JSONBody[StartRun | None] = None
@@ -120,11 +137,13 @@ class WorkflowController(Controller):
         if it has not finished (the earlier of it and ``options.timeoutSeconds`` wins); a deadline that
         has passed, or is not after ``availableAt``, is a 400. ``labels``: up to FLOWDECK_MAX_RUN_LABELS
         ``name: "value"`` strings the run carries (search them with ``GET /api/runs?label.name=value``).
+        The run's ``trigger`` is ``editor`` when a browser session (the editor's Execute) starts it, else ``api``.
         """
         run_input = None if data is None else data.input
         timing = None if data is None else RunTiming(data.available_at, data.deadline_at)
         labels = None if data is None else data.labels
+        trigger = "editor" if principal.method == "session" else "api"
         instance_id = await services.runs.start(
-            principal.tenant_id, workflow_id, run_input, timing, labels, requested_by=principal.user_id
+            principal.tenant_id, workflow_id, run_input, timing, labels, trigger, requested_by=principal.user_id
         )
         return RunAccepted(instance_id=instance_id)

@@ -122,13 +122,20 @@ class RunService:
         run_input: Any,
         timing: RunTiming | None = None,
         labels: Mapping[str, object] | None = None,
+        trigger: str = "api",
         requested_by: str | None = None,
     ) -> str:
         check_json(input=run_input)
         timing = checked_timing(timing)
         try:
             return await self.engine.start_workflow_run(
-                tenant_id, workflow_id, run_input, timing=timing, labels=labels, requested_by=requested_by
+                tenant_id,
+                workflow_id,
+                run_input,
+                trigger=trigger,
+                timing=timing,
+                labels=labels,
+                requested_by=requested_by,
             )
         except LookupError as exc:  # unknown, deleted, or another tenant's
             raise NotFoundException(detail=f"workflow {workflow_id} not found") from exc

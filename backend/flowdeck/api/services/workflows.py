@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from litestar.exceptions import NotFoundException
@@ -12,6 +13,7 @@ from flowdeck.api.schemas import (
     ValidationOut,
     VersionOut,
     VersionPage,
+    VersionRestore,
     WorkflowCreate,
     WorkflowOut,
     WorkflowPage,
@@ -22,7 +24,7 @@ from flowdeck.api.services.definition_checks import SaveChecks, definition_of, r
 from flowdeck.domain.problems import has_errors
 from flowdeck.engine.engine import Engine
 from flowdeck.notifications.notifier import Notifier
-from flowdeck.storage.workflows import WorkflowRecord
+from flowdeck.storage.workflows import VersionNote, WorkflowRecord
 from flowdeck.validation.inputs import workflow_inputs
 
 __all__ = ("WorkflowService",)
@@ -57,11 +59,13 @@ class WorkflowService:
         self.store = engine.workflows
         self.notifier = notifier
         self.checks = SaveChecks(engine, notifier)
+        self.on_saved: Callable[[str, str, int, VersionNote], None] = lambda *_: None
+        """Told of every saved version (the live notice to editors of the workflow: realtime/)."""
 
-    async def create(self, tenant_id: str, body: WorkflowCreate) -> WorkflowOut:
+    async def create(self, tenant_id: str, body: WorkflowCreate, author: str | None = None) -> WorkflowOut:
         definition = definition_of(body)
         await self.checks.require(tenant_id, definition)
-        record = await self.engine.create_workflow(tenant_id, definition)
+        record = await self.engine.create_workflow(tenant_id, definition, VersionNote(author))
         await self.notifier.saved(tenant_id, record.id, definition)
         return _out(record)
 
@@ -71,17 +75,38 @@ class WorkflowService:
             raise _missing(workflow_id, version)
         return _out(record)
 
-    async def save(self, tenant_id: str, workflow_id: str, body: WorkflowSave) -> WorkflowOut:
+    async def save(
+        self, tenant_id: str, workflow_id: str, body: WorkflowSave, author: str | None = None
+    ) -> WorkflowOut:
         if await self.store.get(tenant_id, workflow_id) is None:
             raise _missing(workflow_id)
         definition = definition_of(body)
+        note = VersionNote(author, (body.version_message or "").strip() or None)
+        return await self._save(tenant_id, workflow_id, body.version, definition, note)
+
+    async def restore(
+        self, tenant_id: str, workflow_id: str, version: int, body: VersionRestore | None, author: str | None = None
+    ) -> WorkflowOut:
+        """Save version ``version``'s definition again, as the next version (nothing is lost: history only grows)."""
+        old = await self.store.get(tenant_id, workflow_id, version)
+        latest = await self.store.latest_version(tenant_id, workflow_id)
+        if old is None or latest is None:
+            raise _missing(workflow_id, version if latest is not None else None)
+        message = ((body.version_message if body else None) or "").strip() or f"Restored version {version}"
+        return await self._save(tenant_id, workflow_id, latest, dict(old.definition), VersionNote(author, message))
+
+    async def _save(
+        self, tenant_id: str, workflow_id: str, based_on: int, definition: dict[str, Any], note: VersionNote
+    ) -> WorkflowOut:
         await self.checks.require(tenant_id, definition, workflow_id)
         try:
-            version = await self.engine.save_workflow(tenant_id, workflow_id, body.version, definition)
+            version = await self.engine.save_workflow(tenant_id, workflow_id, based_on, definition, note)
         except LookupError as exc:  # deleted in between
             raise _missing(workflow_id) from exc
         await self.notifier.saved(tenant_id, workflow_id, definition)
-        return await self.get(tenant_id, workflow_id, version)
+        saved = await self.get(tenant_id, workflow_id, version)
+        self.on_saved(tenant_id, workflow_id, version, note)
+        return saved
 
     async def delete(self, tenant_id: str, workflow_id: str) -> None:
         if not await self.engine.delete_workflow(tenant_id, workflow_id):
@@ -111,7 +136,12 @@ class WorkflowService:
             raise _missing(workflow_id)
         items, before = page
         return VersionPage(
-            items=[VersionOut(version=v.version, title=v.title, created_at=v.created_at) for v in items],
+            items=[
+                VersionOut(
+                    version=v.version, title=v.title, created_at=v.created_at, author=v.author, message=v.message
+                )
+                for v in items
+            ],
             next_cursor=encode_cursor(before),
         )
 

@@ -1,14 +1,16 @@
 /**
  * What the canvas draws besides nodes and edges, behind them (in React Flow's viewport, so it pans and
  * zooms along): the frame around each loop's body, and the sticky notes (SPEC §1 `notes`: stored with
- * the workflow, never executed). Notes are edited in place, moved by their header, resized by their
- * corner, deleted with ×; every change is one undo step.
+ * the workflow, never executed). A note shows its text as Markdown (shared/markdown.ts: no raw HTML);
+ * a click (or Enter) on it edits the source in place until it loses focus. Notes are moved by their
+ * header, resized by their corner, deleted with ×; every change is one undo step.
  */
 import { useStore as useFlowStore, ViewportPortal } from '@xyflow/react';
-import { memo, useMemo, useRef, type PointerEvent } from 'react';
+import { memo, useMemo, useRef, useState, type MouseEvent, type PointerEvent } from 'react';
 
 import type { NoteJson } from '../../graph/convert';
 import { loopFrames } from '../../graph/frames';
+import { renderMarkdown } from '../../shared/markdown';
 import { useEditor, useEditorStoreApi } from '../storeContext';
 
 const NOTE_COLORS = ['#fef08a', '#bbf7d0', '#bfdbfe', '#fbcfe8', '#e5e7eb'];
@@ -38,11 +40,40 @@ function LoopFrames() {
 
 type Drag = { kind: 'move' | 'resize'; startX: number; startY: number; from: NoteJson; key: string };
 
+/** The note's text as Markdown; a click outside a link (or Enter) starts editing it. */
+export function NoteBody({ text, onEdit }: { text: string; onEdit: (() => void) | null }) {
+  const html = useMemo(() => renderMarkdown(text), [text]);
+  const click = (e: MouseEvent<HTMLDivElement>) => {
+    if (onEdit && !(e.target as HTMLElement).closest('a')) onEdit();
+  };
+  return (
+    <div
+      className="sticky-note__text sticky-note__md"
+      data-testid="sticky-note-view"
+      role={onEdit ? 'button' : undefined}
+      tabIndex={onEdit ? 0 : undefined}
+      aria-label={onEdit ? 'Note (click to edit)' : 'Note'}
+      onClick={click}
+      onKeyDown={(e) => {
+        if (onEdit && e.key === 'Enter' && e.target === e.currentTarget) {
+          e.preventDefault();
+          onEdit();
+        }
+      }}
+      // Safe by construction: markdown-it with raw HTML off and links checked (shared/markdown.ts).
+      dangerouslySetInnerHTML={{ __html: html }}
+    />
+  );
+}
+
 const StickyNote = memo(function StickyNote({ note, readOnly }: { note: NoteJson; readOnly: boolean }) {
   const store = useEditorStoreApi();
   const zoom = useFlowStore((s) => s.transform[2]);
   const drag = useRef<Drag | null>(null);
   const size = note.size ?? { width: 220, height: 140 };
+  const [editing, setEditing] = useState(false);
+  // An empty note is written at once; one with text shows it rendered until clicked.
+  const showSource = !readOnly && (editing || note.text.trim() === '');
 
   const start = (kind: Drag['kind'], e: PointerEvent<HTMLElement>) => {
     if (readOnly || e.button !== 0 || (e.target as HTMLElement).closest('button')) return;
@@ -101,15 +132,26 @@ const StickyNote = memo(function StickyNote({ note, readOnly }: { note: NoteJson
           </span>
         )}
       </div>
-      <textarea
-        className="sticky-note__text"
-        value={note.text}
-        placeholder="Write a note…"
-        readOnly={readOnly}
-        aria-label="Note text"
-        data-testid="sticky-note-text"
-        onChange={(e) => store.getState().updateNote(note.id, { text: e.target.value }, `note-text:${note.id}`)}
-      />
+      {showSource ? (
+        <textarea
+          className="sticky-note__text"
+          value={note.text}
+          placeholder="Write a note… (Markdown: **bold**, - lists, [links](https://…))"
+          autoFocus={editing}
+          aria-label="Note text"
+          data-testid="sticky-note-text"
+          onBlur={() => setEditing(false)}
+          onKeyDown={(e) => {
+            if (e.key === 'Escape') {
+              e.stopPropagation();
+              e.currentTarget.blur();
+            }
+          }}
+          onChange={(e) => store.getState().updateNote(note.id, { text: e.target.value }, `note-text:${note.id}`)}
+        />
+      ) : (
+        <NoteBody text={note.text} onEdit={readOnly ? null : () => setEditing(true)} />
+      )}
       {!readOnly && (
         <div className="sticky-note__resize" aria-hidden onPointerDown={(e) => start('resize', e)} onPointerMove={move} onPointerUp={end} onPointerCancel={end} />
       )}

@@ -84,7 +84,8 @@ function WorkflowPicker({
   const search = useWorkflowSearch(text);
   const needle = text.trim().toLowerCase();
   // The API filters by title; filtering again keeps the list right while an older answer is shown.
-  const shown = search.items.filter((w) => !needle || w.title.toLowerCase().includes(needle));
+  // A workflow never calls itself (that recursion only ends at the nesting limit), so it is not offered.
+  const shown = search.items.filter((w) => w.id !== currentWorkflowId && (!needle || w.title.toLowerCase().includes(needle)));
   const current = Math.min(active, Math.max(shown.length - 1, 0));
   const onKeyDown = (e: KeyboardEvent<HTMLInputElement>) => {
     if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
@@ -146,7 +147,6 @@ function WorkflowPicker({
               <span className="muted small">
                 {' '}
                 v{w.version}
-                {w.id === currentWorkflowId && ' · this workflow'}
               </span>
             </li>
           ))}

@@ -12,7 +12,8 @@ export type SaveControls = {
   saving: boolean;
   /** The newer version a save ran into (a 409), while the user chooses. */
   conflict: { latest: number | null } | null;
-  save: (baseVersion?: number) => Promise<void>;
+  /** `message`: said about the new version (the version history shows it, with its author). */
+  save: (baseVersion?: number, message?: string) => Promise<void>;
   closeConflict: () => void;
 };
 
@@ -21,14 +22,15 @@ export function useSave(store: EditorStore, workflowId: string, onProblems: (pro
   const [conflict, setConflict] = useState<{ latest: number | null } | null>(null);
 
   const save = useCallback(
-    async (baseVersion?: number) => {
+    async (baseVersion?: number, message?: string) => {
       const s = store.getState();
       if (s.readOnly) return;
       const definition = s.definition();
       const sent = definitionJson(s);
       setSaving(true);
       try {
-        const saved = await workflows.save(workflowId, { ...definition, version: baseVersion ?? s.version });
+        const note = message?.trim() ? { versionMessage: message.trim() } : {};
+        const saved = await workflows.save(workflowId, { ...definition, version: baseVersion ?? s.version, ...note });
         // Keep the fields as edited (the server may spell defaults out, e.g. a schedule's timezone), so a
         // save does not look like a change; edits made while saving stay unsaved.
         const now = store.getState();

@@ -1,4 +1,8 @@
-/** Open a workflow (or one of its versions, read-only) into the store; "Restore this version" replaces the graph. */
+/**
+ * Open a workflow (or one of its versions, read-only) into the store. "Restore this version" (`restore`, or
+ * arriving with `state.restoreVersion` from a version's read-only view) saves that version again on the server
+ * as the next version, then opens it.
+ */
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { useLocation, useNavigate } from 'react-router';
 
@@ -13,7 +17,12 @@ export function metaOf(w: Workflow): WorkflowMeta {
   return { workflowId: w.id, version: w.version, title: w.title, description: w.description, options: w.options };
 }
 
-export type WorkflowLoad = { loaded: boolean; loadError: string | null; reload: () => Promise<void> };
+export type WorkflowLoad = {
+  loaded: boolean;
+  loadError: string | null;
+  reload: () => Promise<void>;
+  restore: (version: number) => Promise<void>;
+};
 
 export function useWorkflowLoad(store: EditorStore, workflowId: string, viewVersion: number | null): WorkflowLoad {
   const navigate = useNavigate();
@@ -40,11 +49,10 @@ export function useWorkflowLoad(store: EditorStore, workflowId: string, viewVers
       performance.mark('flowdeck:graph-loaded');
       const restore = (location.state as { restoreVersion?: number } | null)?.restoreVersion;
       if (restore && viewVersion === null) {
-        const old = await workflows.version(workflowId, restore);
-        store.getState().replaceGraph(old);
-        store.getState().updateWorkflow({ title: old.title, description: old.description, options: old.options });
-        toast('info', `Version ${restore} restored into the editor: save to make it the latest.`);
         navigate(location.pathname, { replace: true, state: null });
+        const restored = await workflows.restore(workflowId, restore);
+        store.getState().load(metaOf(restored), restored);
+        toast('success', `Version ${restore} restored as version ${restored.version}.`);
       }
       setLoaded(true);
     } catch (err) {
@@ -72,5 +80,18 @@ export function useWorkflowLoad(store: EditorStore, workflowId: string, viewVers
     return () => window.clearTimeout(timer);
   }, [loaded, readOnly]);
 
-  return { loaded, loadError, reload };
+  const restore = useCallback(
+    async (version: number) => {
+      try {
+        const restored = await workflows.restore(workflowId, version);
+        store.getState().load(metaOf(restored), restored);
+        toast('success', `Version ${version} restored as version ${restored.version}.`);
+      } catch (err) {
+        toast('error', `Could not restore version ${version}: ${errorMessage(err)}`);
+      }
+    },
+    [workflowId, store],
+  );
+
+  return { loaded, loadError, reload, restore };
 }

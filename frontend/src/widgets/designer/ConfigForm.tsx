@@ -9,11 +9,31 @@ import { PathInput } from './PathInput';
 
 type Props = { type: WidgetType; mode: WidgetMode; config: Config; output: unknown; onChange: (config: Config) => void };
 
-type Column = { path: string; label?: string; format?: string };
+type Column = { path: string; label?: string; format?: string; currency?: string };
 type Series = { path: string; label?: string };
 
 const str = (v: unknown, fallback = '') => (typeof v === 'string' ? v : fallback);
 const num = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);
+
+/** The ISO 4217 code a `currency` value shows in; empty keeps the default (USD). */
+function CurrencyInput({ value, onChange, testId }: { value: string; onChange: (v: string | undefined) => void; testId: string }) {
+  return (
+    <input
+      className="input input--mono input--auto"
+      size={5}
+      maxLength={3}
+      placeholder="USD"
+      value={value}
+      aria-label="Currency (ISO 4217 code)"
+      title="Currency: an ISO 4217 code such as EUR, GBP or JPY"
+      onChange={(e) => {
+        const code = e.target.value.toUpperCase().replace(/[^A-Z]/g, '');
+        onChange(code === '' ? undefined : code);
+      }}
+      data-testid={testId}
+    />
+  );
+}
 
 function FormatSelect({ value, onChange, testId }: { value: string; onChange: (v: string) => void; testId: string }) {
   return (
@@ -53,6 +73,12 @@ export function ConfigForm({ type, mode, config, output, onChange }: Props) {
               <span className="field__label">Format</span>
               <FormatSelect value={str(config.format, 'number')} onChange={(v) => set('format', v)} testId="cfg-format" />
             </label>
+            {config.format === 'currency' && (
+              <label className="field field--narrow">
+                <span className="field__label">Currency</span>
+                <CurrencyInput value={str(config.currency)} onChange={(v) => set('currency', v)} testId="cfg-currency" />
+              </label>
+            )}
             <label className="field">
               <span className="field__label">Unit</span>
               <input className="input" maxLength={16} value={str(config.unit)} onChange={(e) => set('unit', e.target.value)} data-testid="cfg-unit" />
@@ -108,6 +134,9 @@ function TableForm({ config, set, patch, all, rowPaths }: SubProps) {
           <PathInput value={col.path} onChange={(v) => setColumn(i, { path: v })} suggestions={rowPaths} placeholder="path in the row" testId={`cfg-column-path-${i}`} label={`Column ${i + 1} path`} />
           <input className="input" placeholder={col.path || 'label'} value={col.label ?? ''} onChange={(e) => setColumn(i, { label: e.target.value })} data-testid={`cfg-column-label-${i}`} aria-label={`Column ${i + 1} label`} />
           <FormatSelect value={col.format ?? 'text'} onChange={(v) => setColumn(i, { format: v })} testId={`cfg-column-format-${i}`} />
+          {col.format === 'currency' && (
+            <CurrencyInput value={col.currency ?? ''} onChange={(v) => setColumn(i, { currency: v })} testId={`cfg-column-currency-${i}`} />
+          )}
           <button type="button" className="icon-btn" aria-label={`Remove column ${i + 1}`} disabled={columns.length <= 1} onClick={() => {
             const next = columns.filter((_, j) => j !== i);
             patch(sort && sort.column >= next.length ? { columns: next, sort: null } : { columns: next });

@@ -5,6 +5,7 @@ import { copyText } from '../../shared/copy';
 import { formatTime } from '../../shared/format';
 import { formatValue } from '../format';
 import { errorMessage, toast } from '../../shared/toasts';
+import { useConfirm } from '../../shared/ui/ConfirmDialog';
 import { CopyIcon } from '../../shared/ui/icons';
 import { widgetsApi } from '../api';
 import type { CreatedEmbedToken, EmbedToken } from '../types';
@@ -18,6 +19,7 @@ export function EmbedTokens({ widgetId, widgetName }: { widgetId: string; widget
   const [error, setError] = useState<string | null>(null);
   // When the list was loaded: a token past its expiry then is shown expired.
   const [now, setNow] = useState(() => Date.now() / 1000);
+  const [confirm, confirmDialog] = useConfirm();
 
   const reload = useCallback(() => {
     widgetsApi
@@ -50,7 +52,13 @@ export function EmbedTokens({ widgetId, widgetName }: { widgetId: string; widget
   };
 
   const revoke = async (t: EmbedToken) => {
-    if (!window.confirm(`Revoke the embed link ${t.prefix}…? Pages that show it stop working at once.`)) return;
+    const ok = await confirm({
+      title: 'Revoke embed link?',
+      message: `Revoke the embed link ${t.prefix}…? Pages that show it stop working at once.`,
+      confirmLabel: 'Revoke',
+      danger: true,
+    });
+    if (!ok) return;
     try {
       await widgetsApi.revokeToken(widgetId, t.id);
       if (created?.id === t.id) setCreated(null);
@@ -67,6 +75,7 @@ export function EmbedTokens({ widgetId, widgetName }: { widgetId: string; widget
 
   return (
     <section className="wd-embed" data-testid="embed-tokens">
+      {confirmDialog}
       <div className="section-title">Embed</div>
       <div className="btn-row">
         <label className="small muted">

@@ -8,6 +8,7 @@ import { runs as runsApi, workflows } from '../../api/endpoints';
 import type { RunSummary } from '../../api/types';
 import { relativeTime } from '../../shared/format';
 import { errorMessage, toast } from '../../shared/toasts';
+import { useConfirm } from '../../shared/ui/ConfirmDialog';
 import { widgetsApi } from '../api';
 import type { Widget } from '../types';
 import { WidgetEditor } from './WidgetEditor';
@@ -23,6 +24,7 @@ export function WidgetDesignerPage() {
   const [runs, setRuns] = useState<RunSummary[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [renaming, setRenaming] = useState<{ id: string; name: string } | null>(null);
+  const [confirm, confirmDialog] = useConfirm();
 
   const select = useCallback(
     (id: string | null) => {
@@ -78,7 +80,13 @@ export function WidgetDesignerPage() {
   };
 
   const remove = async (widget: Widget) => {
-    if (!window.confirm(`Delete the widget "${widget.name}"? Its embed links stop working.`)) return;
+    const ok = await confirm({
+      title: 'Delete widget?',
+      message: `Delete the widget “${widget.name}”? Its embed links stop working.`,
+      confirmLabel: 'Delete',
+      danger: true,
+    });
+    if (!ok) return;
     try {
       await widgetsApi.remove(widget.id);
       toast('success', `Deleted "${widget.name}"`);
@@ -91,6 +99,7 @@ export function WidgetDesignerPage() {
 
   return (
     <div className="page wd-page" data-testid="widget-designer">
+      {confirmDialog}
       <div className="page__head">
         <h1>Widgets</h1>
         <Link to={`/workflows/${workflowId}`} className="muted" data-testid="widgets-back">
