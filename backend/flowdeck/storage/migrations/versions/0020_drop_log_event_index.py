@@ -7,7 +7,7 @@ walks the run's rows in log order and stops at the first match; the idempotency 
 that names the node. Measured in docs/benchmarks.md "Bytes per run".
 
 Revision ID: 0020
-Revises: 0017
+Revises: 0019
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0020"
-down_revision: str | None = "0017"
+down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
