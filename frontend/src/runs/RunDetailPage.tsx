@@ -77,13 +77,11 @@ function RunDetailScreen({ runId }: { runId: string }) {
   const store = useEditorStoreApi();
   const navigate = useNavigate();
   const run = useEditor((s) => s.run);
-  const graphNodes = useEditor((s) => s.nodes);
-  const nodeLabels = useMemo(() => new Map(graphNodes.map((n) => [n.id, n.data.label ?? ''])), [graphNodes]);
   const inspectorOpen = useEditor((s) => s.inspectorNodeId !== null);
   const graphNodes = useEditor((s) => s.nodes);
   const labelOf = useMemo(() => {
     const labels = new Map(graphNodes.map((n) => [n.id, n.data.label]));
-    return (nodeId: string) => labels.get(nodeId) ?? nodeId;
+    return (nodeId: string) => labels.get(nodeId) || nodeId;
   }, [graphNodes]);
   const [detail, setDetail] = useState<RunDetail | null>(null);
   const [title, setTitle] = useState<string>('');
@@ -294,7 +292,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
         </div>
       )}
       {detail?.error && <div className="banner banner--error" data-testid="run-detail-error">{detail.error}</div>}
-      {run && <WaitingApprovals nodes={run.nodes} labels={(id) => nodeLabels.get(id) || id} />}
+      {run && <WaitingApprovals nodes={run.nodes} labels={labelOf} />}
       <div className="run-detail__body">
         <div className="run-detail__canvas">
           <EditorCanvas />
