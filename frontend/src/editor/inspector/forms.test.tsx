@@ -38,13 +38,13 @@ const last = <T,>(items: T[]): T | undefined => items[items.length - 1];
 describe('PythonForm', () => {
   it('shows the code in the editor and the problem the server found in it', async () => {
     renderForm('python', PythonForm, { initial: { code: "return {'n': 1}" }, problems: { 'config.code': 'line 1: invalid syntax' } });
-    await waitFor(() => expect(screen.getByTestId('python-code').textContent).toContain("return {'n': 1}"));
+    await waitFor(() => expect(screen.getByTestId('python-code').textContent).toContain("return {'n': 1}"), { timeout: 10_000 }); // the editor loads lazily: slow on a busy machine
     expect(screen.getByText('line 1: invalid syntax')).toBeTruthy();
   });
 
   it('cannot be typed into when read-only', async () => {
     renderForm('python', PythonForm, { initial: { code: 'return 1' }, readOnly: true });
-    await waitFor(() => expect(screen.getByTestId('python-code').querySelector('.cm-content')).toBeTruthy());
+    await waitFor(() => expect(screen.getByTestId('python-code').querySelector('.cm-content')).toBeTruthy(), { timeout: 10_000 });
     expect(screen.getByTestId('python-code').querySelector('.cm-content')?.getAttribute('contenteditable')).toBe('false');
   });
 });
