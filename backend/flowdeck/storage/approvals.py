@@ -29,6 +29,11 @@ __all__ = ("ApprovalRow", "ApprovalStore", "Decider", "DecisionAnswer", "shown_d
 
 _LIVE = [RunStatus.RUNNING.value]
 
+_RUN_STATUS = sa.func.coalesce(instances.c.status, "")
+"""The run's status in the list's filter, as an expression no index serves: the run is then reached by its
+primary key from each approval, never by a scan of the status index (which PostgreSQL picked, quadratic,
+when its statistics were missing or stale)."""
+
 DecisionAnswer = Literal["resolved", "counted", "closed"]
 """``resolved``: this decision approved or rejected it; ``counted``: it still waits for more approvals;
 ``closed``: it was resolved, timed out or its run ended before this decision."""
@@ -184,7 +189,7 @@ class ApprovalStore:
                 w.timed_out_at.is_(None),
                 w.until.is_not(None),
                 w.until > now,
-                instances.c.status.in_(_LIVE),
+                _RUN_STATUS.in_(_LIVE),
                 sa.true() if after is None else sa.tuple_(a.created_at, a.id) > sa.tuple_(*after),
             )
             .order_by(a.created_at, a.id)
