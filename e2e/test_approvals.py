@@ -36,6 +36,8 @@ def test_an_approval_granted_from_the_approvals_page_while_the_run_page_watches(
     card = page.locator('.react-flow__node[data-id="ok"] [data-testid="flow-node"]')
     expect(card).to_have_attribute("data-status", "WAITING", timeout=15_000)
     expect(card.get_by_test_id("node-waiting")).to_contain_text("Waiting for an approval")
+    banner = page.get_by_test_id("run-waiting-approval")
+    expect(banner).to_contain_text("Waiting for an approval: Sign off the refund")
     card.get_by_test_id("approve").click()  # the e2e user started the run: not theirs to approve
     expect(card.get_by_test_id("approval-error")).to_contain_text("self-approval")
 
@@ -63,6 +65,7 @@ def test_an_approval_granted_from_the_approvals_page_while_the_run_page_watches(
         other.close()
 
     expect(card).to_have_attribute("data-status", "COMPLETED", timeout=15_000)
+    expect(banner).to_have_count(0)
     expect(page.get_by_test_id("run-detail")).to_have_attribute("data-status", "COMPLETED", timeout=15_000)
     assert server.api("GET", f"/api/runs/{run_id}")["output"] == {"by": approver}
 

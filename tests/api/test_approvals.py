@@ -240,6 +240,22 @@ async def test_a_cancel_closes_the_approval(server: Server, alice: Account, bob:
     assert run_now["status"] == "CANCELLED" and run_now["nodes"]["ok"]["status"] == "CANCELLED"
 
 
+async def test_a_decision_racing_a_cancel_has_one_winner(alice: Account, bob: Account) -> None:
+    workflow_id = await save(alice, approval({}))
+    for _ in range(3):
+        run_id = await run(alice, workflow_id)
+        approval_id = await waiting_approval(alice, run_id)
+        decided, cancelled = await asyncio.gather(
+            decide(bob, approval_id, "approve"), alice.client.post(f"/api/runs/{run_id}/cancel")
+        )
+        shown = (await bob.client.get(f"/api/approvals/{approval_id}")).json()
+        if decided.status_code == 200:  # the decision first: the cancel came after it
+            assert shown["status"] == "approved"
+        else:  # the cancel first: the decision found the run ended
+            assert decided.status_code == 409 and cancelled.status_code in (200, 202)
+            assert shown["status"] == "closed" and shown["decisions"] == []
+
+
 async def test_a_decision_racing_the_timeout_has_one_winner(server: Server, alice: Account, bob: Account) -> None:
     workflow_id = await save(alice, approval({}, timeout_edge=True))
     for _ in range(4):

@@ -1,9 +1,9 @@
 """Approvals (docs/waits.md "Approvals"): the pending ones a tenant's users may decide, and a decision.
 
-A decision is one transaction that first locks the node's ``wait_tokens`` row with a conditional UPDATE
-(still unresolved, parked, not past ``until``, its run running): a timeout, a cancel's revocation, another
-decision of the same approval or a resume wait for it, or find it resolved. Then it checks who decides
-(domain/approvals.py), records the decision and, when it resolves the approval, sets the row's
+A decision is one transaction that first locks the run's row (a cancel racing it waits, or was first and
+is seen), then the node's ``wait_tokens`` row with a conditional UPDATE (still unresolved, parked, not past
+``until``): a timeout or another decision of the same approval waits for it, or finds it resolved. Then it
+checks who decides (domain/approvals.py), records the decision and, when it resolves the approval, sets the row's
 ``resumed_at`` and output and wakes the parked node, as ``POST /resume/{token}`` does (storage/waits.py).
 So a decision and a timeout at the same instant, in any processes, leave exactly one winner, and with
 ``required: 2`` two concurrent approvals are counted one after the other (the second sees the first).
@@ -28,6 +28,11 @@ from flowdeck.storage.tables import instances, wait_tokens, workflows
 __all__ = ("ApprovalRow", "ApprovalStore", "Decider", "DecisionAnswer", "shown_decisions")
 
 _LIVE = [RunStatus.RUNNING.value]
+
+_RUN_STATUS = sa.func.coalesce(instances.c.status, "")
+"""The run's status in the list's filter, as an expression no index serves: the run is then reached by its
+primary key from each approval, never by a scan of the status index (which PostgreSQL picked, quadratic,
+when its statistics were missing or stale)."""
 
 DecisionAnswer = Literal["resolved", "counted", "closed"]
 """``resolved``: this decision approved or rejected it; ``counted``: it still waits for more approvals;
@@ -184,7 +189,7 @@ class ApprovalStore:
                 w.timed_out_at.is_(None),
                 w.until.is_not(None),
                 w.until > now,
-                instances.c.status.in_(_LIVE),
+                _RUN_STATUS.in_(_LIVE),
                 sa.true() if after is None else sa.tuple_(a.created_at, a.id) > sa.tuple_(*after),
             )
             .order_by(a.created_at, a.id)
@@ -222,6 +227,13 @@ class ApprovalStore:
         key = (w.instance_id == row.instance_id, w.node_id == row.node_id, w.iteration == row.iteration)
         live = sa.exists().where(instances.c.id == w.instance_id, instances.c.status.in_(_LIVE))
         async with self.db.transaction() as conn:
+            # The run's row first (the order the engine's decisions take): a cancel committed before is
+            # seen here, and one racing this decision waits for it and comes after.
+            run_status = await conn.execute(
+                sa.select(instances.c.status).where(instances.c.id == row.instance_id).with_for_update()
+            )
+            if run_status.scalar_one_or_none() not in _LIVE:
+                return "closed", row
             locked = await conn.execute(
                 wait_tokens.update()
                 .where(
