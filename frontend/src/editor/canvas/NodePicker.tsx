@@ -57,6 +57,7 @@ function NodePicker({ request, onClose }: { request: PickerRequest; onClose: () 
   const [active, setActive] = useState(0);
   const [style, setStyle] = useState<CSSProperties>({ left: request.clientX, top: request.clientY, visibility: 'hidden' });
   const box = useRef<HTMLDivElement>(null);
+  const search = useRef<HTMLInputElement>(null);
   const listId = useId();
   const allowed = new Set(linkableTypes(request.link, store.getState().nodes));
   const types = filterPalette(query).filter((t) => allowed.has(t));
@@ -69,6 +70,12 @@ function NodePicker({ request, onClose }: { request: PickerRequest; onClose: () 
     const p = placePopup(at, { width: el.offsetWidth, height: el.offsetHeight }, { width: window.innerWidth, height: window.innerHeight });
     setStyle({ left: p.left, top: p.top, maxHeight: p.maxHeight });
   }, [request]);
+
+  // Focus once the click that ends the drag has landed (it would take the focus back to the pane).
+  useEffect(() => {
+    const frame = requestAnimationFrame(() => search.current?.focus());
+    return () => cancelAnimationFrame(frame);
+  }, []);
 
   useEffect(() => {
     const outside = (e: MouseEvent) => {
@@ -104,8 +111,8 @@ function NodePicker({ request, onClose }: { request: PickerRequest; onClose: () 
     <div ref={box} className="node-picker" style={style} role="dialog" aria-label="Add a node" data-testid="node-picker">
       <input
         className="input"
+        ref={search}
         type="search"
-        autoFocus
         placeholder="Search nodes…"
         aria-label="Search nodes to add"
         role="combobox"

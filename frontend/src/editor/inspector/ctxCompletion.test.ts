@@ -51,6 +51,14 @@ describe('ctx completion (python)', () => {
     expect(complete('obj.ctx.')).toBeNull();
     expect(ctxOptions(PATHS, 'ctx.nothing')).toEqual([]);
   });
+
+  it('replaces the brackets the editor closed while typing', () => {
+    const doc = "y = ctx['sc']";
+    const state = EditorState.create({ doc, selection: { anchor: doc.length - 2 } });
+    const result = ctxCompletionSource(() => PATHS)(new CompletionContext(state, doc.length - 2, false));
+    expect(result?.from).toBe(4);
+    expect(result?.to).toBe(doc.length);
+  });
 });
 
 describe('the code editor with completion', () => {

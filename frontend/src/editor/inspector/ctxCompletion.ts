@@ -72,6 +72,9 @@ export function ctxCompletionSource(paths: () => readonly string[]) {
     if (/[\w.]/.test(before)) return null; // `myctx.` or `obj.ctx` is not the context
     const options = ctxOptions(paths(), word.text);
     if (options.length === 0) return null;
-    return { from: word.from, options, filter: false };
+    // Brackets and quotes the editor closed as they were typed (`ctx['sc|']`) are part of what is replaced.
+    const after = /^(?:'\]|"\]|\])/.exec(context.state.sliceDoc(context.pos, context.pos + 2));
+    const opened = /\[['"]?[^\]'"]*$/.test(word.text);
+    return { from: word.from, to: opened && after ? context.pos + after[0].length : context.pos, options, filter: false };
   };
 }
