@@ -2,12 +2,15 @@
 import { acceptCompletion, autocompletion } from '@codemirror/autocomplete';
 import { json } from '@codemirror/lang-json';
 import { python } from '@codemirror/lang-python';
+import { syntaxHighlighting } from '@codemirror/language';
 import { Compartment, EditorState, Prec } from '@codemirror/state';
 import { EditorView, keymap, tooltips } from '@codemirror/view';
+import { classHighlighter } from '@lezer/highlight';
 import { basicSetup } from 'codemirror';
 import { useEffect, useRef } from 'react';
 
 import { ctxCompletionSource } from './ctxCompletion';
+import './code-editor.css';
 
 type Props = {
   value: string;
@@ -18,6 +21,8 @@ type Props = {
   readOnly?: boolean;
   testId?: string;
   minHeight?: number;
+  /** What screen readers call the editor (default: "Python code" / "JSON"). */
+  ariaLabel?: string;
 };
 
 /**
@@ -33,7 +38,7 @@ export function completionExtensions(paths: () => readonly string[]) {
   ];
 }
 
-export function CodeEditor({ value, onChange, language, completions = [], readOnly = false, testId, minHeight = 160 }: Props) {
+export function CodeEditor({ value, onChange, language, completions = [], readOnly = false, testId, minHeight = 160, ariaLabel }: Props) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   const onChangeRef = useRef(onChange);
@@ -54,6 +59,9 @@ export function CodeEditor({ value, onChange, language, completions = [], readOn
         doc: value,
         extensions: [
           basicSetup,
+          // Token classes (tok-*) coloured by code-editor.css for each theme, with enough contrast on both.
+          syntaxHighlighting(classHighlighter),
+          EditorView.contentAttributes.of({ 'aria-label': ariaLabel ?? (language === 'python' ? 'Python code' : 'JSON') }),
           ...lang,
           keymap.of([]),
           EditorView.lineWrapping,
