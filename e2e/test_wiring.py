@@ -140,7 +140,15 @@ def test_code_completion_opens_on_ctx_dot_and_enter_types_a_newline(page: Page, 
     page.keyboard.press("ArrowDown")
     page.keyboard.press("Enter")
     expect(page.get_by_test_id("python-code").locator(".cm-line").nth(1)).to_have_text("y = ctx['score']")
+    # at the end of a long line, near the right edge of the window, the list still lies inside it
+    page.keyboard.press("End")
+    page.keyboard.press("Enter")
+    page.keyboard.type("label = 'a long text that runs on to the right edge' + ctx.")
     tooltip = page.locator(".cm-tooltip-autocomplete")
-    if tooltip.count() > 0:  # still open for ctx['score']['value']: it lies inside the viewport
-        box = tooltip.bounding_box()
-        assert box is not None and box["x"] + box["width"] <= page.viewport_size["width"]  # type: ignore[index]
+    expect(tooltip).to_be_visible()
+    box = tooltip.bounding_box()
+    viewport = page.viewport_size
+    assert box is not None and viewport is not None
+    assert box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"]
+    assert box["y"] >= 0 and box["y"] + box["height"] <= viewport["height"]
+    shot(page, "completion-at-the-right-edge")
