@@ -1,8 +1,8 @@
 /**
  * A text field for template values (or, with `preview="expression"`, a condition's expression) that
  * suggests `ctx.` paths of known output variables as you type (on `ctx`, `ctx.`, and right after `{{ `)
- * and previews what it resolves to. ↓/↑ move to a suggestion, Enter or Tab take it; Enter with none
- * chosen leaves the text alone. The list is fixed-positioned so panels cannot clip it, and it flips
+ * and previews what it resolves to. ↓/↑ move to a suggestion, Enter or Tab take it; with none chosen
+ * they keep their usual meaning. The list is fixed-positioned so panels cannot clip it, and it flips
  * above the field or shifts left to stay inside the viewport.
  */
 import { useId, useLayoutEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type RefObject } from 'react';
@@ -51,8 +51,9 @@ export function TemplateInput({ value, onChange, paths, placeholder, testId, rea
     if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
       e.preventDefault();
       setActive((i) => (i < 0 ? (e.key === 'ArrowDown' ? 0 : items.length - 1) : (i + (e.key === 'ArrowDown' ? 1 : items.length - 1)) % items.length));
-    } else if ((e.key === 'Enter' && active >= 0) || e.key === 'Tab') {
-      const choice = items[Math.min(Math.max(active, 0), items.length - 1)];
+    } else if ((e.key === 'Enter' || e.key === 'Tab') && active >= 0) {
+      // Only an option moved to is taken: Enter and Tab otherwise keep their usual meaning (Tab moves on).
+      const choice = items[Math.min(active, items.length - 1)];
       if (choice) {
         e.preventDefault();
         pick(choice);
