@@ -12,7 +12,7 @@ from graphs import ORDER_TRIAGE
 from pages.editor_page import EditorPage
 from playwright.sync_api import Browser, Page, expect
 
-from conftest import REPO, VIEWPORT, Server
+from conftest import REPO, VIEWPORT, Server, shot
 
 AXE = REPO / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
 BLOCKING = ("serious", "critical")
@@ -70,6 +70,7 @@ def test_no_serious_or_critical_axe_violation_on_any_page(
     page.get_by_test_id("edge-insert").click()
     expect(page.get_by_test_id("node-picker")).to_be_visible()
     violations.extend(audit(page, "editor, node picker"))
+    shot(page, f"a11y-editor-{theme}")
     page.keyboard.press("Escape")
     visit("/runs", "run-table", "runs")
     if theme == "dark":  # the white row separators: a divider darker than the text it separates

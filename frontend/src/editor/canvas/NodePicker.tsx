@@ -67,8 +67,9 @@ function NodePicker({ request, onClose }: { request: PickerRequest; onClose: () 
     const el = box.current;
     if (!el) return;
     const at = { left: request.clientX, right: request.clientX, top: request.clientY, bottom: request.clientY };
-    const p = placePopup(at, { width: el.offsetWidth, height: el.offsetHeight }, { width: window.innerWidth, height: window.innerHeight });
-    setStyle({ left: p.left, top: p.top, maxHeight: p.maxHeight });
+    const size = { width: el.offsetWidth, height: el.offsetHeight }; // at most the stylesheet's max-height
+    const p = placePopup(at, size, { width: window.innerWidth, height: window.innerHeight });
+    setStyle({ left: p.left, top: p.top, maxHeight: Math.min(p.maxHeight, size.height) });
   }, [request]);
 
   // Focus once the click that ends the drag has landed (it would take the focus back to the pane).
