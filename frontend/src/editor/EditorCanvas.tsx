@@ -22,6 +22,7 @@ import { toast } from '../shared/toasts';
 import { edgeTypes, nodeTypes } from './nodeTypes';
 import { PALETTE_MIME } from './palette/NodePalette';
 import { CanvasOverlays } from './canvas/CanvasOverlays';
+import { NodePickerHost, openPickerAtDrop } from './canvas/NodePicker';
 import { allMeasured } from './editorStore';
 import { useEditor, useEditorStoreApi } from './storeContext';
 
@@ -121,9 +122,11 @@ export function EditorCanvas() {
     setHint(null);
   }, []);
 
-  const onConnectEnd = useCallback((_: MouseEvent | TouchEvent, state: FinalConnectionState) => {
+  const onConnectEnd = useCallback((event: MouseEvent | TouchEvent, state: FinalConnectionState) => {
     // Dropped on a handle that refused: say why (the hint was only visible while dragging).
     if (state.toHandle && !state.isValid && lastRefusal.current) toast('error', lastRefusal.current);
+    // Dropped on empty canvas: the node picker, to place a node there wired to the dragged handle.
+    else if (!state.toNode && state.fromNode && state.fromHandle) openPickerAtDrop(event, state);
     lastRefusal.current = null;
     setHint(null);
   }, []);
@@ -185,6 +188,7 @@ export function EditorCanvas() {
         {showMinimap && <MiniMap<EditorNode> pannable zoomable nodeColor={minimapColor} nodeStrokeWidth={2} ariaLabel="Minimap" style={MINIMAP_STYLE} />}
         <Controls showInteractive={false} />
         <CanvasOverlays />
+        {!readOnly && <NodePickerHost />}
       </ReactFlow>
       {nodes.length === 0 && !readOnly && (
         <div className="canvas__empty" data-testid="canvas-empty">

@@ -16,6 +16,7 @@ import { sourceHandleIds, TARGET_HANDLE } from '../graph/handles';
 import { emptyHistory, record, redo, undo, type History } from '../graph/history';
 import { idFromLabel, newEdgeId, newId } from '../graph/ids';
 import { placeNewNode } from '../graph/placement';
+import { makeRoom, wireNewNode, type NodeLink } from '../graph/wiring';
 import { renameVariableInNodes } from '../graph/rename';
 import { createNode, type EditorEdge, type EditorNode, type NodeData, type NodeType } from '../graph/model';
 import { runReducer, type RunAction, type RunView } from '../runs/runReducer';
@@ -70,6 +71,8 @@ export type EditorState = WorkflowMeta & {
   beginMove(): void;
   connect(connection: Connection): ConnectResult;
   addNode(type: NodeType, position: { x: number; y: number }, connectFrom?: { source: string; sourceHandle: string } | null): string;
+  /** Add a node wired by `link` (after a handle, before a node, or into an edge, making room): one undo step. */
+  insertNode(type: NodeType, position: { x: number; y: number }, link: NodeLink | null): { ok: true; id: string } | { ok: false; reason: string };
   /** Add by click or Enter: right of the selected node and wired to it, else at a free spot near `fallback`. */
   addNodeNext(type: NodeType, fallback: { x: number; y: number }): string;
   /** Set a node's output variable and rewrite every template, expression and code that used the old one. */
@@ -289,26 +292,24 @@ export function createEditorStore(): EditorStore {
       },
 
       addNode(type, position, connectFrom = null) {
+        const wired = connectFrom ? get().insertNode(type, position, { kind: 'from', ...connectFrom }) : null;
+        if (wired?.ok) return wired.id;
+        const placed = get().insertNode(type, position, null);
+        return placed.ok ? placed.id : '';
+      },
+
+      insertNode(type, position, link) {
         const state = get();
+        if (state.readOnly) return { ok: false, reason: 'This view is read-only' };
+        const split = link?.kind === 'split' ? state.edges.find((e) => e.id === link.edgeId) : undefined;
+        const room = split ? makeRoom(state.nodes, state.edges, split) : { position, nodes: state.nodes };
         const id = idFromLabel(createNode(type, 'x', position).data.label, variables(state.nodes));
-        const node = { ...createNode(type, id, position), selected: true } as EditorNode;
-        change((s) => {
-          const edges = connectFrom
-            ? [
-                ...s.edges,
-                {
-                  id: newEdgeId(new Set(s.edges.map((e) => e.id))),
-                  source: connectFrom.source,
-                  target: id,
-                  sourceHandle: connectFrom.sourceHandle,
-                  targetHandle: TARGET_HANDLE,
-                },
-              ]
-            : s.edges;
-          return { nodes: [...s.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), node], edges };
-        });
+        const node = { ...createNode(type, id, room.position), selected: true } as EditorNode;
+        const wired = link ? wireNewNode(room.nodes, state.edges, node, link) : { ok: true as const, edges: state.edges };
+        if (!wired.ok) return wired;
+        change(() => ({ nodes: [...room.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), node], edges: wired.edges }));
         set({ inspectorNodeId: id });
-        return id;
+        return { ok: true, id };
       },
 
       addNodeNext(type, fallback) {

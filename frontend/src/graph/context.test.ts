@@ -44,6 +44,22 @@ describe('context paths', () => {
     expect(suggest(paths, 'plain text').items).toEqual([]);
   });
 
+  it('suggests every name right after an open {{, shallowest first, and nothing after a complete one', () => {
+    const paths = ['ctx.input.items', 'ctx.input', 'ctx.score.value', 'ctx.score'];
+    expect(suggest(paths, 'Hello {{ ')).toEqual({ token: '', items: ['ctx.input', 'ctx.score', 'ctx.input.items', 'ctx.score.value'] });
+    expect(suggest(paths, '{{ c').token).toBe('c');
+    expect(suggest(paths, '{{ ctx.score }} and {{ x').items).toEqual([]);
+    expect(suggest(paths, '{{ ctx.score.value').items).toEqual([]);
+    expect(suggest(paths, '{{ myctx.').items).toEqual([]);
+  });
+
+  it('knows ctx.run.resumeUrls of top-level wait nodes', () => {
+    const withWait = [...nodes, node('approve', 'wait')];
+    const paths = knownPaths(withWait, [...edges, edge('score', 'approve', 'success')], 'end');
+    expect(paths).toContain('ctx.run.resumeUrls.approve');
+    expect(knownPaths(nodes, edges, 'end')).not.toContain('ctx.run');
+  });
+
   it('builds the input context a node saw', () => {
     const ctx = inputContext(nodes, edges, 'body', { input: { items: [1] }, outputs: { start: { started: true }, score: 5 } });
     expect(ctx).toEqual({ input: { items: [1] }, start: { started: true }, score: 5 });

@@ -62,13 +62,23 @@ export function knownPaths(
     const variable = outputVariableOf(node);
     for (const p of pathsOf(`ctx.${variable}`, own(samples.outputs, id))) paths.add(p);
   }
-  for (const body of loopBodies(nodes, edges).values()) {
-    if (body.has(nodeId)) {
-      ['ctx.loop', 'ctx.loop.item', 'ctx.loop.index', 'ctx.loop.count'].forEach((p) => paths.add(p));
-      break;
-    }
+  const bodies = [...loopBodies(nodes, edges).values()];
+  if (bodies.some((body) => body.has(nodeId))) {
+    ['ctx.loop', 'ctx.loop.item', 'ctx.loop.index', 'ctx.loop.count'].forEach((p) => paths.add(p));
+  }
+  // `ctx.run.resumeUrls` holds the URL of every top-level wait node, known from the run's start (SPEC §2 wait).
+  const waits = nodes.filter((n) => n.type === 'wait' && n.id !== nodeId && !bodies.some((body) => body.has(n.id)));
+  if (waits.length > 0) {
+    paths.add('ctx.run');
+    paths.add('ctx.run.resumeUrls');
+    for (const wait of waits) paths.add(pathsOf('ctx.run.resumeUrls', { [wait.id]: '' })[1] as string);
   }
   return [...paths];
+}
+
+/** How deep a path goes (`ctx.a` 1, `ctx.a.b[0]` 3): shallow names are offered first. */
+function depth(path: string): number {
+  return (path.match(/\.|\[/g) ?? []).length;
 }
 
 /** The context a node saw in a run: the input plus each completed upstream node's output. */
@@ -87,11 +97,21 @@ export function inputContext(
   return ctx;
 }
 
-/** Suggestions for what is typed so far: the `ctx…` fragment before the caret, matched by prefix. */
+/**
+ * Suggestions for what is typed so far: the `ctx…` fragment before the caret, matched by prefix; or, just
+ * inside an open `{{ ` with nothing or the start of `ctx` typed, every path (shallowest first).
+ * A fragment that is already a complete path with nothing longer to offer gives no suggestions (the list closes).
+ */
 export function suggest(paths: readonly string[], textBeforeCaret: string, limit = 12): { token: string; items: string[] } {
-  const match = /(ctx(?:\.[A-Za-z0-9_]*|\[[^\]]*\]?)*)$/.exec(textBeforeCaret);
-  if (!match || match[1] === undefined) return { token: '', items: [] };
-  const token = match[1];
-  const items = paths.filter((p) => p.startsWith(token) && p !== token).slice(0, limit);
-  return { token, items };
+  const match = /(?:^|[^\w.])(ctx(?:\.[A-Za-z0-9_]*|\[[^\]]*\]?)*)$/.exec(textBeforeCaret);
+  if (match && match[1] !== undefined) {
+    const token = match[1];
+    return { token, items: paths.filter((p) => p.startsWith(token) && p !== token).slice(0, limit) };
+  }
+  const opened = /\{\{\s*([A-Za-z_]*)$/.exec(textBeforeCaret);
+  if (opened && opened[1] !== undefined && 'ctx'.startsWith(opened[1])) {
+    const sorted = [...paths].sort((a, b) => depth(a) - depth(b));
+    return { token: opened[1], items: sorted.slice(0, limit) };
+  }
+  return { token: '', items: [] };
 }

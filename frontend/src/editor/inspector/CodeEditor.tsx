@@ -1,11 +1,16 @@
 /** CodeMirror 6 in React: Python (with ctx completions) or JSON; the view is created once per mount. */
-import { autocompletion, type CompletionContext, type CompletionResult } from '@codemirror/autocomplete';
+import { acceptCompletion, autocompletion } from '@codemirror/autocomplete';
 import { json } from '@codemirror/lang-json';
 import { python } from '@codemirror/lang-python';
-import { Compartment, EditorState } from '@codemirror/state';
-import { EditorView, keymap } from '@codemirror/view';
+import { syntaxHighlighting } from '@codemirror/language';
+import { Compartment, EditorState, Prec } from '@codemirror/state';
+import { EditorView, keymap, tooltips } from '@codemirror/view';
+import { classHighlighter } from '@lezer/highlight';
 import { basicSetup } from 'codemirror';
 import { useEffect, useRef } from 'react';
+
+import { ctxCompletionSource } from './ctxCompletion';
+import './code-editor.css';
 
 type Props = {
   value: string;
@@ -16,30 +21,24 @@ type Props = {
   readOnly?: boolean;
   testId?: string;
   minHeight?: number;
+  /** What screen readers call the editor (default: "Python code" / "JSON"). */
+  ariaLabel?: string;
 };
 
-export function toPythonAccess(path: string): string {
-  const parts = path
-    .replace(/^ctx\.?/, '')
-    .split(/\.|\[|\]/)
-    .filter(Boolean)
-    .map((p) => p.replace(/^'(.*)'$/, '$1'));
-  return `ctx${parts.map((p) => (/^\d+$/.test(p) ? `[${p}]` : `['${p}']`)).join('')}`;
+/**
+ * Completion opens on `ctx`, `ctx.` and `ctx['…`, with nothing selected: Enter types a newline unless the
+ * user moved to an option (↓/↑), and Tab or Enter then accept it. The popup lives in <body>, so panels that
+ * clip their content cannot cut it, and CodeMirror keeps it inside the viewport (shifted or flipped).
+ */
+export function completionExtensions(paths: () => readonly string[]) {
+  return [
+    autocompletion({ override: [ctxCompletionSource(paths)], selectOnOpen: false, icons: false }),
+    tooltips({ parent: document.body }),
+    Prec.highest(keymap.of([{ key: 'Tab', run: acceptCompletion }])),
+  ];
 }
 
-function ctxCompletions(paths: () => readonly string[]) {
-  return (context: CompletionContext): CompletionResult | null => {
-    const word = context.matchBefore(/ctx[\w[\]'"]*$/);
-    if (!word || (word.from === word.to && !context.explicit)) return null;
-    return {
-      from: word.from,
-      options: paths().map((p) => ({ label: toPythonAccess(p), detail: p, type: 'variable' })),
-      validFor: /^ctx[\w[\]'"]*$/,
-    };
-  };
-}
-
-export function CodeEditor({ value, onChange, language, completions = [], readOnly = false, testId, minHeight = 160 }: Props) {
+export function CodeEditor({ value, onChange, language, completions = [], readOnly = false, testId, minHeight = 160, ariaLabel }: Props) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   const onChangeRef = useRef(onChange);
@@ -53,13 +52,16 @@ export function CodeEditor({ value, onChange, language, completions = [], readOn
 
   useEffect(() => {
     if (!host.current) return;
-    const lang = language === 'python' ? [python(), autocompletion({ override: [ctxCompletions(() => pathsRef.current)] })] : [json()];
+    const lang = language === 'python' ? [python(), ...completionExtensions(() => pathsRef.current)] : [json()];
     const v = new EditorView({
       parent: host.current,
       state: EditorState.create({
         doc: value,
         extensions: [
           basicSetup,
+          // Token classes (tok-*) coloured by code-editor.css for each theme, with enough contrast on both.
+          syntaxHighlighting(classHighlighter),
+          EditorView.contentAttributes.of({ 'aria-label': ariaLabel ?? (language === 'python' ? 'Python code' : 'JSON') }),
           ...lang,
           keymap.of([]),
           EditorView.lineWrapping,

@@ -115,6 +115,19 @@ describe('LoopForm', () => {
     fireEvent.change(input, { target: { value: '{{ ctx.f', selectionStart: 8 } });
     expect(screen.getByTestId('template-suggestions').textContent).toContain('ctx.fetch');
   });
+
+  it('takes a suggestion with Enter only after moving to it', () => {
+    const configs = renderForm('loop', LoopForm, { initial: { items: '' }, paths: ['ctx.input', 'ctx.fetch'] });
+    const input = screen.getByTestId('loop-items') as HTMLInputElement;
+    fireEvent.change(input, { target: { value: '{{ ctx.', selectionStart: 7 } });
+    fireEvent.keyDown(input, { key: 'Enter' });
+    expect(last(configs)?.items).toBe('{{ ctx.');
+    fireEvent.keyDown(input, { key: 'ArrowDown' });
+    fireEvent.keyDown(input, { key: 'ArrowDown' });
+    expect(input.getAttribute('aria-activedescendant')).toMatch(/-1$/);
+    fireEvent.keyDown(input, { key: 'Enter' });
+    expect(last(configs)?.items).toBe('{{ ctx.fetch');
+  });
 });
 
 describe('EndForm', () => {

@@ -26,8 +26,8 @@ export function PythonForm({ node, setConfig, paths, readOnly, problemAt }: Form
       error={problemAt('config.code')}
       hint={
         <>
-          A function body: read <code>ctx['input']</code> and upstream outputs, <code>return</code> the output. Type <code>ctx</code> for
-          suggestions.
+          A function body: read <code>ctx['input']</code> and upstream outputs, <code>return</code> the output. Type <code>ctx.</code> for
+          suggestions (↓ then Enter takes one).
         </>
       }
     >
