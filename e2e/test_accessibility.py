@@ -46,6 +46,27 @@ def seeded(server: Server) -> dict[str, str]:
         "/api/data-sources",
         {"name": "A11y source", "kind": "http", "config": {"baseUrl": "https://example.com"}},
     )
+    waiting = server.create_workflow(
+        {
+            "title": "Accessible approval",
+            "nodes": [
+                {"id": "start", "type": "start", "label": "Start"},
+                {
+                    "id": "ok",
+                    "type": "wait",
+                    "label": "Manager approves",
+                    "config": {"resumeOn": "approval", "allowSelfApproval": True},
+                },
+                {"id": "end", "type": "end", "label": "End"},
+            ],
+            "edges": [
+                {"id": "e1", "source": "start", "target": "ok"},
+                {"id": "e2", "source": "ok", "target": "end", "sourceHandle": "success"},
+            ],
+            "options": {"timeoutSeconds": 86_400},
+        }
+    )
+    server.api("POST", f"/api/workflows/{waiting['id']}/runs", {"input": {}})  # a card on the Approvals page
     return {"workflow": wf["id"], "run": run["instanceId"], "source": source["id"]}
 
 
@@ -88,6 +109,7 @@ def test_no_serious_or_critical_axe_violation_on_any_page(
     visit("/queries", "queries-page", "queries")
     visit("/settings", "settings-page", "settings")
     visit("/account", "account-page", "account")
+    visit("/approvals", "approval-card", "approvals")
 
     signed_out = browser.new_context(base_url=server.url, viewport=VIEWPORT, color_scheme=theme)  # type: ignore[arg-type]
     try:
