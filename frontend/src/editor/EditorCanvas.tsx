@@ -22,12 +22,14 @@ import { toast } from '../shared/toasts';
 import { edgeTypes, nodeTypes } from './nodeTypes';
 import { PALETTE_MIME } from './palette/NodePalette';
 import { CanvasOverlays } from './canvas/CanvasOverlays';
+import { useKeepInView } from './canvas/useKeepInView';
+import { FIT_PADDING } from './canvas/viewport';
 import { allMeasured } from './editorStore';
 import { useEditor, useEditorStoreApi } from './storeContext';
 
 const DEFAULT_EDGE_OPTIONS = { markerEnd: { type: MarkerType.ArrowClosed, width: 7, height: 7, color: '#9ca3af' } };
 const PRO_OPTIONS = { hideAttribution: true };
-const FIT_OPTIONS = { padding: 0.25, maxZoom: 1.1 };
+const FIT_OPTIONS = { padding: FIT_PADDING, maxZoom: 1.1 };
 const MINIMAP_STYLE = { width: 160, height: 100 };
 // Arrays and callbacks handed to <ReactFlow> must keep their identity: it copies each changed prop into its
 // own store, and every store update re-runs the selectors of all 300 nodes and 600 edges.
@@ -64,6 +66,8 @@ export function EditorCanvas() {
   const initialized = useNodesInitialized();
   const { theme } = useTheme();
   const [ready, setReady] = useState(false);
+  const canvasRef = useRef<HTMLDivElement>(null);
+  useKeepInView(canvasRef);
 
   // Fit the graph once its nodes are measured; `data-ready` tells tests the viewport has settled.
   // Sizes are recorded on the nodes in place (recordMeasuredSizes), which React Flow's own "initialized"
@@ -131,6 +135,7 @@ export function EditorCanvas() {
   const onNodeDragStart = useCallback(() => store.getState().beginMove(), [store]);
   const onNodeClick = useCallback((_: unknown, node: EditorNode) => store.getState().openInspector(node.id), [store]);
   const onPaneClick = useCallback(() => store.getState().openInspector(null), [store]);
+  const onNodeDoubleClick = useCallback((_: unknown, node: EditorNode) => store.getState().openDetails(node.id), [store]);
 
   const onDragOver = useCallback((e: DragEvent) => {
     if (e.dataTransfer.types.includes(PALETTE_MIME)) {
@@ -151,7 +156,7 @@ export function EditorCanvas() {
   );
 
   return (
-    <div className="canvas" data-testid="canvas" data-ready={ready || nodes.length === 0} onDragOver={onDragOver} onDrop={onDrop}>
+    <div ref={canvasRef} className="canvas" data-testid="canvas" data-ready={ready || nodes.length === 0} onDragOver={onDragOver} onDrop={onDrop}>
       <ReactFlow<EditorNode, EditorEdge>
         nodes={nodes}
         edges={edges}
@@ -165,6 +170,7 @@ export function EditorCanvas() {
         isValidConnection={isValidConnection}
         onNodeDragStart={onNodeDragStart}
         onNodeClick={onNodeClick}
+        onNodeDoubleClick={onNodeDoubleClick}
         onPaneClick={onPaneClick}
         nodesDraggable={!readOnly}
         nodesConnectable={!readOnly}

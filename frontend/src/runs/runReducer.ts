@@ -60,6 +60,7 @@ export function attemptLabel(
   maxAttempts: number,
 ): string {
   const shown = leadIteration(node) ?? node;
+  if (shown.attempt === 0) return 'not started';
   const within = shown.attemptInRetry ?? shown.attempt;
   return `attempt ${within} of ${maxAttempts}${shown.retry ? `, retry ${shown.retry}` : ''}`;
 }
