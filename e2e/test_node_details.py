@@ -64,3 +64,18 @@ def test_an_input_field_dragged_into_a_template_parameter_writes_it(page: Page, 
     expect(items).to_have_value("{{ ctx.input.fruits }}")
     page.get_by_test_id("ndv-close").click()
     expect(page.get_by_test_id("inspector").get_by_test_id("loop-items")).to_have_value("{{ ctx.input.fruits }}")
+
+
+def test_node_details_of_a_production_run_opened_from_history(page: Page, server: Server) -> None:
+    wf = server.create_workflow(FRUIT)
+    run_id = server.api("POST", f"/api/workflows/{wf['id']}/runs", {"input": {"fruits": ["fig", "kiwi"]}})["instanceId"]
+    page.goto(f"/runs/{run_id}")
+    expect(page.get_by_test_id("run-detail")).to_have_attribute("data-status", "COMPLETED", timeout=20_000)
+    page.locator('.react-flow__node[data-id="shout"]').dblclick()
+    expect(page.get_by_test_id("node-details")).to_have_attribute("data-node-id", "shout")
+    page.get_by_test_id("ndv-iteration").select_option("1")
+    expect(page.get_by_test_id("ndv-input-side").get_by_test_id("ndv-table")).to_contain_text('"item":"kiwi"')
+    expect(page.get_by_test_id("ndv-output-json")).to_have_text('"KIWI"')
+    expect(page.get_by_test_id("ndv-params").locator(".cm-content")).to_have_attribute("contenteditable", "false")
+    page.keyboard.press("Escape")
+    expect(page.get_by_test_id("node-details")).to_have_count(0)

@@ -13,7 +13,7 @@ import {
   type IsValidConnection,
   type NodeChange,
 } from '@xyflow/react';
-import { useCallback, useEffect, useRef, useState, type DragEvent } from 'react';
+import { useCallback, useEffect, useRef, useState, type DragEvent, type MouseEvent as ReactMouseEvent } from 'react';
 
 import { checkConnection } from '../graph/connect';
 import { isNodeType, NODE_TYPE_INFO, type EditorEdge, type EditorNode } from '../graph/model';
@@ -24,7 +24,7 @@ import { PALETTE_MIME } from './palette/NodePalette';
 import { CanvasOverlays } from './canvas/CanvasOverlays';
 import { useKeepInView } from './canvas/useKeepInView';
 import { FIT_PADDING } from './canvas/viewport';
-import { allMeasured } from './editorStore';
+import { allMeasured, nodeIndex } from './editorStore';
 import { useEditor, useEditorStoreApi } from './storeContext';
 
 const DEFAULT_EDGE_OPTIONS = { markerEnd: { type: MarkerType.ArrowClosed, width: 7, height: 7, color: '#9ca3af' } };
@@ -135,7 +135,17 @@ export function EditorCanvas() {
   const onNodeDragStart = useCallback(() => store.getState().beginMove(), [store]);
   const onNodeClick = useCallback((_: unknown, node: EditorNode) => store.getState().openInspector(node.id), [store]);
   const onPaneClick = useCallback(() => store.getState().openInspector(null), [store]);
-  const onNodeDoubleClick = useCallback((_: unknown, node: EditorNode) => store.getState().openDetails(node.id), [store]);
+  // Double-click opens a node's details. Caught on the way down: where nodes cannot be dragged (a run page),
+  // the canvas's zoom handler would otherwise take the double click for a zoom and stop it.
+  const onDoubleClickCapture = useCallback(
+    (e: ReactMouseEvent<HTMLDivElement>) => {
+      const id = e.target instanceof Element ? e.target.closest<HTMLElement>('.react-flow__node')?.dataset.id : undefined;
+      if (!id || !nodeIndex(store.getState().nodes).has(id)) return;
+      e.stopPropagation();
+      store.getState().openDetails(id);
+    },
+    [store],
+  );
 
   const onDragOver = useCallback((e: DragEvent) => {
     if (e.dataTransfer.types.includes(PALETTE_MIME)) {
@@ -156,7 +166,15 @@ export function EditorCanvas() {
   );
 
   return (
-    <div ref={canvasRef} className="canvas" data-testid="canvas" data-ready={ready || nodes.length === 0} onDragOver={onDragOver} onDrop={onDrop}>
+    <div
+      ref={canvasRef}
+      className="canvas"
+      data-testid="canvas"
+      data-ready={ready || nodes.length === 0}
+      onDoubleClickCapture={onDoubleClickCapture}
+      onDragOver={onDragOver}
+      onDrop={onDrop}
+    >
       <ReactFlow<EditorNode, EditorEdge>
         nodes={nodes}
         edges={edges}
@@ -170,7 +188,6 @@ export function EditorCanvas() {
         isValidConnection={isValidConnection}
         onNodeDragStart={onNodeDragStart}
         onNodeClick={onNodeClick}
-        onNodeDoubleClick={onNodeDoubleClick}
         onPaneClick={onPaneClick}
         nodesDraggable={!readOnly}
         nodesConnectable={!readOnly}

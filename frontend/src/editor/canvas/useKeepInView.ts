@@ -12,6 +12,9 @@ import { useEditor, useEditorStoreApi } from '../storeContext';
 import { revealShift, union, type Rect } from './viewport';
 
 const COVERS = '.react-flow__minimap, .react-flow__controls';
+/** A click on a node opens the node panel: panning at once would move the node from under a double click's
+ * second click (which opens its details), so a pan waits until a double click would be over. */
+const DOUBLE_CLICK_MS = 450;
 
 function shown(el: Element): Rect | null {
   const r = el.getBoundingClientRect();
@@ -60,19 +63,25 @@ export function useKeepInView(canvas: RefObject<HTMLDivElement | null>): void {
     const el = canvas.current;
     if (!el || typeof ResizeObserver === 'undefined') return;
     let size = { width: el.clientWidth, height: el.clientHeight };
-    let frame = 0;
+    let timer = 0;
+    let pressed = -Infinity;
+    const onPointerDown = () => {
+      pressed = performance.now();
+    };
     const observer = new ResizeObserver(() => {
       const next = { width: el.clientWidth, height: el.clientHeight };
       const shrank = next.width < size.width || next.height < size.height;
       size = next;
       if (!shrank) return;
-      window.cancelAnimationFrame(frame);
-      frame = window.requestAnimationFrame(() => reveal(el));
+      window.clearTimeout(timer);
+      timer = window.setTimeout(() => reveal(el), Math.max(0, pressed + DOUBLE_CLICK_MS - performance.now()));
     });
+    el.addEventListener('pointerdown', onPointerDown, true);
     observer.observe(el);
     return () => {
       observer.disconnect();
-      window.cancelAnimationFrame(frame);
+      el.removeEventListener('pointerdown', onPointerDown, true);
+      window.clearTimeout(timer);
     };
   }, [canvas, reveal]);
 
@@ -81,7 +90,7 @@ export function useKeepInView(canvas: RefObject<HTMLDivElement | null>): void {
   useEffect(() => {
     if (!inspected) return;
     const el = canvas.current;
-    const frame = window.requestAnimationFrame(() => reveal(el));
-    return () => window.cancelAnimationFrame(frame);
+    const timer = window.setTimeout(() => reveal(el), DOUBLE_CLICK_MS);
+    return () => window.clearTimeout(timer);
   }, [inspected, reveal, canvas]);
 }
