@@ -21,7 +21,10 @@ def test_live_statuses_retry_and_failure_are_shown(page: Page, server: Server) -
     editor.expect_status("boom", "FAILED")
     expect(editor.node_card("boom").get_by_test_id("node-status")).to_contain_text("no luck")
     expect(page.get_by_test_id("run-node-boom")).to_contain_text("2")
-    expect(editor.node_card("end")).to_have_attribute("data-status", "IDLE")  # never reached
+    # never reached: the run ended first, so it is CANCELLED (SPEC §2), in the run table too
+    expect(editor.node_card("end")).to_have_attribute("data-status", "CANCELLED")
+    expect(page.get_by_test_id("run-node-attempt-end")).to_have_text("not started")
+    expect(page.get_by_test_id("run-node-attempt-boom")).to_have_text("attempt 2 of 2")
     editor.select("boom")
     page.get_by_test_id("tab-run-data").click()
     expect(page.get_by_test_id("run-data-attempts")).to_have_text("attempt 2 of 2")

@@ -88,8 +88,11 @@ def _assert_iterations_under_the_body(run: dict[str, Any], timeline: list[dict[s
         for key, each in (run["nodes"].get(node_id, {}).get("iterations") or {}).items():
             index = int(key)
             assert each["loop"] == {"item": ITEMS[index], "index": index, "count": len(ITEMS)}
-            assert each["attempt"] >= 1 and each["attempt"] == bars[(node_id, key)]
-            assert each["attemptInRetry"] == each["attempt"]
+            if (node_id, key) in bars:
+                assert each["attempt"] >= 1 and each["attempt"] == bars[(node_id, key)]
+                assert each["attemptInRetry"] == each["attempt"]
+            else:  # it never started in an iteration that began: no attempt, no bar
+                assert each["status"] == "CANCELLED" and each["attempt"] == 0
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])
@@ -111,13 +114,19 @@ async def test_a_failure_inside_a_loop_leaves_a_finished_projection(
     for key, each in iterations.items():  # with two at a time, one in flight when 2 failed is cancelled
         assert each["status"] in ({"FAILED"} if key == "2" else {"COMPLETED", "CANCELLED"})
         assert each["output"] == (ITEMS[int(key)] * 2 if each["status"] == "COMPLETED" else None)
+    after = run["nodes"]["after"]
     if concurrency == 1:
         assert set(iterations) == {"0", "1", "2"}  # 3 and 4 never started: not listed
         assert iterations["0"]["status"] == iterations["1"]["status"] == "COMPLETED"
-        assert set(run["nodes"]["after"]["iterations"]) == {"0", "1"}  # it never ran in iteration 2
-        assert run["nodes"]["after"]["iterations"]["1"]["output"] == 40
+        assert set(after["iterations"]) == {"0", "1", "2"}
+        assert after["iterations"]["1"]["output"] == 40
+    # iteration 2 began, and the node after the failure never ran in it: CANCELLED there (SPEC §2), which
+    # its summary says (not COMPLETED, as if the loop had finished)
+    assert after["iterations"]["2"]["status"] == "CANCELLED" and after["iterations"]["2"]["attempt"] == 0
+    assert after["status"] == "CANCELLED"
+    assert set(after["iterations"]) == set(iterations)  # in every iteration that began, every body node is listed
     assert run["nodes"]["each"]["status"] == "CANCELLED"
-    assert run["nodes"].get("end", {"status": "CANCELLED"})["status"] == "CANCELLED"
+    assert run["nodes"]["end"]["status"] == "CANCELLED"  # never started: listed, and CANCELLED
     assert await _live_snapshot(server, alice, run_id) == _statuses(run)  # the live view says the same
 
 
@@ -154,7 +163,10 @@ async def test_a_run_cancelled_mid_loop_leaves_a_finished_projection(server: Ser
     assert set(work["iterations"]) == {"0", "1"}
     assert work["iterations"]["0"]["status"] == "COMPLETED" and work["iterations"]["1"]["status"] == "CANCELLED"
     assert work["status"] == "CANCELLED" and work["attempt"] == 1
-    assert run["nodes"]["after"]["status"] == "COMPLETED"  # it ran in iteration 0 only, and completed
+    after = run["nodes"]["after"]
+    assert after["iterations"]["0"]["status"] == "COMPLETED"  # it ran in iteration 0 only
+    assert after["iterations"]["1"]["status"] == "CANCELLED" and after["status"] == "CANCELLED"
+    assert run["nodes"]["end"]["status"] == "CANCELLED"
     assert {b["status"] for b in timeline if (b["nodeId"], b["iteration"]) == ("work", "1")} == {"CANCELLED"}
 
 

@@ -42,7 +42,7 @@ class ServicesBackend(LiveBackend):
         return await self._context.services.workflows.store.latest_version(tenant_id, workflow_id) is not None
 
     async def run_view(self, tenant_id: str, run_id: str) -> RunView | None:
-        return await self._context.services.runs.queries.run_view(tenant_id, run_id)
+        return await self._context.services.runs.view(tenant_id, run_id)
 
     async def run_workflow(self, run_id: str) -> tuple[str | None, bool] | None:
         return await self._context.services.widgets.store.run_workflow(run_id)

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from flowdeck.storage.log_fold import NodeView, fold_nodes
+from flowdeck.storage.log_fold import GraphShape, NodeView, fold_nodes
 
-__all__ = ("NodeView", "fold_nodes")
+__all__ = ("GraphShape", "NodeView", "fold_nodes")

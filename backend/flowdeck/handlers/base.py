@@ -98,6 +98,11 @@ class NodeHandler(ABC):
         of the ``ctx`` names they read."""
         return []
 
+    def code_reads(self, config: Mapping[str, Any]) -> set[str] | None:
+        """The ``ctx`` keys the node's code reads, beyond its templates and expressions (``None``: cannot
+        tell). Only a ``python`` node has code."""
+        return set()
+
     def config_issues(self, config: Mapping[str, Any]) -> list[ConfigIssue]:
         """Everything wrong with ``config`` for this type (empty when it fits)."""
         return []

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from flowdeck.domain.errors import ConfigIssue, NodeError
 from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
+from flowdeck.sandbox.code_reads import code_reads
 from flowdeck.sandbox.compiler import check_code
 from flowdeck.sandbox.pool import SandboxPool
 
@@ -24,6 +25,10 @@ class PythonCodeHandler(NodeHandler):
     def __init__(self, pool: SandboxPool, *, memory_mb: int | None = None) -> None:
         self._pool = pool
         self._memory_mb = memory_mb
+
+    def code_reads(self, config: Mapping[str, Any]) -> set[str] | None:
+        code = config.get("code")
+        return code_reads(code) if isinstance(code, str) else set()
 
     def config_issues(self, config: Mapping[str, Any]) -> list[ConfigIssue]:
         code = config.get("code")

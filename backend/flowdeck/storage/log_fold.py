@@ -9,7 +9,7 @@ statuses they share.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from flowdeck.storage.records import InstanceRecord, LogRow
 from flowdeck.storage.waits import WAIT_KEY
 
 __all__ = (
+    "GraphShape",
     "NodeView",
     "ScopeFold",
     "TimelineRow",
@@ -228,15 +229,27 @@ def _apply_to_node(view: NodeView, row: LogRow) -> None:
             view.started_at = row.created_at
 
 
-def fold_nodes(rows: Iterable[LogRow], run_status: RunStatus) -> dict[str, NodeView]:
+@dataclass(frozen=True, slots=True)
+class GraphShape:
+    """What the fold needs of a run's graph to list the nodes that never got a row: every node id, with
+    the innermost loop whose iterations run it (``None`` at top level)."""
+
+    loop_of: Mapping[str, str | None]
+
+
+def fold_nodes(rows: Iterable[LogRow], run_status: RunStatus, shape: GraphShape | None = None) -> dict[str, NodeView]:
     """Node id -> its view, as the API, the live snapshot and the editor show it.
 
     Body nodes of loops keep one view per iteration they ran in under ``iterations``, each with the
     ``ctx.loop`` it received; their own view sums the iterations up (``summarise``). Once the run has
-    ended nothing is left PENDING, DISPATCHED, RUNNING or RETRYING: it is CANCELLED (SPEC §2).
+    ended nothing is left PENDING, DISPATCHED, RUNNING or RETRYING: it is CANCELLED (SPEC §2). With the
+    graph's ``shape``, a run that ended unfinished also lists what never started as CANCELLED: every node
+    of the graph, and in each iteration that began, every node of that loop's body.
     """
-    nodes, loops = _fold_rows(rows)
+    nodes, loops, loop_nodes = _fold_rows(rows)
     ended = run_status in TERMINAL_RUN_STATUSES
+    if shape is not None and ended and run_status is not RunStatus.COMPLETED:
+        _add_never_started(nodes, loop_nodes, shape)
     for view in nodes.values():
         for iteration, each in view.iterations.items():
             each.loop = loops.get(iteration)
@@ -249,10 +262,14 @@ def fold_nodes(rows: Iterable[LogRow], run_status: RunStatus) -> dict[str, NodeV
     return nodes
 
 
-def _fold_rows(rows: Iterable[LogRow]) -> tuple[dict[str, NodeView], dict[str, dict[str, Any]]]:
-    """The views exactly as the rows leave them, and each iteration's ``ctx.loop`` by iteration path."""
+def _fold_rows(
+    rows: Iterable[LogRow],
+) -> tuple[dict[str, NodeView], dict[str, dict[str, Any]], dict[str, str]]:
+    """The views exactly as the rows leave them, each iteration's ``ctx.loop`` by iteration path, and the
+    loop node that began each iteration."""
     nodes: dict[str, NodeView] = {}
     loops: dict[str, dict[str, Any]] = {}
+    loop_nodes: dict[str, str] = {}
     for row in rows:
         if row.node_id is None:
             if row.event_type == EventType.RUN_STATUS and row.node_status == RunStatus.RUNNING.value:
@@ -260,12 +277,30 @@ def _fold_rows(rows: Iterable[LogRow]) -> tuple[dict[str, NodeView], dict[str, d
             continue
         if row.event_type == EventType.SYSTEM_SET and row.output_variable == LOOP_KEY:
             loops[row.iteration] = (row.payload or {}).get(LOOP_KEY) or {}  # the iteration's context, not a node
+            loop_nodes[row.iteration] = row.node_id
             continue
         view = nodes.setdefault(row.node_id, NodeView())
         if row.iteration:
             view = view.iterations.setdefault(row.iteration, NodeView())
         _apply_to_node(view, row)
-    return nodes, loops
+    return nodes, loops, loop_nodes
+
+
+def _add_never_started(nodes: dict[str, NodeView], loop_nodes: Mapping[str, str], shape: GraphShape) -> None:
+    """The nodes an unfinished run never started: CANCELLED where they would have run (SPEC §2)."""
+    body_of: dict[str, list[str]] = {}
+    for node_id, loop_id in shape.loop_of.items():
+        if loop_id is not None:
+            body_of.setdefault(loop_id, []).append(node_id)
+    began = {iteration for view in nodes.values() for iteration in view.iterations}  # a loop logs every item's
+    for iteration, loop_id in loop_nodes.items():  # ctx.loop as it starts: an iteration began once a node ran in it
+        if iteration not in began:
+            continue
+        for node_id in body_of.get(loop_id, ()):
+            view = nodes.setdefault(node_id, NodeView())
+            view.iterations.setdefault(iteration, NodeView(status=NodeStatus.CANCELLED))
+    for node_id in shape.loop_of:
+        nodes.setdefault(node_id, NodeView(status=NodeStatus.CANCELLED))
 
 
 def _close(view: NodeView) -> None:

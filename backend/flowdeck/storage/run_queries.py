@@ -5,7 +5,7 @@ Every query takes the caller's tenant id: a run of another tenant is simply not 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -13,23 +13,28 @@ import sqlalchemy as sa
 
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.database import Database
-from flowdeck.storage.log_fold import NodeView, TimelineRow, fold_nodes, retry_count, timeline_rows
+from flowdeck.storage.log_fold import GraphShape, NodeView, TimelineRow, fold_nodes, retry_count, timeline_rows
 from flowdeck.storage.records import InstanceRecord, LogRow
 from flowdeck.storage.run_labels import labels_of, rarest_first
 from flowdeck.storage.state import StateManager
-from flowdeck.storage.tables import instances, run_labels
+from flowdeck.storage.statements import LOG_COLUMNS
+from flowdeck.storage.tables import instance_logs, instances, run_labels
 
 __all__ = (
     "COUNT_CAP",
     "RunFilter",
     "RunQueries",
     "RunView",
+    "ShapeOf",
     "TimelineRow",
     "count_statement",
     "list_statement",
     "run_statement",
     "timeline_rows",
 )
+
+ShapeOf = Callable[[InstanceRecord], Awaitable[GraphShape | None]]
+"""The shape of a run's graph (``None`` when it cannot be read): asked only for a run that ended unfinished."""
 
 RunKey = tuple[float, str]
 """Position in the newest-first run list: (created_at, id) of the last run of a page."""
@@ -207,12 +212,29 @@ class RunQueries:
         async with self.db.read(snapshot=False) as conn:
             return await labels_of(conn, instance_ids)
 
-    async def run_view(self, tenant_id: str, instance_id: str) -> RunView | None:
+    async def run_view(self, tenant_id: str, instance_id: str, shape_of: ShapeOf | None = None) -> RunView | None:
+        """The run and its nodes; with ``shape_of``, a run that ended unfinished lists what never started."""
         run = await self.get_run(tenant_id, instance_id)
         if run is None:
             return None
         rows = await self.state.read_log(instance_id)
-        return RunView(run, fold_nodes(rows, run.status), retry_count(rows))
+        unfinished = run.status in (RunStatus.FAILED, RunStatus.CANCELLED)
+        shape = await shape_of(run) if shape_of is not None and unfinished else None
+        return RunView(run, fold_nodes(rows, run.status, shape), retry_count(rows))
+
+    async def scope_rows(self, instance_id: str, node_id: str, iteration: str) -> list[LogRow]:
+        """One node's rows in one scope (a loop iteration, or ``""``), in log order; the caller checked the tenant."""
+        stmt = (
+            sa.select(*LOG_COLUMNS)
+            .where(
+                instance_logs.c.instance_id == instance_id,
+                instance_logs.c.node_id == node_id,
+                instance_logs.c.iteration == iteration,
+            )
+            .order_by(instance_logs.c.log_id)
+        )
+        async with self.db.read() as conn:
+            return [LogRow(*row) for row in await conn.execute(stmt)]
 
     async def events(
         self, tenant_id: str, instance_id: str, after_log_id: int, limit: int

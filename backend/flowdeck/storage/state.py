@@ -465,11 +465,14 @@ class StateManager:
             depth=m["depth"],
         )
 
-    async def assemble_context(self, instance_id: str, node_ids: Iterable[str], iteration: str = "") -> dict[str, Any]:
+    async def assemble_context(
+        self, instance_id: str, node_ids: Iterable[str], iteration: str = "", *, before_log_id: int | None = None
+    ) -> dict[str, Any]:
         """Fold INPUT_SET, SYSTEM_SET and the NODE_COMPLETED rows of ``node_ids`` in log order.
 
         The engine passes a node's ancestors: a node sees the outputs upstream of it, never a
         sibling's (which would depend on timing). The stored test-run definition is left out.
+        ``before_log_id``: only the rows logged before it (the context an attempt started with).
         """
         params = {
             "p_id": instance_id,
@@ -479,6 +482,8 @@ class StateManager:
         }
         async with self.db.read(snapshot=False) as conn:
             rows = sorted((await conn.execute(self.db.sql.context_rows, params)).all())
+        if before_log_id is not None:
+            rows = [row for row in rows if row[0] < before_log_id]
         return fold_context(row[1:] for row in rows)
 
     async def load_test_definition(self, instance_id: str) -> dict[str, Any] | None:

@@ -6,7 +6,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Final
 
-from flowdeck.sandbox.templates import nested_strings, referenced_variables
+from flowdeck.sandbox.templates import nested_strings
+from flowdeck.validation.reads import template_references
 from flowdeck.validation.report import Checks
 from flowdeck.validation.shapes import CheckedGraph, CheckedNode
 
@@ -48,14 +49,8 @@ class VariableChecks:
     def references(self, node: CheckedNode) -> Iterator[tuple[str, str]]:
         """(path, variable) for every ``ctx.X`` in the node's templates and expressions (condition, switch)."""
         if node.handler is None:
-            return
-        for name in node.handler.template_fields:
-            for path, text in nested_strings(node.config.get(name), f"config.{name}"):
-                for variable in sorted(referenced_variables(text)):
-                    yield path, variable
-        for path, expression in node.handler.expressions(node.config):
-            for variable in sorted(referenced_variables(expression, expression=True)):
-                yield path, variable
+            return iter(())
+        return template_references(node.handler, node.config)
 
     def ancestors(self) -> dict[str, int]:
         """Node id -> bitset of its ancestors (bit = node index), over the acyclic part of the graph."""

@@ -3,8 +3,8 @@ import type { ReactNode } from 'react';
 import { useReactFlow } from '@xyflow/react';
 
 import { TERMINAL_RUN_STATUSES } from '../api/types';
-import { NODE_TYPE_INFO, type EditorEdge, type EditorNode } from '../graph/model';
-import { displayStatus, timeSpan } from '../runs/runReducer';
+import { DEFAULT_RETRY, NODE_TYPE_INFO, type EditorEdge, type EditorNode } from '../graph/model';
+import { attemptLabel, displayStatus, timeSpan } from '../runs/runReducer';
 import { formatDuration } from '../shared/format';
 import { JsonView } from '../shared/ui/JsonView';
 import { StatusBadge } from '../shared/ui/StatusBadge';
@@ -94,7 +94,9 @@ function RunTab({ onStop, onRunAgain }: { onStop: () => void; onRunAgain: () => 
                     <span style={{ color: NODE_TYPE_INFO[n.type].color }}>{NODE_TYPE_INFO[n.type].icon}</span> {n.data.label || n.id}
                   </td>
                   <td>{status ? <StatusBadge status={status} /> : <span className="muted">—</span>}</td>
-                  <td>{span.iterations > 0 ? `${span.iterations} iterations` : (nr?.attempt ?? '—')}</td>
+                  <td data-testid={`run-node-attempt-${n.id}`}>
+                    {nr ? `${span.iterations > 0 ? `${span.iterations} iterations, ` : ''}${attemptLabel(nr, n.data.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts)}` : '—'}
+                  </td>
                   <td>{span.start !== null && span.end !== null ? formatDuration(span.end - span.start) : '—'}</td>
                 </tr>
               );

@@ -13,7 +13,7 @@ import {
   type IsValidConnection,
   type NodeChange,
 } from '@xyflow/react';
-import { useCallback, useEffect, useRef, useState, type DragEvent } from 'react';
+import { useCallback, useEffect, useRef, useState, type DragEvent, type MouseEvent as ReactMouseEvent } from 'react';
 
 import { checkConnection } from '../graph/connect';
 import { isNodeType, NODE_TYPE_INFO, type EditorEdge, type EditorNode } from '../graph/model';
@@ -23,12 +23,14 @@ import { edgeTypes, nodeTypes } from './nodeTypes';
 import { PALETTE_MIME } from './palette/NodePalette';
 import { CanvasOverlays } from './canvas/CanvasOverlays';
 import { NodePickerHost, openPickerAtDrop } from './canvas/NodePicker';
-import { allMeasured } from './editorStore';
+import { useKeepInView } from './canvas/useKeepInView';
+import { FIT_PADDING } from './canvas/viewport';
+import { allMeasured, nodeIndex } from './editorStore';
 import { useEditor, useEditorStoreApi } from './storeContext';
 
 const DEFAULT_EDGE_OPTIONS = { markerEnd: { type: MarkerType.ArrowClosed, width: 7, height: 7, color: '#9ca3af' } };
 const PRO_OPTIONS = { hideAttribution: true };
-const FIT_OPTIONS = { padding: 0.25, maxZoom: 1.1 };
+const FIT_OPTIONS = { padding: FIT_PADDING, maxZoom: 1.1 };
 const MINIMAP_STYLE = { width: 160, height: 100 };
 // Arrays and callbacks handed to <ReactFlow> must keep their identity: it copies each changed prop into its
 // own store, and every store update re-runs the selectors of all 300 nodes and 600 edges.
@@ -65,6 +67,8 @@ export function EditorCanvas() {
   const initialized = useNodesInitialized();
   const { theme } = useTheme();
   const [ready, setReady] = useState(false);
+  const canvasRef = useRef<HTMLDivElement>(null);
+  useKeepInView(canvasRef);
 
   // Fit the graph once its nodes are measured; `data-ready` tells tests the viewport has settled.
   // Sizes are recorded on the nodes in place (recordMeasuredSizes), which React Flow's own "initialized"
@@ -134,6 +138,17 @@ export function EditorCanvas() {
   const onNodeDragStart = useCallback(() => store.getState().beginMove(), [store]);
   const onNodeClick = useCallback((_: unknown, node: EditorNode) => store.getState().openInspector(node.id), [store]);
   const onPaneClick = useCallback(() => store.getState().openInspector(null), [store]);
+  // Double-click opens a node's details. Caught on the way down: where nodes cannot be dragged (a run page),
+  // the canvas's zoom handler would otherwise take the double click for a zoom and stop it.
+  const onDoubleClickCapture = useCallback(
+    (e: ReactMouseEvent<HTMLDivElement>) => {
+      const id = e.target instanceof Element ? e.target.closest<HTMLElement>('.react-flow__node')?.dataset.id : undefined;
+      if (!id || !nodeIndex(store.getState().nodes).has(id)) return;
+      e.stopPropagation();
+      store.getState().openDetails(id);
+    },
+    [store],
+  );
 
   const onDragOver = useCallback((e: DragEvent) => {
     if (e.dataTransfer.types.includes(PALETTE_MIME)) {
@@ -154,7 +169,15 @@ export function EditorCanvas() {
   );
 
   return (
-    <div className="canvas" data-testid="canvas" data-ready={ready || nodes.length === 0} onDragOver={onDragOver} onDrop={onDrop}>
+    <div
+      ref={canvasRef}
+      className="canvas"
+      data-testid="canvas"
+      data-ready={ready || nodes.length === 0}
+      onDoubleClickCapture={onDoubleClickCapture}
+      onDragOver={onDragOver}
+      onDrop={onDrop}
+    >
       <ReactFlow<EditorNode, EditorEdge>
         nodes={nodes}
         edges={edges}

@@ -9,6 +9,9 @@ import { BottomPanel } from './BottomPanel';
 import { useEditorActions } from './canvas/useEditorActions';
 import { ConflictDialog, ExecuteDialog, HelpOverlay, LeaveDialog } from './dialogs';
 import type { EditorStore } from './editorStore';
+import { FIT_PADDING } from './canvas/viewport';
+import { NodeDetails } from './details/NodeDetails';
+import { useOpenDetailsKey } from './details/useOpenDetailsKey';
 import { EditorCanvas } from './EditorCanvas';
 import { ReadOnlyBanner, Toolbar, useDirty } from './EditorToolbar';
 import { useLiveValidation, usePerWorkflowDrafts } from './hooks';
@@ -75,6 +78,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
   const pins = usePins(store, loaded, testRun);
   const clipboard = useClipboard(store);
   const blocker = useLeaveGuard(dirty);
+  useOpenDetailsKey(store);
 
   useShortcuts({
     undo: editable ? () => store.getState().undo() : undefined,
@@ -88,7 +92,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
     layout: editable ? actions.layout : undefined,
     searchNodes: editable ? () => window.dispatchEvent(new Event(FOCUS_PALETTE_EVENT)) : undefined,
     addNote: editable ? actions.addNote : undefined,
-    fitView: () => void flow.fitView({ padding: 0.2, duration: 200 }),
+    fitView: () => void flow.fitView({ padding: FIT_PADDING, duration: 200 }),
     zoomIn: () => void flow.zoomIn({ duration: 150 }),
     zoomOut: () => void flow.zoomOut({ duration: 150 }),
     save: editable ? () => void save() : undefined,
@@ -174,6 +178,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
           onClose={execute.closeDialog}
         />
       )}
+      <NodeDetails />
       {help && <HelpOverlay onClose={() => setHelp(false)} />}
       {blocker.state === 'blocked' && <LeaveDialog onStay={() => blocker.reset()} onLeave={() => blocker.proceed()} />}
     </div>

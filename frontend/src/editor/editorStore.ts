@@ -57,6 +57,8 @@ export type EditorState = WorkflowMeta & {
   run: RunView | null;
   pins: Dict<unknown>;
   inspectorNodeId: string | null;
+  /** The node whose details view (input, parameters, output side by side) is open, if any. */
+  detailsNodeId: string | null;
   testInput: string;
 
   load(meta: WorkflowMeta, definition: Pick<DefinitionJson, 'nodes' | 'edges' | 'notes'>, options?: { readOnly?: boolean }): void;
@@ -101,6 +103,8 @@ export type EditorState = WorkflowMeta & {
   removePin(nodeId: string): void;
   setPins(pins: Record<string, unknown>): void;
   openInspector(nodeId: string | null): void;
+  /** Open a node's details view (it also becomes the inspected node), or close it with null. */
+  openDetails(nodeId: string | null): void;
   setTestInput(text: string): void;
 };
 
@@ -201,6 +205,7 @@ export function createEditorStore(): EditorStore {
       run: null,
       pins: dict(),
       inspectorNodeId: null,
+      detailsNodeId: null,
       testInput: '{}',
 
       load(meta, definition, options = {}) {
@@ -215,6 +220,7 @@ export function createEditorStore(): EditorStore {
           problems: [],
           problemIndex: { byNode: dict(), byEdge: dict() },
           inspectorNodeId: null,
+          detailsNodeId: null,
         });
       },
 
@@ -354,7 +360,7 @@ export function createEditorStore(): EditorStore {
         }, `label:${nodeId}`);
         const s = get();
         const pins = nodeId in s.pins ? Object.fromEntries(Object.entries(s.pins).map(([k, v]) => [k === nodeId ? id : k, v])) : s.pins;
-        set({ pins, inspectorNodeId: s.inspectorNodeId === nodeId ? id : s.inspectorNodeId });
+        set({ pins, inspectorNodeId: s.inspectorNodeId === nodeId ? id : s.inspectorNodeId, detailsNodeId: s.detailsNodeId === nodeId ? id : s.detailsNodeId });
       },
 
       addNote(position) {
@@ -402,6 +408,8 @@ export function createEditorStore(): EditorStore {
         }));
         const inspector = get().inspectorNodeId;
         if (inspector && nodesGone.has(inspector)) set({ inspectorNodeId: null });
+        const details = get().detailsNodeId;
+        if (details && nodesGone.has(details)) set({ detailsNodeId: null });
       },
 
       deleteSelection() {
@@ -504,6 +512,10 @@ export function createEditorStore(): EditorStore {
 
       openInspector(nodeId) {
         set({ inspectorNodeId: nodeId });
+      },
+
+      openDetails(nodeId) {
+        set(nodeId === null ? { detailsNodeId: null } : { detailsNodeId: nodeId, inspectorNodeId: nodeId });
       },
 
       setTestInput(text) {

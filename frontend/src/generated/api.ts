@@ -385,6 +385,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/runs/{instance_id}/nodes/{node_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** NodeDetail */
+        get: operations["ApiRunsInstanceIdNodesNodeIdNodeDetail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/runs/{instance_id}/nodes/{node_id}/output": {
         parameters: {
             query?: never;
@@ -940,6 +957,21 @@ export interface components {
             items: components["schemas"]["ApprovalOut"][];
             nextCursor: string | null;
         };
+        /** AttemptOut */
+        AttemptOut: {
+            attempt: number;
+            completedAt: number | null;
+            error?: string | null;
+            startedAt: number | null;
+            status: components["schemas"]["NodeStatus"];
+            workerId?: string | null;
+        };
+        /** ContextValueTruncatedOut */
+        ContextValueTruncatedOut: {
+            bytes: number;
+            href?: string | null;
+            preview: string;
+        };
         /** DecisionOut */
         DecisionOut: {
             at: number;
@@ -1019,6 +1051,30 @@ export interface components {
         LoginRequest: {
             email: string;
             password: string;
+        };
+        /** NodeDetailOut */
+        NodeDetailOut: {
+            attempt: number;
+            attempts: components["schemas"]["AttemptOut"][];
+            config: {
+                [key: string]: unknown;
+            };
+            error?: string | null;
+            input: {
+                [key: string]: unknown;
+            };
+            inputTruncated?: {
+                [key: string]: components["schemas"]["ContextValueTruncatedOut"];
+            } | null;
+            iteration: string;
+            logs?: string | null;
+            nodeId: string;
+            output?: unknown;
+            outputTruncated?: components["schemas"]["OutputTruncatedOut"] | null;
+            /** @default false */
+            pinned?: boolean;
+            reads: string[] | null;
+            status: components["schemas"]["NodeStatus"];
         };
         /** NodeStateOut */
         NodeStateOut: {
@@ -1538,6 +1594,8 @@ export interface components {
 export type ApprovalDecisionIn = components['schemas']['ApprovalDecisionIn'];
 export type ApprovalOut = components['schemas']['ApprovalOut'];
 export type ApprovalPage = components['schemas']['ApprovalPage'];
+export type AttemptOut = components['schemas']['AttemptOut'];
+export type ContextValueTruncatedOut = components['schemas']['ContextValueTruncatedOut'];
 export type DecisionOut = components['schemas']['DecisionOut'];
 export type EmbedTokenCreate = components['schemas']['EmbedTokenCreate'];
 export type EmbedTokenCreated = components['schemas']['EmbedTokenCreated'];
@@ -1549,6 +1607,7 @@ export type ExampleOut = components['schemas']['ExampleOut'];
 export type ExamplePage = components['schemas']['ExamplePage'];
 export type HealthOut = components['schemas']['HealthOut'];
 export type LoginRequest = components['schemas']['LoginRequest'];
+export type NodeDetailOut = components['schemas']['NodeDetailOut'];
 export type NodeStateOut = components['schemas']['NodeStateOut'];
 export type NodeStatus = components['schemas']['NodeStatus'];
 export type NotificationSecretOut = components['schemas']['NotificationSecretOut'];
@@ -3956,6 +4015,97 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description Bad request syntax or unsupported method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description No permission -- see authorization schemes */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Request forbidden -- authorization will not help */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+            /** @description Nothing matches the given URI */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        extra?: null | {
+                            [key: string]: unknown;
+                        } | unknown[];
+                        status_code: number;
+                    };
+                };
+            };
+        };
+    };
+    ApiRunsInstanceIdNodesNodeIdNodeDetail: {
+        parameters: {
+            query?: {
+                /** @description a loop iteration: 3, 3.1 */
+                iteration?: string;
+                /** @description an attempt (default: the latest) */
+                attempt?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description an object id (UUID) */
+                instance_id: string;
+                /** @description the node's id */
+                node_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeDetailOut"];
                 };
             };
             /** @description Bad request syntax or unsupported method */

@@ -8,6 +8,8 @@ import { runs, workflows } from '../api/endpoints';
 import { subscribeToRun } from '../api/realtime';
 import { TERMINAL_RUN_STATUSES, type RetryVersion, type RunDetail, type RunEvent, type TimelineRow } from '../api/types';
 import type { DefinitionJson } from '../graph/convert';
+import { NodeDetails } from '../editor/details/NodeDetails';
+import { useOpenDetailsKey } from '../editor/details/useOpenDetailsKey';
 import { EditorCanvas } from '../editor/EditorCanvas';
 import { NodeInspector } from '../editor/inspector/NodeInspector';
 import { EditorStoreProvider, useEditor, useEditorStoreApi } from '../editor/storeContext';
@@ -92,6 +94,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
   const [error, setError] = useState<string | null>(null);
   const [now, setNow] = useState(() => Date.now() / 1000);
   const finished = run ? TERMINAL_RUN_STATUSES.has(run.status) : true;
+  useOpenDetailsKey(store);
 
   const refresh = useCallback(async () => {
     const [d, t, ev] = await Promise.all([runs.get(runId), runs.timeline(runId), runs.events(runId)]);
@@ -299,6 +302,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
         </div>
         {inspectorOpen && <NodeInspector runView />}
       </div>
+      <NodeDetails />
       <section className="run-detail__bottom">
         <nav className="tabs tabs--bar">
           <button type="button" className={tab === 'timeline' ? 'is-active' : ''} onClick={() => setTab('timeline')} data-testid="tab-timeline">

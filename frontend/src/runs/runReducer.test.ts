@@ -194,6 +194,25 @@ describe('runReducer', () => {
   it('marks a stopped run cancelled', () => {
     expect(runReducer(started(), { kind: 'stopped' })?.status).toBe('CANCELLED');
   });
+
+  it('leaves no node or iteration running once the run has ended', () => {
+    let s = started();
+    s = runReducer(s, nodeMsg('done', 'COMPLETED')) as RunView;
+    s = runReducer(s, nodeMsg('slow', 'RUNNING')) as RunView;
+    s = runReducer(s, nodeMsg('body', 'COMPLETED', 1, { iteration: '0' })) as RunView;
+    s = runReducer(s, nodeMsg('body', 'RETRYING', 1, { iteration: '1', nextAttemptAt: 200 })) as RunView;
+    const before = s.nodes.done;
+    s = runReducer(s, { kind: 'status', instanceID: 'r1', status: 'FAILED', output: null, outputTruncated: null, error: 'boom' }) as RunView;
+    expect(s.nodes.slow?.status).toBe('CANCELLED');
+    expect(s.nodes.done).toBe(before); // terminal ones are kept as they were
+    expect(s.nodes.body?.iterations?.['0']?.status).toBe('COMPLETED');
+    expect(s.nodes.body?.iterations?.['1']).toMatchObject({ status: 'CANCELLED', nextAttemptAt: null });
+    expect(displayStatus(s.nodes.body)).toBe('CANCELLED');
+    const running = runReducer(started(), nodeMsg('x', 'RUNNING')) as RunView;
+    expect(runReducer(running, { kind: 'stopped' })?.nodes.x?.status).toBe('CANCELLED');
+    const snap = runReducer(running, { kind: 'snapshot', instanceID: 'r1', status: 'CANCELLED', slaBreachedAt: null, nodes: {} }) as RunView;
+    expect(snap.nodes.x?.status).toBe('CANCELLED');
+  });
 });
 
 describe('runReducer with node ids that are Object.prototype names', () => {

@@ -2,7 +2,7 @@
 import type { NodeUpdateMessage, RealtimeMessage } from '../api/realtime-types';
 import type { NodeState, NodeStatus, RunDetail, RunStatus } from '../api/types';
 import type { OutputTruncatedOut } from '../generated/api';
-import { NODE_STATUS_RANK, TERMINAL_NODE_STATUSES } from '../generated/statuses';
+import { NODE_STATUS_RANK, TERMINAL_NODE_STATUSES, TERMINAL_RUN_STATUSES } from '../generated/statuses';
 import { dict, dictOf, own, withKey, type Dict } from '../shared/dict';
 
 export type NodeRun = NodeState;
@@ -60,6 +60,7 @@ export function attemptLabel(
   maxAttempts: number,
 ): string {
   const shown = leadIteration(node) ?? node;
+  if (shown.attempt === 0) return 'not started';
   const within = shown.attemptInRetry ?? shown.attempt;
   return `attempt ${within} of ${maxAttempts}${shown.retry ? `, retry ${shown.retry}` : ''}`;
 }
@@ -142,6 +143,25 @@ function nodeUpdate(state: RunView, msg: NodeUpdateMessage): RunView {
   return { ...state, log, nodes: withKey(state.nodes, msg.nodeID, applyNode(existing, msg)) };
 }
 
+function closedNode(node: NodeRun): NodeRun {
+  const iterations = node.iterations && Object.values(node.iterations).some((it) => !TERMINAL_NODE_STATUSES.has(it.status))
+    ? dict(Object.entries(node.iterations).map(([key, it]) => [key, closedNode(it)] as const))
+    : node.iterations;
+  const open = !TERMINAL_NODE_STATUSES.has(node.status);
+  if (!open && iterations === node.iterations) return node;
+  return { ...node, iterations, ...(open ? { status: 'CANCELLED' as const, nextAttemptAt: null, waitingFor: null } : {}) };
+}
+
+/**
+ * The run ended: a node or iteration left short of a terminal status is CANCELLED (SPEC §2), as the API's
+ * own view says (the editor reads it again at the end; until then the canvas must not show a node running).
+ */
+export function closedNodes(nodes: Dict<NodeRun>): Dict<NodeRun> {
+  const entries = Object.entries(nodes);
+  const next = entries.map(([id, node]) => [id, closedNode(node)] as const);
+  return next.every(([, node], i) => node === entries[i]?.[1]) ? nodes : dict(next);
+}
+
 export function startedRun(runId: string, input: unknown, isTest: boolean): RunView {
   return { runId, isTest, status: 'PENDING', input, output: null, error: null, nodes: dict(), log: [] };
 }
@@ -173,7 +193,7 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
       };
     }
     case 'stopped':
-      return state && { ...state, status: 'CANCELLED' };
+      return state && { ...state, status: 'CANCELLED', nodes: closedNodes(state.nodes) };
   }
   if (!state || action.instanceID !== state.runId) return state;
   switch (action.kind) {
@@ -183,13 +203,15 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
         const mine = nodes[id];
         nodes[id] = isNewer(mine, node) ? withChildRun(node, mine) : withChildRun(mine ?? node, node);
       }
-      return { ...state, status: action.status, nodes, slaBreachedAt: action.slaBreachedAt ?? state.slaBreachedAt ?? null };
+      const ended = TERMINAL_RUN_STATUSES.has(action.status);
+      return { ...state, status: action.status, nodes: ended ? closedNodes(nodes) : nodes, slaBreachedAt: action.slaBreachedAt ?? state.slaBreachedAt ?? null };
     }
     case 'node':
       return nodeUpdate(state, action);
     case 'status':
       return {
         ...state,
+        nodes: TERMINAL_RUN_STATUSES.has(action.status) ? closedNodes(state.nodes) : state.nodes,
         status: action.status,
         output: action.output ?? state.output,
         outputTruncated: action.outputTruncated ?? state.outputTruncated ?? null,

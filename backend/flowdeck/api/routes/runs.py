@@ -12,6 +12,7 @@ from litestar.params import JSONBody, PathParameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
 from flowdeck.api.dependencies import ID_PATTERN, AppServices, Caller, Cursor, Limit, ObjectId
+from flowdeck.api.node_detail_schemas import NodeDetailOut
 from flowdeck.api.openapi import SIGNED_IN, errors
 from flowdeck.api.pagination import DEFAULT_LIMIT
 from flowdeck.api.schemas import (
@@ -64,6 +65,9 @@ IterationQuery = Annotated[
     QueryParameter(
         name="iteration", max_length=200, pattern=r"^([0-9]+(\.[0-9]+)*)?$", description="a loop iteration: 3, 3.1"
     ),
+]
+AttemptQuery = Annotated[
+    int | None, QueryParameter(name="attempt", ge=1, le=1_000_000, description="an attempt (default: the latest)")
 ]
 _encoder = msgspec.json.Encoder()
 
@@ -135,6 +139,21 @@ class RunController(Controller):
     async def run_output(self, instance_id: ObjectId, principal: Caller, services: AppServices) -> Response[bytes]:
         """The run's output in full (``GET /api/runs/{id}`` shows a large one truncated, linking here)."""
         return _json(await services.runs.full_output(principal.tenant_id, instance_id, None, ""))
+
+    @get("/{instance_id:str}/nodes/{node_id:str}", raises=errors(400, 404))
+    async def node_detail(
+        self,
+        instance_id: ObjectId,
+        node_id: NodeIdPath,
+        principal: Caller,
+        services: AppServices,
+        iteration: IterationQuery = "",
+        attempt: AttemptQuery = None,
+    ) -> NodeDetailOut:
+        """One node in one scope (a loop iteration: ``3``, ``3.1``): every attempt, and for one of them (the
+        latest by default) the context it started with, the ``ctx`` names its config reads, its output,
+        error and logs."""
+        return await services.runs.nodes.detail(principal.tenant_id, instance_id, node_id, iteration, attempt)
 
     @get("/{instance_id:str}/nodes/{node_id:str}/output", raises=errors(400, 404))
     async def node_output(

@@ -25,14 +25,16 @@ from flowdeck.api.schemas import (
     WaitingForOut,
 )
 from flowdeck.api.services.definition_checks import SaveChecks, definition_of
+from flowdeck.api.services.node_details import NodeDetailService
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.orchestrator import RunStateError
 from flowdeck.engine.output_view import ShownOutputs
-from flowdeck.engine.projection import NodeView
+from flowdeck.engine.plans import RunNotFoundError
+from flowdeck.engine.projection import GraphShape, NodeView
 from flowdeck.engine.run_timing import RunTiming, TimingError
 from flowdeck.storage.records import InstanceRecord
-from flowdeck.storage.run_queries import COUNT_CAP, RunFilter, RunQueries
+from flowdeck.storage.run_queries import COUNT_CAP, RunFilter, RunQueries, RunView
 
 __all__ = ("RunService",)
 
@@ -113,6 +115,8 @@ class RunService:
         self.queries = queries
         self.checks = checks
         """The checks of a save: a test run refuses what saving the same graph would."""
+        self.nodes = NodeDetailService(engine, queries)
+        """One node of a run per iteration and attempt (the editor's node details view)."""
 
     # -- starting and stopping -----------------------------------------------------------------------
     async def start(
@@ -184,6 +188,17 @@ class RunService:
         return run
 
     # -- reading -------------------------------------------------------------------------------------
+    async def view(self, tenant_id: str, instance_id: str) -> RunView | None:
+        """The run and its nodes as every read shows them (REST and the live snapshot alike)."""
+        return await self.queries.run_view(tenant_id, instance_id, self._shape_of)
+
+    async def _shape_of(self, run: InstanceRecord) -> GraphShape | None:
+        try:
+            graph = (await self.engine.plans.get(run.id)).graph
+        except RunNotFoundError:
+            return None  # its graph cannot be read (a deleted version): what has rows is still shown
+        return GraphShape({node_id: graph.loop_of(node_id) for node_id in graph.nodes})
+
     async def list(self, tenant_id: str, filters: RunFilter, cursor: str | None, limit: int) -> RunPage:
         runs, after = await self.queries.list_runs(tenant_id, filters, decode_cursor(cursor, TimeKey), limit)
         labels = await self.queries.labels_of(r.id for r in runs)
@@ -195,7 +210,7 @@ class RunService:
         return RunCountOut(count=min(found, COUNT_CAP), more=found > COUNT_CAP)
 
     async def detail(self, tenant_id: str, instance_id: str) -> RunDetail:
-        view = await self.queries.run_view(tenant_id, instance_id)
+        view = await self.view(tenant_id, instance_id)
         if view is None:
             raise _missing(instance_id)
         run = view.run

@@ -5,6 +5,7 @@ import { useCallback, useMemo } from 'react';
 import type { EditorEdge, EditorNode, NodeType } from '../../graph/model';
 import { errorMessage, toast } from '../../shared/toasts';
 import { useEditorStoreApi } from '../storeContext';
+import { FIT_PADDING } from './viewport';
 
 export function useEditorActions() {
   const store = useEditorStoreApi();
@@ -42,7 +43,7 @@ export function useEditorActions() {
     store
       .getState()
       .layout()
-      .then(() => window.setTimeout(() => void flow.fitView({ padding: 0.2, duration: 200 }), 30))
+      .then(() => window.setTimeout(() => void flow.fitView({ padding: FIT_PADDING, duration: 200 }), 30))
       .catch((err: unknown) => toast('error', `Auto-layout failed: ${errorMessage(err)}`));
   }, [store, flow]);
 

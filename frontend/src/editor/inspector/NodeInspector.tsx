@@ -60,7 +60,7 @@ function previousNodes(nodes: readonly EditorNode[], edges: readonly EditorEdge[
   return found;
 }
 
-function ConfigForm({ node, paths, readOnly, problemAt }: { node: EditorNode; paths: string[]; readOnly: boolean; problemAt: (p: string) => string | undefined }) {
+export function ConfigForm({ node, paths, readOnly, problemAt }: { node: EditorNode; paths: string[]; readOnly: boolean; problemAt: (p: string) => string | undefined }) {
   const store = useEditorStoreApi();
   const workflowId = useEditor((s) => s.workflowId);
   // a string, so that the selection compares equal while the incoming edges and their sources stay the same
@@ -273,6 +273,16 @@ export function NodeInspector({ onTestFromHere, runView = false }: { onTestFromH
             </button>
           </>
         )}
+        <button
+          type="button"
+          className="icon-btn"
+          title="Open the node details: input, parameters and output side by side (Enter, or double-click the node)"
+          aria-label="Open node details"
+          data-testid="node-open-details"
+          onClick={() => store.getState().openDetails(node.id)}
+        >
+          ⤢
+        </button>
         <button type="button" className="icon-btn" aria-label="Close panel" onClick={() => store.getState().openInspector(null)}>
           ×
         </button>

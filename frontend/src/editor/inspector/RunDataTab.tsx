@@ -14,7 +14,7 @@ import { ChildRunLink } from '../nodes/FlowNode';
 import { useEditor, useEditorStoreApi } from '../storeContext';
 import { CodeEditor } from './LazyCodeEditor';
 
-function PinEditor({ node }: { node: EditorNode }) {
+export function PinEditor({ node }: { node: EditorNode }) {
   const store = useEditorStoreApi();
   const pinned = useEditor((s) => (node.id in s.pins ? s.pins[node.id] : undefined));
   const isPinned = useEditor((s) => node.id in s.pins);

@@ -74,6 +74,7 @@ export function TemplateInput({ value, onChange, paths, placeholder, testId, rea
         readOnly={readOnly}
         aria-label={ariaLabel}
         data-testid={testId}
+        data-template-kind={preview}
         role="combobox"
         aria-expanded={open}
         aria-controls={listId}
