@@ -244,6 +244,13 @@ class StartRun(Body):
         Annotated[dict[str, Any], Meta(description="run labels, name -> string value (GET /api/runs?label.name=value)")]
         | None
     ) = None
+    priority: (
+        Annotated[
+            int,
+            Meta(ge=1, le=100, description="1-100 (default: the workflow's options.priority, else 50): higher first"),
+        ]
+        | None
+    ) = None
 
 
 class RetryRun(Body):
@@ -362,6 +369,10 @@ class RunDetail(RunSummary):
     nodes: dict[str, NodeStateOut] = {}
     retry: int = 0
     """How many partial retries the run has had (0: none)."""
+    priority: int = 50
+    """Its priority in its workflow's flow-control queue (1-100, higher first)."""
+    waiting_reason: str | None = None
+    """Why a PENDING run has not begun: queued for options.concurrency, or held by options.debounce."""
 
 
 class RunActionOut(Camel):

@@ -10,6 +10,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from flowdeck.domain.flow_control import DEFAULT_PRIORITY, ConcurrencyOptions, DebounceOptions
+
 __all__ = (
     "DEFAULT_NODE_TIMEOUT_SECONDS",
     "DEFAULT_RUN_TIMEOUT_SECONDS",
@@ -76,6 +78,9 @@ class WorkflowOptions(msgspec.Struct, frozen=True, rename="camel"):
     timeout_seconds: float = DEFAULT_RUN_TIMEOUT_SECONDS
     sla_seconds: float | None = None
     schedules: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    concurrency: ConcurrencyOptions | None = None
+    debounce: DebounceOptions | None = None
+    priority: int = DEFAULT_PRIORITY
 
 
 class WorkflowDefinition(msgspec.Struct, frozen=True, rename="camel"):

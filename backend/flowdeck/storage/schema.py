@@ -18,12 +18,16 @@ from flowdeck.storage.tables import (
     loop_states,
     metadata,
     node_jobs,
+    run_flow,
     run_labels,
     wait_tokens,
 )
 
 __all__ = ("RUN_OWNED_TABLES", "metadata")
 
-RUN_OWNED_TABLES = (instance_logs, node_jobs, join_barriers, loop_states, run_notices, run_labels, wait_tokens)
+RUN_OWNED_TABLES = (
+    *(instance_logs, node_jobs, join_barriers, loop_states),
+    *(run_notices, run_labels, wait_tokens, run_flow),
+)
 """The tables whose rows belong to one run (``instance_id``): deleting a run deletes its rows in each
 (a test run deleted by its user, a finished run past its retention). A new such table is added here."""

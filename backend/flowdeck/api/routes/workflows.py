@@ -120,9 +120,11 @@ class WorkflowController(Controller):
         if it has not finished (the earlier of it and ``options.timeoutSeconds`` wins); a deadline that
         has passed, or is not after ``availableAt``, is a 400. ``labels``: up to FLOWDECK_MAX_RUN_LABELS
         ``name: "value"`` strings the run carries (search them with ``GET /api/runs?label.name=value``).
+        ``priority`` (1-100): its place in the workflow's flow-control queue (``options.concurrency``).
         """
         run_input = None if data is None else data.input
         timing = None if data is None else RunTiming(data.available_at, data.deadline_at)
         labels = None if data is None else data.labels
-        instance_id = await services.runs.start(principal.tenant_id, workflow_id, run_input, timing, labels)
+        priority = None if data is None else data.priority
+        instance_id = await services.runs.start(principal.tenant_id, workflow_id, run_input, timing, labels, priority)
         return RunAccepted(instance_id=instance_id)

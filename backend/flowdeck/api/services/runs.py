@@ -24,8 +24,10 @@ from flowdeck.api.schemas import (
     WaitingForOut,
 )
 from flowdeck.api.services.definition_checks import SaveChecks, definition_of
+from flowdeck.domain.flow_control import DEFAULT_PRIORITY
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.flow_control import waiting_reason
 from flowdeck.engine.orchestrator import RunStateError
 from flowdeck.engine.output_view import ShownOutputs
 from flowdeck.engine.projection import NodeView
@@ -119,11 +121,14 @@ class RunService:
         run_input: Any,
         timing: RunTiming | None = None,
         labels: Mapping[str, object] | None = None,
+        priority: int | None = None,
     ) -> str:
         check_json(input=run_input)
         timing = checked_timing(timing)
         try:
-            return await self.engine.start_workflow_run(tenant_id, workflow_id, run_input, timing=timing, labels=labels)
+            return await self.engine.start_workflow_run(
+                tenant_id, workflow_id, run_input, timing=timing, labels=labels, priority=priority
+            )
         except LookupError as exc:  # unknown, deleted, or another tenant's
             raise NotFoundException(detail=f"workflow {workflow_id} not found") from exc
 
@@ -181,7 +186,10 @@ class RunService:
         output, truncated = shown.show(run.output, None)
         nodes = {node_id: _node_out(v, shown, node_id) for node_id, v in view.nodes.items()}
         labels = (await self.queries.labels_of([run.id])).get(run.id)
+        flow_row = await self.queries.flow_of(run.id)
         return RunDetail(
+            priority=flow_row.priority if flow_row else DEFAULT_PRIORITY,
+            waiting_reason=waiting_reason(flow_row, run.status),
             **_summary_fields(run, labels),
             input=run.input,
             output=output,
