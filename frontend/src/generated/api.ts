@@ -1047,6 +1047,8 @@ export interface components {
             outputTruncated?: components["schemas"]["OutputTruncatedOut"] | null;
             parentInstanceId?: string | null;
             parentNodeId?: string | null;
+            /** @default 50 */
+            priority?: number;
             /** @default 0 */
             retry?: number;
             slaBreachedAt: number | null;
@@ -1054,6 +1056,7 @@ export interface components {
             status: components["schemas"]["RunStatus"];
             trigger: string;
             version: number | null;
+            waitingReason?: string | null;
             workflowId: string | null;
         };
         /** RunPage */
@@ -1104,6 +1107,8 @@ export interface components {
             labels?: {
                 [key: string]: unknown;
             } | null;
+            /** @description 1-100 (default: the workflow's options.priority, else 50): higher first */
+            priority?: number | null;
         };
         /** StartTestRun */
         StartTestRun: {
