@@ -229,3 +229,27 @@ async def test_a_key_that_fails_on_the_input_refuses_the_start_naming_the_field(
     with pytest.raises(FlowKeyError) as raised:
         await engine.start_workflow_run(tenant_id, workflow_id, {"other": 1})
     assert raised.value.field == "options.concurrency.key"
+
+
+async def test_sub_workflow_calls_queue_for_the_called_workflows_limit(engines: tuple[Engine, Engine]) -> None:
+    """A loop calls a workflow limited to 1 at once, 4 iterations together: the calls queue, one child runs at
+    a time, and each caller goes on when its own child has finished."""
+    first, _ = engines
+    tenant_id = await first.tenants.ensure("calls")
+    child_id = (await first.create_workflow(tenant_id, _sleeper(0.2, concurrency={"limit": 1}))).id
+    parent = definition(
+        [
+            node("start", "start"),
+            node("each", "loop", config={"items": [1, 2, 3, 4], "concurrency": 4}),
+            node("call", "workflow", config={"workflowId": child_id, "input": {}}),
+            end(),
+        ],
+        [edge("start", "each"), edge("each", "call", "loop"), edge("each", "end", "done")],
+    )
+    parent_id = (await first.create_workflow(tenant_id, parent)).id
+    root = await first.start_workflow_run(tenant_id, parent_id)
+    assert (await first.wait_for_run(root, 60)).status is RunStatus.COMPLETED
+    children = list(await first.children.descendants(root))
+    finished = await _finished(first, children)
+    assert len(finished) == 4 and {r.status for r in finished} == {RunStatus.COMPLETED}
+    assert _most_at_once(finished) == 1

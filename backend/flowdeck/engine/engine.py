@@ -126,7 +126,7 @@ class Engine:
             self.publisher,
             self.orchestrator.announce,
             step_seconds=priority_step_seconds,
-            interval=poll_interval,
+            interval=max(poll_interval, 0.5),  # and at once when a run ends here
         )
         self._worker_running = False
         self.definition_listeners: list[Callable[[], None]] = []

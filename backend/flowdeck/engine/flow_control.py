@@ -266,8 +266,8 @@ class FlowAdmission:
 
     async def admit_ready(self) -> int:
         """Admit what may start now; returns how many runs were admitted."""
-        async with self._state.transaction() as tx:
-            rows = await flow.ready_rows(tx.conn, tx.now, self.step_seconds, self._batch)
+        async with self._state.db.read(snapshot=False) as conn:  # a read: no writer lock taken while idle
+            rows = await flow.ready_rows(conn, self._state.clock(), self.step_seconds, self._batch)
         groups: dict[tuple[str, str], Waiting] = {}
         admitted = 0
         for row in rows:

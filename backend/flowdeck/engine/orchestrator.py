@@ -262,7 +262,8 @@ class Orchestrator:
         if not called_now:
             self.plans.forget(child.instance_id)
             return started
-        self._cas.versions.remember(child.instance_id, 1)
+        if started is not None:  # a child queued by flow control is PENDING: its first decision must read that
+            self._cas.versions.remember(child.instance_id, 1)
         if graph.definition.options.sla_seconds:
             await arm_sla(self.state, child.instance_id, graph.definition.options.sla_seconds)
         return started
