@@ -104,6 +104,7 @@ async def open_runtime(
         label_limits=labels,
         max_wait_seconds=settings.max_wait_seconds,
         retention=settings.retention,
+        priority_step_seconds=settings.priority_step_seconds,
     )
     notifier = Notifier(engine, SecretBox(settings.secret_key or None), queries.outbound)
     if with_worker:

@@ -186,6 +186,9 @@ class Settings:
     """FLOWDECK_MAX_RUN_LABELS: labels one run may carry (domain/labels.py)."""
     max_label_chars: int = 200
     """FLOWDECK_MAX_LABEL_CHARS: characters of one label's value (at most 1000: values are indexed)."""
+    priority_step_seconds: float = 1.0
+    """FLOWDECK_PRIORITY_STEP_SECONDS: the seconds of waiting one point of priority is worth in a flow-control
+    queue (engine/flow_control.py): a run of priority 60 goes before one of 50 queued up to 10 steps earlier."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -224,6 +227,7 @@ class Settings:
             ),
             max_run_labels=_int(env, "FLOWDECK_MAX_RUN_LABELS", 10, minimum=0),
             max_label_chars=_at_most("FLOWDECK_MAX_LABEL_CHARS", _int(env, "FLOWDECK_MAX_LABEL_CHARS", 200), 1000),
+            priority_step_seconds=_float(env, "FLOWDECK_PRIORITY_STEP_SECONDS", 1.0, minimum=0.0),
             retention=RetentionPolicy(
                 max_age_days=_at_most("FLOWDECK_RETENTION_DAYS", _int(env, "FLOWDECK_RETENTION_DAYS", 30, 0), MAX_DAYS),
                 test_max_age_days=_at_most(

@@ -23,6 +23,7 @@ from flowdeck.api.inputs import InputInvalidError
 from flowdeck.domain.errors import NodeError
 from flowdeck.domain.labels import LabelError
 from flowdeck.engine.engine import DefinitionInvalidError
+from flowdeck.engine.flow_control import FlowKeyError
 from flowdeck.engine.orchestrator import RunStateError
 from flowdeck.engine.plans import RunNotFoundError
 from flowdeck.engine.run_limits import TooManyActiveRunsError
@@ -115,6 +116,10 @@ def _bad_label(_: Request[Any, Any, Any], exc: LabelError) -> Response[dict[str,
     return error_response(HTTP_400_BAD_REQUEST, str(exc), [{"key": exc.field, "message": exc.message}])
 
 
+def _bad_flow_key(_: Request[Any, Any, Any], exc: FlowKeyError) -> Response[dict[str, Any]]:
+    return error_response(HTTP_400_BAD_REQUEST, str(exc), [{"key": exc.field, "message": str(exc)}])
+
+
 def _too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[dict[str, Any]]:
     # msgspec raises RecursionError on JSON nested about a thousand levels deep, while decoding the body.
     log.info("refused a request nested too deeply: %s %s", request.method, request.url.path)
@@ -147,5 +152,6 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     NodeError: _query_failed,
     ConfigError: _widget_invalid,
     LabelError: _bad_label,
+    FlowKeyError: _bad_flow_key,
     InputParamError: _widget_invalid,
 }

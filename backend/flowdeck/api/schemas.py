@@ -18,10 +18,6 @@ from flowdeck.domain.statuses import NodeStatus, RunStatus
 
 __all__ = (
     "DefinitionFields",
-    "EmbedTokenCreate",
-    "EmbedTokenCreated",
-    "EmbedTokenOut",
-    "EmbedTokenPage",
     "EventOut",
     "EventPage",
     "HealthOut",
@@ -55,11 +51,6 @@ __all__ = (
     "VersionRestore",
     "WebhookOut",
     "WebhookSecretOut",
-    "WidgetDataOut",
-    "WidgetErrorOut",
-    "WidgetIn",
-    "WidgetOut",
-    "WidgetPage",
     "WorkflowCreate",
     "WorkflowOut",
     "WorkflowPage",
@@ -258,6 +249,13 @@ class StartRun(Body):
         Annotated[dict[str, Any], Meta(description="run labels, name -> string value (GET /api/runs?label.name=value)")]
         | None
     ) = None
+    priority: (
+        Annotated[
+            int,
+            Meta(ge=1, le=100, description="1-100 (default: the workflow's options.priority, else 50): higher first"),
+        ]
+        | None
+    ) = None
 
 
 class RetryRun(Body):
@@ -386,6 +384,10 @@ class RunDetail(RunSummary):
     nodes: dict[str, NodeStateOut] = {}
     retry: int = 0
     """How many partial retries the run has had (0: none)."""
+    priority: int = 50
+    """Its priority in its workflow's flow-control queue (1-100, higher first)."""
+    waiting_reason: str | None = None
+    """Why a PENDING run has not begun: queued for options.concurrency, or held by options.debounce."""
 
 
 class RunActionOut(Camel):
@@ -437,93 +439,6 @@ class TimelinePage(Camel):
 class HealthOut(Camel):
     status: str
     database: str
-
-
-# -- widgets (docs/widgets.md) ------------------------------------------------------------------------
-WidgetTypeName = Literal["table", "chart", "metric", "text", "json"]
-WidgetMode = Literal["replay", "sync"]
-
-
-class WidgetIn(ResourceBody, kw_only=True):
-    """A widget to create, or all of it to save (``PUT``)."""
-
-    workflow_id: Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
-    name: Title
-    type: WidgetTypeName
-    mode: WidgetMode = "replay"
-    config: Annotated[JsonObject, Meta(description="per type; see docs/widgets.md")] = {}
-    frame_ancestors: (
-        Annotated[
-            list[Annotated[str, Meta(max_length=300)]],
-            Meta(description="origins that may frame the embed page; null: any site"),
-        ]
-        | None
-    ) = None
-
-
-class WidgetOut(Camel):
-    id: str
-    workflow_id: str
-    name: str
-    type: WidgetTypeName
-    mode: WidgetMode
-    config: JsonObject
-    frame_ancestors: list[str] | None
-    created_at: float
-    updated_at: float
-
-
-class WidgetPage(Camel):
-    items: list[WidgetOut]
-    next_cursor: str | None
-
-
-class WidgetErrorOut(Camel):
-    field: str | None
-    """The config field at fault; null when the run itself failed or there is no run yet."""
-    message: str
-
-
-class WidgetDataOut(Camel):
-    widget_id: str | None
-    type: WidgetTypeName
-    mode: Literal["replay", "sync", "run"]
-    status: Literal["ready", "empty", "running", "error"]
-    run_id: str | None
-    run_status: RunStatus | None
-    run_completed_at: float | None
-    data: JsonObject | None
-    error: WidgetErrorOut | None
-
-
-class EmbedTokenCreate(Body):
-    expires_in_days: Annotated[int, Meta(ge=1, le=3650)] = 365
-
-
-class EmbedTokenOut(Camel):
-    id: str
-    widget_id: str
-    prefix: str
-    created_at: float
-    expires_at: float
-    revoked_at: float | None
-    last_used_at: float | None
-
-
-class EmbedTokenCreated(Camel):
-    id: str
-    token: str
-    """The secret: shown this once, stored only as a hash."""
-    widget_id: str
-    prefix: str
-    expires_at: float
-    created_at: float
-    url: str
-
-
-class EmbedTokenPage(Camel):
-    items: list[EmbedTokenOut]
-    next_cursor: str | None = None
 
 
 # -- triggers -----------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from flowdeck.domain.flow_control import DEFAULT_PRIORITY, ConcurrencyOptions, DebounceOptions
+
 __all__ = (
     "DEFAULT_NODE_TIMEOUT_SECONDS",
     "DEFAULT_RUN_TIMEOUT_SECONDS",
@@ -78,6 +80,9 @@ class WorkflowOptions(msgspec.Struct, frozen=True, rename="camel"):
     schedules: list[dict[str, Any]] = msgspec.field(default_factory=list)
     webhook_labels: dict[str, str] = msgspec.field(default_factory=dict)
     """Label name -> a path into a webhook's JSON body (domain/labels.labels_from_body)."""
+    concurrency: ConcurrencyOptions | None = None
+    debounce: DebounceOptions | None = None
+    priority: int = DEFAULT_PRIORITY
 
 
 class WorkflowDefinition(msgspec.Struct, frozen=True, rename="camel"):

@@ -22,7 +22,8 @@ from flowdeck.domain.statuses import EventType, NodeStatus, RunStatus
 from flowdeck.engine.cas import DuplicateDeliveryError
 from flowdeck.engine.decision import Decision
 from flowdeck.engine.effects import Effects, job_key
-from flowdeck.engine.outcomes import Called
+from flowdeck.engine.flow_control import FlowKeyError, flow_request
+from flowdeck.engine.outcomes import Called, Failed
 from flowdeck.engine.plans import RunPlan
 from flowdeck.engine.run_limits import RunLimits, call_refused
 from flowdeck.engine.run_start import open_run
@@ -50,6 +51,12 @@ async def record_call(
     if status is not RunStatus.RUNNING:
         return False, None  # the run ended meanwhile: its jobs are gone, nothing to call for
     tx, call = decision.tx, called.call
+    try:  # a child of a workflow with flow control queues, cancels or is cancelled like any run of it
+        flow = (
+            None if child.is_test else flow_request(call.workflow_id, child.graph.definition.options, call.input, None)
+        )
+    except FlowKeyError as exc:
+        return False, await decision.record_failure(job, Failed("FlowKeyError", str(exc), retryable=False), status)
     if not room:
         return False, await decision.record_failure(job, call_refused(limits, tree_full=False), status)
     root = await count_tree_run(tx.conn, job.instance_id, limits.max_tree_runs)
@@ -81,6 +88,7 @@ async def record_call(
         claim=decision.owner is not None,
         root_instance_id=root,
         requested_by=await requester_of(tx.conn, job.instance_id),
+        flow=flow,
     )
     decision.effects.absorb(opened)
     decision.effects.node(job_key(job), NodeStatus.RUNNING, job.attempt, child_instance_id=child.instance_id)

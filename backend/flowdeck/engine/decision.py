@@ -29,6 +29,7 @@ from flowdeck.engine.run_timing import RunTiming, deadline_for
 from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_verdict
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.settings import DEFAULT_MAX_RUN_BYTES
+from flowdeck.storage.flow import clear_waiting
 from flowdeck.storage.jobs import NewJob, TenantShare
 from flowdeck.storage.log_fold import unfinished_nodes
 from flowdeck.storage.log_rows import started_event
@@ -510,6 +511,7 @@ async def end_run(
     """End a run that did not complete: its queued jobs go, every node not yet terminal (loops and
     their iterations included) gets a NODE_CANCELLED row, then the run takes ``status``."""
     await tx.jobs.delete_for_instance(instance_id)
+    await clear_waiting(tx.conn, instance_id)  # a queued or debounced run leaves its queue
     unfinished = unfinished_nodes(await tx.node_rows(instance_id))
     await tx.log_event_bulk(
         [

@@ -20,6 +20,7 @@ from flowdeck.domain.retention import RetentionPolicy
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.engine.calls import ChildCascade
 from flowdeck.engine.executor import NodeExecutor
+from flowdeck.engine.flow_control import FlowAdmission, flow_request
 from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.orchestrator import Orchestrator, RunStateError
 from flowdeck.engine.plans import PlanCache, RunNotFoundError
@@ -76,6 +77,7 @@ class Engine:
         label_limits: LabelLimits | None = None,
         max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
         retention: RetentionPolicy | None = None,
+        priority_step_seconds: float = 1.0,
     ) -> None:
         """``clock``: the time in epoch seconds for the state store and the worker (tests pass a fake one);
         ``limits``: the run budgets (engine/run_limits.py); ``retention``: the server's default retention
@@ -122,6 +124,13 @@ class Engine:
         self.approvals = ApprovalStore(db, clock)
         registry.add(WaitHandler(self.waits, self.approvals, max_wait_seconds))
         self.publisher.attach(_ForgetFailedPlans(self.publisher, self.plans))
+        self.flow = FlowAdmission(
+            self.state,
+            self.publisher,
+            self.orchestrator.announce,
+            step_seconds=priority_step_seconds,
+            interval=max(poll_interval, 0.5),  # and at once when a run ends here
+        )
         self._worker_running = False
         self.definition_listeners: list[Callable[[], None]] = []
         """Called after a workflow is created, saved or deleted in this process (the scheduler re-reads)."""
@@ -135,9 +144,11 @@ class Engine:
         if with_worker:
             await self.worker.start()
             self._worker_running = True
+            self.flow.start()
 
     async def stop(self, *, grace: float = 0.0) -> None:
         """Stop the worker; ``grace``: seconds the nodes already running may take to finish first."""
+        await self.flow.stop()
         if self._worker_running:
             await self.worker.stop(grace=grace)
             self._worker_running = False
@@ -222,6 +233,7 @@ class Engine:
         timing: RunTiming | None = None,
         labels: Mapping[str, object] | None = None,
         requested_by: str | None = None,
+        priority: int | None = None,
     ) -> str:
         """A production run of the latest saved version (or of ``version``, which must be the latest).
 
@@ -234,6 +246,9 @@ class Engine:
         the primary key, which is how a schedule's due time starts exactly once across processes.
 
         ``TooManyActiveRunsError`` when the tenant has ``FLOWDECK_TENANT_ACTIVE_RUNS`` active runs.
+        ``priority`` (1-100, checked by the caller) overrides the workflow's ``options.priority``; its flow
+        control may queue the run or cancel it at once (engine/flow_control.py; ``FlowKeyError`` when a key
+        template fails on the input).
         """
         checked = self.label_limits.check(labels or {})
         latest = await self.workflows.latest_version(tenant_id, workflow_id)
@@ -244,6 +259,7 @@ class Engine:
         from_body = graph.definition.options.webhook_labels if trigger == "webhook" else None
         if from_body:  # the query string's labels win over the body's
             checked = self.label_limits.check({**labels_from_body(from_body, run_input), **checked})
+        flow = flow_request(workflow_id, graph.definition.options, run_input, priority)
         instance_id = await self.orchestrator.start_run(
             tenant_id=tenant_id,
             graph=graph,
@@ -255,6 +271,7 @@ class Engine:
             timing=timing,
             labels=checked,
             requested_by=requested_by,
+            flow=flow,
         )
         self.observer.run_started(trigger)
         return instance_id

@@ -27,6 +27,7 @@ from flowdeck.engine.calls import record_call
 from flowdeck.engine.cas import Cas, DuplicateDeliveryError
 from flowdeck.engine.decision import Decision, Dispatch, end_run, fail_run
 from flowdeck.engine.effects import Announcer, Effects
+from flowdeck.engine.flow_control import FlowRequest
 from flowdeck.engine.one_statement import OneStatementSteps
 from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome, Parked, RunStateError
 from flowdeck.engine.plans import PlanCache, RunPlan
@@ -66,6 +67,8 @@ class Orchestrator:
         self.active_runs = active_runs
         """Whether a tenant may start one more run (a child counts as one); ``None``: no budget."""
         self._announce = Announcer(publisher)
+        self.announce = self._announce
+        """Publishes committed effects and wakes workers (flow control's admissions use it too)."""
         self.job_listeners = self._announce.job_listeners
         """Called with the due time of newly queued jobs (in-process wake-ups)."""
         self.stop_listeners = self._announce.stop_listeners
@@ -101,9 +104,11 @@ class Orchestrator:
         timing: RunTiming | None = None,
         labels: Mapping[str, str] | None = None,
         requested_by: str | None = None,
+        flow: FlowRequest | None = None,
     ) -> str:
         """Create a run and queue its start node, in one transaction. Test runs pass ``test_definition``.
-        ``labels`` (checked by the caller) are written in that transaction.
+        ``labels`` (checked by the caller) are written in that transaction; ``flow``: the run's flow control
+        (engine/flow_control.py), which may queue or cancel it in that transaction.
 
         With ``timing.available_at`` the run is PENDING and its start node's job due then; the start
         node's decision begins it (``_decide_delivery``).
@@ -115,7 +120,8 @@ class Orchestrator:
         timing = timing or RunTiming()
         now = None
         pending = False
-        if not is_test and timing.available_at is None and not labels and not has_waits(graph):  # PG: one statement
+        one_statement = not is_test and timing.available_at is None and not labels and flow is None
+        if one_statement and not has_waits(graph):  # PG: one statement
             start = RunStart(
                 instance_id,
                 tenant_id,
@@ -146,6 +152,7 @@ class Orchestrator:
                     timing=timing,
                     labels=labels,
                     requested_by=requested_by,
+                    flow=flow,
                 )
         sla = graph.definition.options.sla_seconds
         if sla:
@@ -258,7 +265,8 @@ class Orchestrator:
         if not called_now:
             self.plans.forget(child.instance_id)
             return started
-        self._cas.versions.remember(child.instance_id, 1)
+        if started is not None:  # a child queued by flow control is PENDING: its first decision must read that
+            self._cas.versions.remember(child.instance_id, 1)
         if graph.definition.options.sla_seconds:
             await arm_sla(self.state, child.instance_id, graph.definition.options.sla_seconds)
         return started

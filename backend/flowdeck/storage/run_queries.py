@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.database import Database
+from flowdeck.storage.flow import FlowRow, run_flow_of
 from flowdeck.storage.log_fold import GraphShape, NodeView, TimelineRow, fold_nodes, retry_count, timeline_rows
 from flowdeck.storage.records import InstanceRecord, LogRow
 from flowdeck.storage.run_labels import labels_of, rarest_first
@@ -211,6 +212,11 @@ class RunQueries:
         """The labels of these runs (``{}`` for one without)."""
         async with self.db.read(snapshot=False) as conn:
             return await labels_of(conn, instance_ids)
+
+    async def flow_of(self, instance_id: str) -> FlowRow | None:
+        """The run's flow-control row (its priority, why it waits), if it has one."""
+        async with self.db.read(snapshot=False) as conn:
+            return await run_flow_of(conn, instance_id)
 
     async def run_view(self, tenant_id: str, instance_id: str, shape_of: ShapeOf | None = None) -> RunView | None:
         """The run and its nodes; with ``shape_of``, a run that ended unfinished lists what never started."""

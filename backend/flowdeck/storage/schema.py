@@ -19,6 +19,7 @@ from flowdeck.storage.tables import (
     loop_states,
     metadata,
     node_jobs,
+    run_flow,
     run_labels,
     wait_tokens,
 )
@@ -35,6 +36,7 @@ RUN_OWNED_TABLES = (
     wait_tokens,
     approvals,
     approval_decisions,
+    run_flow,
 )
 """The tables whose rows belong to one run (``instance_id``): deleting a run deletes its rows in each
 (a test run deleted by its user, a finished run past its retention). A new such table is added here."""

@@ -139,26 +139,31 @@ class StateTransaction:
         depth: int = 0,
         root_instance_id: str | None = None,
         requested_by: str | None = None,
+        queued: bool = False,
     ) -> None:
-        """A RUNNING run, or a PENDING one until ``available_at`` (then ``started_at`` says when it starts).
+        """A RUNNING run, or a PENDING one until ``available_at`` (then ``started_at`` says when it starts), or
+        ``queued`` by flow control (PENDING until admitted: no start time, no timeout before it begins).
 
         ``parent``: the ``workflow`` node attempt calling it (a sub-workflow), ``depth`` its nesting,
         ``root_instance_id`` its outermost caller (storage/children.py ``count_tree_run``)."""
-        begin = self.now if available_at is None else available_at
+        begin: float | None = self.now if available_at is None else available_at
+        deadline = min((begin or 0.0) + timeout_seconds, deadline_at if deadline_at is not None else math.inf)
+        if queued:
+            begin, deadline = None, deadline_at  # type: ignore[assignment]  # NULL: no timeout before it begins
         values = {
             "id": instance_id,
             "tenant_id": tenant_id,
             "workflow_id": workflow_id,
             "workflow_version": workflow_version,
             "is_test": is_test,
-            "status": (RunStatus.RUNNING if available_at is None else RunStatus.PENDING).value,
+            "status": (RunStatus.RUNNING if available_at is None and not queued else RunStatus.PENDING).value,
             "version": 1,
             "trigger": trigger,
             "input": run_input,
             "created_at": self.now,
             "started_at": begin,
             "updated_at": self.now,
-            "deadline_at": min(begin + timeout_seconds, deadline_at if deadline_at is not None else math.inf),
+            "deadline_at": deadline,
             "parent_instance_id": parent.instance_id if parent else None,
             "parent_node_id": parent.node_id if parent else None,
             "parent_iteration": parent.iteration if parent else None,
@@ -169,8 +174,10 @@ class StateTransaction:
         }
         await self.conn.execute(self.db.sql.insert_instance, values)
 
-    async def begin_run(self, instance_id: str, deadline_at: float) -> None:
-        """A scheduled (PENDING) run begins: RUNNING from now, with its RUN_STATUS row."""
+    async def begin_run(
+        self, instance_id: str, deadline_at: float, reason: str = "scheduled start (availableAt)"
+    ) -> None:
+        """A scheduled or queued (PENDING) run begins: RUNNING from now, with its RUN_STATUS row."""
         await self.conn.execute(
             instances.update()
             .where(instances.c.id == instance_id)
@@ -181,7 +188,7 @@ class StateTransaction:
                 instance_id,
                 EventType.RUN_STATUS,
                 node_status=RunStatus.RUNNING.value,
-                payload=run_status_payload(RunStatus.RUNNING, "scheduled start (availableAt)"),
+                payload=run_status_payload(RunStatus.RUNNING, reason),
             )
         )
 

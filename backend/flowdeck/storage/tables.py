@@ -16,6 +16,7 @@ __all__ = (
     "loop_states",
     "metadata",
     "node_jobs",
+    "run_flow",
     "run_labels",
     "tenants",
     "wait_tokens",
@@ -237,4 +238,32 @@ wait_tokens = sa.Table(
     sa.Column("timed_out_at", Epoch, nullable=True),
     sa.Column("output", Json, nullable=True),
     sa.UniqueConstraint("instance_id", "node_id", "iteration"),
+)
+
+# Flow control (engine/flow_control.py): one row per production run of a workflow with options.concurrency or
+# options.debounce. ``waiting`` says why a PENDING run has not begun ("concurrency": queued for a slot of its
+# group; "debounce": held until ``ready_at`` unless a newer start replaces it); NULL once it may run, which is
+# when it holds a slot of ``group_key`` until it ends. Queued runs are taken in ``ready_at`` order lifted by
+# ``priority`` (FLOWDECK_PRIORITY_STEP_SECONDS per point above 50). A transition out of ``waiting`` is one
+# conditional UPDATE, so exactly one process makes it.
+run_flow = sa.Table(
+    "run_flow",
+    metadata,
+    sa.Column("instance_id", Id, primary_key=True),
+    sa.Column("workflow_id", Id, nullable=False),
+    sa.Column("group_key", sa.String(200), nullable=True),  # NULL: the workflow has no options.concurrency
+    sa.Column("debounce_key", sa.String(200), nullable=True),  # NULL: no options.debounce
+    sa.Column("concurrency_limit", sa.Integer, nullable=True),
+    sa.Column("strategy", sa.String(24), nullable=True),
+    sa.Column("priority", sa.Integer, nullable=False, server_default="50"),
+    sa.Column("waiting", sa.String(16), nullable=True),
+    sa.Column("ready_at", Epoch, nullable=False),
+    sa.Index(None, "workflow_id", "group_key"),
+    sa.Index(None, "workflow_id", "debounce_key"),
+    sa.Index(
+        "ix_run_flow_waiting",
+        "ready_at",
+        sqlite_where=sa.text("waiting IS NOT NULL"),
+        postgresql_where=sa.text("waiting IS NOT NULL"),
+    ),
 )

@@ -30,6 +30,7 @@ import sqlalchemy as sa
 
 from flowdeck.domain.schedules import Schedule, parse_schedules
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.flow_control import FlowKeyError
 from flowdeck.engine.run_limits import TooManyActiveRunsError
 from flowdeck.storage.tables import workflow_versions, workflows
 
@@ -187,7 +188,7 @@ class Scheduler:
         except LookupError:  # deleted, or saved again since the last refresh
             self._refresh_at = -math.inf
             return None
-        except TooManyActiveRunsError as exc:
+        except (TooManyActiveRunsError, FlowKeyError) as exc:  # kept as a FAILED run saying why
             await self._refused(entry, schedule, instance_id, str(exc))
             return None
         except Exception:
@@ -198,7 +199,8 @@ class Scheduler:
         return instance_id
 
     async def _refused(self, entry: ScheduledWorkflow, schedule: Schedule, instance_id: str, reason: str) -> None:
-        """A due time refused by the tenant's active-runs budget is kept as a FAILED run saying why
+        """A due time refused by the tenant's active-runs budget (or a flow-control key failing on the schedule's
+        input) is kept as a FAILED run saying why
         (the tenant sees it; ``options.onFailure`` is told), created exactly once like a started one."""
         what = f"schedule {schedule.index} of workflow {entry.workflow_id}"
         log.warning("%s did not start run %s: %s", what, instance_id, reason)

@@ -10,6 +10,7 @@ import msgspec
 
 from flowdeck.domain.definition import DEFAULT_RUN_TIMEOUT_SECONDS, parse_definition
 from flowdeck.domain.errors import ConfigIssue
+from flowdeck.domain.flow_control import flow_control_problems
 from flowdeck.domain.labels import LabelError, body_path_problem, check_name
 from flowdeck.domain.notes import note_problems
 from flowdeck.domain.schedules import schedule_problems
@@ -92,6 +93,7 @@ class DefinitionChecks(Checks):
             self.bad_field("the workflow", "options.slaSeconds", "a number above 0", sla)
         self.problems.extend(shape_problems(options))  # options.onFailure / options.onSlaBreach
         self.check_webhook_labels(options.get("webhookLabels", {}))
+        self.check_flow_control(options)
         schedules = options.get("schedules", [])
         if not isinstance(schedules, list) or not all(isinstance(s, dict) for s in schedules):
             self.bad_field("the workflow", "options.schedules", "a list of objects", schedules)
@@ -111,6 +113,18 @@ class DefinitionChecks(Checks):
             problem = body_path_problem(path)
             if problem is not None:
                 self.bad_field("the workflow", f"options.webhookLabels.{name}", problem, path)
+
+    def check_flow_control(self, options: dict[str, Any]) -> None:
+        """options.concurrency / debounce / priority: ranges (domain/flow_control.py), then key templates."""
+        problems = flow_control_problems(options)
+        self.problems.extend(problems)
+        for name in ("concurrency", "debounce"):
+            group = options.get(name)
+            key = group.get("key") if isinstance(group, dict) else None
+            path = f"options.{name}.key"
+            if isinstance(key, str) and not any(p.path == path for p in problems):
+                for issue in template_issues(key, path):
+                    self.add("invalid_template", f"the workflow: {issue.path}: {issue.message}", path=issue.path)
 
     def check_counts(self, nodes_raw: list[Any], edges_raw: list[Any]) -> bool:
         """Report the size limits; ``False`` when the definition is too big to analyse further."""

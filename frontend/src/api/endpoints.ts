@@ -60,7 +60,8 @@ export const workflows = {
   /** `workflowId`: the saved workflow this is an edit of, so a node calling it is flagged (`calls_itself`). */
   validate: (definition: DefinitionJson, signal?: AbortSignal, workflowId?: string | null) =>
     request<ValidationResult>('POST', `/api/workflows/validate${query({ workflowId })}`, definition, signal),
-  execute: (id: string, input: unknown) => request<RunAccepted>('POST', `/api/workflows/${encodeURIComponent(id)}/runs`, { input }),
+  execute: (id: string, input: unknown, priority?: number) =>
+    request<RunAccepted>('POST', `/api/workflows/${encodeURIComponent(id)}/runs`, priority === undefined ? { input } : { input, priority }),
 };
 
 export const webhooks = {

@@ -174,7 +174,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
           version={store.getState().version}
           dirty={dirty}
           initialInput={store.getState().testInput}
-          onExecute={(input) => void execute.execute(input)}
+          onExecute={(input, priority) => void execute.execute(input, priority)}
           onClose={execute.closeDialog}
         />
       )}

@@ -2,6 +2,8 @@
 import { useState } from 'react';
 
 import { describeBinding, SHORTCUTS } from './shortcuts';
+import { priorityError } from './settings/flowControl';
+import { Field, NumberInput } from './inspector/fields';
 import { CodeEditor } from './inspector/LazyCodeEditor';
 import { parseJsonInput } from './useTestRun';
 import { Modal } from '../shared/ui/Modal';
@@ -51,15 +53,17 @@ export function ExecuteDialog({
   version: number;
   dirty: boolean;
   initialInput: string;
-  onExecute: (input: unknown) => void;
+  onExecute: (input: unknown, priority?: number) => void;
   onClose: () => void;
 }) {
   const [text, setText] = useState(initialInput);
   const [error, setError] = useState<string | null>(null);
+  const [priority, setPriority] = useState<number | undefined>(undefined);
+  const badPriority = priorityError(priority);
   const submit = () => {
     const parsed = parseJsonInput(text);
     if (!parsed.ok) setError(parsed.error);
-    else onExecute(parsed.value);
+    else if (!badPriority) onExecute(parsed.value, priority);
   };
   return (
     <Modal
@@ -82,6 +86,9 @@ export function ExecuteDialog({
       <div className="field__label">Input (JSON)</div>
       <CodeEditor language="json" value={text} onChange={setText} testId="execute-input" minHeight={120} />
       {error && <div className="field__error">{error}</div>}
+      <Field label="Priority" error={badPriority} hint="1–100; empty: the workflow's own (default 50). Orders runs queued by flow control">
+        <NumberInput value={priority} min={1} max={100} step={1} placeholder="50" testId="execute-priority" onChange={setPriority} />
+      </Field>
     </Modal>
   );
 }

@@ -1233,6 +1233,8 @@ export interface components {
             outputTruncated?: components["schemas"]["OutputTruncatedOut"] | null;
             parentInstanceId?: string | null;
             parentNodeId?: string | null;
+            /** @default 50 */
+            priority?: number;
             /** @default 0 */
             retry?: number;
             slaBreachedAt: number | null;
@@ -1240,6 +1242,7 @@ export interface components {
             status: components["schemas"]["RunStatus"];
             trigger: string;
             version: number | null;
+            waitingReason?: string | null;
             workflowId: string | null;
         };
         /** RunPage */
@@ -1290,6 +1293,8 @@ export interface components {
             labels?: {
                 [key: string]: unknown;
             } | null;
+            /** @description 1-100 (default: the workflow's options.priority, else 50): higher first */
+            priority?: number | null;
         };
         /** StartTestRun */
         StartTestRun: {

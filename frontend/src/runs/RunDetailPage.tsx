@@ -226,7 +226,13 @@ function RunDetailScreen({ runId }: { runId: string }) {
             {detail.version ? `v${detail.version} · ` : ''}
             {detail.trigger} · {detail.availableAt ? 'starts' : 'started'} {formatTime(detail.startedAt ?? detail.createdAt)}
             {detail.retry ? ` · retry ${detail.retry}` : ''}
+            {detail.priority !== undefined && detail.priority !== 50 ? ` · priority ${detail.priority}` : ''}
             {duration !== null && ` · ${formatDuration(duration)}`}
+          </span>
+        )}
+        {detail?.waitingReason && status === 'PENDING' && (
+          <span className="pill" title={detail.waitingReason} data-testid="run-waiting-reason">
+            ⏸ {detail.waitingReason}
           </span>
         )}
         {detail &&

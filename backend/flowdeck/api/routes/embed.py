@@ -19,7 +19,7 @@ from flowdeck.api.auth import PUBLIC
 from flowdeck.api.dependencies import AppServices
 from flowdeck.api.errors import error_response
 from flowdeck.api.routes.widgets import query_of
-from flowdeck.api.schemas import WidgetDataOut
+from flowdeck.api.widget_schemas import WidgetDataOut
 from flowdeck.storage.widgets import EmbedAccess, WidgetRecord
 from flowdeck.widgets.frames import embed_csp
 

@@ -15,17 +15,8 @@ from flowdeck.api.dependencies import ID_PATTERN, AppServices, Caller, Cursor, L
 from flowdeck.api.node_detail_schemas import NodeDetailOut
 from flowdeck.api.openapi import SIGNED_IN, errors
 from flowdeck.api.pagination import DEFAULT_LIMIT
-from flowdeck.api.schemas import (
-    EventPage,
-    RetryRun,
-    RunActionOut,
-    RunCountOut,
-    RunDetail,
-    RunPage,
-    TimelinePage,
-    WidgetDataOut,
-    WidgetTypeName,
-)
+from flowdeck.api.schemas import EventPage, RetryRun, RunActionOut, RunCountOut, RunDetail, RunPage, TimelinePage
+from flowdeck.api.widget_schemas import WidgetDataOut, WidgetTypeName
 from flowdeck.domain.labels import label_filters
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.run_queries import RunFilter

@@ -11,7 +11,8 @@ from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 from flowdeck.api.dependencies import ID_PATTERN, AppServices, Caller, Cursor, Limit, ObjectId
 from flowdeck.api.openapi import SIGNED_IN, errors
 from flowdeck.api.pagination import DEFAULT_LIMIT
-from flowdeck.api.schemas import (
+from flowdeck.api.services.widget_data import Query
+from flowdeck.api.widget_schemas import (
     EmbedTokenCreate,
     EmbedTokenCreated,
     EmbedTokenPage,
@@ -20,7 +21,6 @@ from flowdeck.api.schemas import (
     WidgetOut,
     WidgetPage,
 )
-from flowdeck.api.services.widget_data import Query
 
 __all__ = ("WidgetController", "query_of")
 

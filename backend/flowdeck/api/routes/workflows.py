@@ -138,12 +138,21 @@ class WorkflowController(Controller):
         has passed, or is not after ``availableAt``, is a 400. ``labels``: up to FLOWDECK_MAX_RUN_LABELS
         ``name: "value"`` strings the run carries (search them with ``GET /api/runs?label.name=value``).
         The run's ``trigger`` is ``editor`` when a browser session (the editor's Execute) starts it, else ``api``.
+        ``priority`` (1-100): its place in the workflow's flow-control queue (``options.concurrency``).
         """
         run_input = None if data is None else data.input
         timing = None if data is None else RunTiming(data.available_at, data.deadline_at)
         labels = None if data is None else data.labels
         trigger = "editor" if principal.method == "session" else "api"
+        priority = None if data is None else data.priority
         instance_id = await services.runs.start(
-            principal.tenant_id, workflow_id, run_input, timing, labels, trigger, requested_by=principal.user_id
+            principal.tenant_id,
+            workflow_id,
+            run_input,
+            timing,
+            labels,
+            trigger,
+            requested_by=principal.user_id,
+            priority=priority,
         )
         return RunAccepted(instance_id=instance_id)

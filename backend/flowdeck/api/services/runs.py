@@ -26,8 +26,10 @@ from flowdeck.api.schemas import (
 )
 from flowdeck.api.services.definition_checks import SaveChecks, definition_of
 from flowdeck.api.services.node_details import NodeDetailService
+from flowdeck.domain.flow_control import DEFAULT_PRIORITY
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.flow_control import waiting_reason
 from flowdeck.engine.orchestrator import RunStateError
 from flowdeck.engine.output_view import ShownOutputs
 from flowdeck.engine.plans import RunNotFoundError
@@ -128,6 +130,7 @@ class RunService:
         labels: Mapping[str, object] | None = None,
         trigger: str = "api",
         requested_by: str | None = None,
+        priority: int | None = None,
     ) -> str:
         check_json(input=run_input)
         timing = checked_timing(timing)
@@ -140,6 +143,7 @@ class RunService:
                 timing=timing,
                 labels=labels,
                 requested_by=requested_by,
+                priority=priority,
             )
         except LookupError as exc:  # unknown, deleted, or another tenant's
             raise NotFoundException(detail=f"workflow {workflow_id} not found") from exc
@@ -218,7 +222,10 @@ class RunService:
         output, truncated = shown.show(run.output, None)
         nodes = {node_id: _node_out(v, shown, node_id) for node_id, v in view.nodes.items()}
         labels = (await self.queries.labels_of([run.id])).get(run.id)
+        flow_row = await self.queries.flow_of(run.id)
         return RunDetail(
+            priority=flow_row.priority if flow_row else DEFAULT_PRIORITY,
+            waiting_reason=waiting_reason(flow_row, run.status),
             **_summary_fields(run, labels),
             input=run.input,
             output=output,

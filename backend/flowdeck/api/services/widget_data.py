@@ -9,7 +9,7 @@ import msgspec
 from litestar.exceptions import NotFoundException
 
 from flowdeck.api.inputs import check_json
-from flowdeck.api.schemas import WidgetDataOut, WidgetErrorOut
+from flowdeck.api.widget_schemas import WidgetDataOut, WidgetErrorOut
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.widgets import FinishedRun, WidgetRecord, WidgetStore

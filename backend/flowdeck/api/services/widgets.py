@@ -12,7 +12,7 @@ from flowdeck.accounts.credentials import hash_secret, is_embed_token, new_embed
 from flowdeck.accounts.revocation import RevocationSink, embed_token_key, ignore_revocations, widget_key
 from flowdeck.api.inputs import check_json
 from flowdeck.api.pagination import TimeKey, decode_cursor, encode_cursor
-from flowdeck.api.schemas import (
+from flowdeck.api.widget_schemas import (
     EmbedTokenCreated,
     EmbedTokenOut,
     EmbedTokenPage,

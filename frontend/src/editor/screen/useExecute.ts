@@ -5,15 +5,15 @@ import { useNavigate } from 'react-router';
 import { workflows } from '../../api/endpoints';
 import { errorMessage, toast } from '../../shared/toasts';
 
-export type ExecuteControls = { dialogOpen: boolean; openDialog: () => void; closeDialog: () => void; execute: (input: unknown) => Promise<void> };
+export type ExecuteControls = { dialogOpen: boolean; openDialog: () => void; closeDialog: () => void; execute: (input: unknown, priority?: number) => Promise<void> };
 
 export function useExecute(workflowId: string): ExecuteControls {
   const navigate = useNavigate();
   const [dialogOpen, setDialogOpen] = useState(false);
   const execute = useCallback(
-    async (input: unknown) => {
+    async (input: unknown, priority?: number) => {
       try {
-        const { instanceId } = await workflows.execute(workflowId, input);
+        const { instanceId } = await workflows.execute(workflowId, input, priority);
         setDialogOpen(false);
         toast('success', 'Production run started.');
         navigate(`/runs/${instanceId}`);

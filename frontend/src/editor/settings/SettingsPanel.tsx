@@ -1,6 +1,6 @@
 /**
  * Workflow settings, a side panel in place of the node inspector: title, description, run timeout and SLA,
- * schedules, the webhook and the notifications. Edits go through the editor store (undo/redo, unsaved indicator, Save).
+ * flow control, schedules, the webhook and the notifications. Edits go through the editor store (undo/redo, unsaved indicator, Save).
  * It reads only the workflow's own fields and the problems, never the graph, so it costs nothing while
  * nodes move or a run updates.
  */
@@ -9,6 +9,7 @@ import { useMemo } from 'react';
 import { Field, NumberInput } from '../inspector/fields';
 import { useEditor, useEditorShallow, useEditorStoreApi } from '../storeContext';
 import { formatDuration, numberOption, secondsError, settingsProblems, withOption } from './options';
+import { FlowControlSection } from './FlowControlSection';
 import { ScheduleEditor } from './ScheduleEditor';
 import { NotificationSection } from './NotificationSection';
 import { WebhookLabels } from './WebhookLabels';
@@ -76,6 +77,7 @@ export default function SettingsPanel({ onClose }: { onClose: () => void }) {
             </Field>
           </div>
         </section>
+        <FlowControlSection options={options} problems={byPath} readOnly={readOnly} />
         <ScheduleEditor options={options} problems={byPath} readOnly={readOnly} />
         {workflowId && <WebhookSection workflowId={workflowId} readOnly={readOnly} />}
         <WebhookLabels options={options} problems={byPath} readOnly={readOnly} />

@@ -1,0 +1,89 @@
+"""Flow control over HTTP (issue 23 item 4): ``priority`` on POST /api/workflows/{id}/runs, a queued run's
+``waitingReason`` and ``priority`` on GET /api/runs/{id}, and every bad option or priority a 400 naming it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.api.conftest import Account, Server
+from tests.support.graphs import definition, edge, end, node
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+def _sleeper(seconds: float, **options: Any) -> dict[str, Any]:
+    return definition(
+        [node("start", "start"), node("work", config={"sleep": seconds}), end()],
+        [edge("start", "work"), edge("work", "end", "success")],
+        **options,
+    )
+
+
+async def create(account: Account, graph: dict[str, Any]) -> str:
+    response = await account.client.post("/api/workflows", json=graph)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+async def test_a_queued_run_shows_why_it_waits_and_its_priority(server: Server, alice: Account) -> None:
+    options = {"concurrency": {"limit": 1, "key": "{{ ctx.input.customer }}"}, "priority": 70}
+    workflow_id = await create(alice, _sleeper(0.5, **options))
+    runs = []
+    for priority in (None, 90):
+        body: dict[str, Any] = {"input": {"customer": "acme"}}
+        if priority is not None:
+            body["priority"] = priority
+        response = await alice.client.post(f"/api/workflows/{workflow_id}/runs", json=body)
+        assert response.status_code == 202, response.text
+        runs.append(response.json()["instanceId"])
+
+    queued = (await alice.client.get(f"/api/runs/{runs[1]}")).json()
+    assert queued["status"] == "PENDING" and queued["priority"] == 90
+    assert "options.concurrency allows 1 run(s)" in queued["waitingReason"] and "'acme'" in queued["waitingReason"]
+    first = (await alice.client.get(f"/api/runs/{runs[0]}")).json()
+    assert first["priority"] == 70 and first["waitingReason"] is None  # the workflow's options.priority
+
+    finished = await server.engine.wait_for_run(runs[1], 30)
+    assert finished.status.value == "COMPLETED"
+    assert (await alice.client.get(f"/api/runs/{runs[1]}")).json()["waitingReason"] is None
+
+
+@pytest.mark.parametrize("priority", [0, 101, 2.5, "high", True])
+async def test_a_bad_priority_is_a_400_naming_it(alice: Account, priority: Any) -> None:
+    workflow_id = await create(alice, _sleeper(0.0))
+    response = await alice.client.post(f"/api/workflows/{workflow_id}/runs", json={"priority": priority})
+    assert response.status_code == 400, response.text
+    assert "priority" in response.text
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"concurrency": {"limit": 0}}, "options.concurrency.limit"),
+        ({"concurrency": {"limit": 10_001}}, "options.concurrency.limit"),
+        ({"concurrency": {"key": "{{ ctx.input.a }}"}}, "options.concurrency.limit"),
+        ({"concurrency": {"limit": 2, "strategy": "drop"}}, "options.concurrency.strategy"),
+        ({"concurrency": {"limit": 2, "key": "{{ ctx.input.a "}}, "options.concurrency.key"),
+        ({"concurrency": {"limit": 2, "max": 3}}, "options.concurrency.max"),
+        ({"concurrency": 3}, "options.concurrency"),
+        ({"debounce": {"seconds": 0}}, "options.debounce.seconds"),
+        ({"debounce": {"seconds": "5"}}, "options.debounce.seconds"),
+        ({"debounce": {"seconds": 5, "key": ""}}, "options.debounce.key"),
+        ({"priority": 0}, "options.priority"),
+        ({"priority": 50.5}, "options.priority"),
+    ],
+)
+async def test_bad_flow_options_are_a_400_naming_the_field(alice: Account, options: dict[str, Any], field: str) -> None:
+    response = await alice.client.post("/api/workflows", json=_sleeper(0.0, **options))
+    assert response.status_code == 400, response.text
+    paths = [problem.get("path") for problem in response.json()["extra"]]
+    assert field in paths, response.text
+
+
+async def test_a_key_failing_on_the_input_is_a_400_naming_it(alice: Account) -> None:
+    workflow_id = await create(alice, _sleeper(0.0, debounce={"seconds": 1, "key": "{{ ctx.input.doc.id }}"}))
+    response = await alice.client.post(f"/api/workflows/{workflow_id}/runs", json={"input": {"other": 1}})
+    assert response.status_code == 400, response.text
+    assert "options.debounce.key" in response.text
