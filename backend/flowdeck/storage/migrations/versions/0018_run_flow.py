@@ -2,7 +2,7 @@
 with ``options.concurrency`` or ``options.debounce``: its group, its priority and why it waits, if it does.
 
 Revision ID: 0018
-Revises: 0016
+Revises: 0017
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0018"
-down_revision: str | None = "0016"
+down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
