@@ -51,7 +51,15 @@ def test_retry_failed_offers_the_original_or_the_latest_version(page: Page, serv
 
     expect(page.get_by_test_id("run-detail")).to_have_attribute("data-status", "COMPLETED", timeout=20_000)
     expect(page.locator(".run-meta")).to_contain_text("v2")
-    expect(page.locator(".run-meta")).to_contain_text("retry 1")
+    expect(page.locator(".run-meta")).to_contain_text("failed, retried once")
+    # its failed attempt stays on its page (the timeline) and in the list
+    boom_bars = page.locator('[data-testid="timeline-row"][data-node-id="boom"] .gantt__bar')
+    expect(boom_bars).to_have_count(2)
+    expect(boom_bars.first).to_have_attribute("data-status", "FAILED")
+    page.goto(f"/runs?workflowId={wf['id']}")
+    row = page.locator(f'[data-testid="run-row"][data-id="{run_id}"]')
+    expect(row).to_have_attribute("data-status", "COMPLETED")
+    expect(row.get_by_test_id("run-retried")).to_have_text("failed · retried")
     run = server.api("GET", f"/api/runs/{run_id}")
     assert run["version"] == 2 and run["output"] == {"ok": True}
     assert run["nodes"]["calc"]["attempt"] == 1  # kept from the first try
@@ -64,7 +72,7 @@ def test_retry_with_the_original_version_fails_again(page: Page, server: Server)
     page.goto(f"/runs/{run_id}")
     page.get_by_test_id("run-retry").click()
     page.get_by_test_id("run-retry-original").click()
-    expect(page.locator(".run-meta")).to_contain_text("retry 1", timeout=20_000)
+    expect(page.locator(".run-meta")).to_contain_text("retried once", timeout=20_000)
     expect(page.get_by_test_id("run-detail")).to_have_attribute("data-status", "FAILED")
     page.locator('.react-flow__node[data-id="boom"]').click()
     page.get_by_test_id("tab-run-data").click()

@@ -175,9 +175,16 @@ def test_cancel_a_production_run_from_its_detail(page: Page, server: Server) -> 
     run = server.api("POST", f"/api/workflows/{wf['id']}/runs", {"input": {}})
     page.goto(f"/runs/{run['instanceId']}")
     expect(page.get_by_test_id("run-detail")).to_have_attribute("data-status", "RUNNING")
-    # a delay completes at once and holds its successor back (SPEC §2: no worker waits)
-    expect(page.locator('.react-flow__node[data-id="wait"] [data-testid="flow-node"]')).to_have_attribute(
-        "data-status", "COMPLETED"
+    # a delay is WAITING until it falls due (no worker waits: SPEC §2), its successor PENDING behind it
+    wait = page.locator('.react-flow__node[data-id="wait"] [data-testid="flow-node"]')
+    expect(wait).to_have_attribute("data-status", "WAITING")
+    expect(wait.get_by_test_id("node-due")).to_contain_text("Waiting · done in")
+    expect(page.locator('.react-flow__node[data-id="end"] [data-testid="flow-node"]')).not_to_have_attribute(
+        "data-status", "DISPATCHED"
+    )
+    page.get_by_test_id("tab-timeline").click()
+    expect(page.locator('[data-testid="timeline-row"][data-node-id="wait"] .gantt__bar')).to_have_attribute(
+        "data-status", "WAITING"
     )
     page.get_by_test_id("run-cancel").click()
     expect(page.get_by_test_id("run-detail")).to_have_attribute("data-status", "CANCELLED")

@@ -62,3 +62,26 @@ def test_restore_from_a_versions_read_only_view(page: Page, server: Server) -> N
     editor.expect_version(3)
     expect(page.get_by_test_id("workflow-title")).to_have_value("Order triage")
     expect(page.get_by_test_id("save-button")).to_be_disabled()  # nothing unsaved: it is the latest version
+
+
+def test_a_save_in_another_tab_is_noticed_at_once(page: Page, server: Server) -> None:
+    wf = server.create_workflow(ORDER_TRIAGE)
+    editor = EditorPage(page).open(wf["id"])
+    page.get_by_test_id("workflow-title").fill("Saved here")
+    editor.save()  # this tab's own save: no notice about it
+    editor.expect_version(2)
+    page.get_by_test_id("workflow-title").fill("Still editing here")
+
+    # "another tab" saves (the same user, through the API)
+    body = {**ORDER_TRIAGE, "title": "Saved elsewhere", "version": 2, "versionMessage": "tweak"}
+    server.api("PUT", f"/api/workflows/{wf['id']}", body)
+    notice = page.get_by_test_id("saved-elsewhere")
+    expect(notice).to_have_attribute("data-version", "3")  # v3, never this tab's own v2
+    expect(notice).to_contain_text("tweak")
+    expect(notice).to_contain_text("would conflict")  # unsaved edits here
+    shot(page, "saved-elsewhere")
+    notice.get_by_test_id("saved-elsewhere-reload").click()
+    page.get_by_test_id("confirm-dialog").get_by_test_id("confirm-ok").click()  # drop the edits here
+    editor.expect_version(3)
+    expect(page.get_by_test_id("workflow-title")).to_have_value("Saved elsewhere")
+    expect(notice).to_have_count(0)

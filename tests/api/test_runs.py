@@ -135,6 +135,17 @@ async def test_retry_reruns_only_the_failed_nodes_of_a_failed_run(server: Server
     assert run["status"] == "COMPLETED"
     assert (run["nodes"]["ok"]["attempt"], run["nodes"]["broken"]["attempt"]) == (1, 2)
     assert (await alice.client.post(f"/api/runs/{run_id}/retry")).status_code == 409
+    # the list still says the run failed once and was retried (its page too: `retry`, and the timeline's bars)
+    assert run["retry"] == 1
+    other = (await alice.client.post(f"/api/workflows/{workflow_id}/runs")).json()["instanceId"]
+    await server.engine.wait_for_run(other, 10)
+    listed = (await alice.client.get("/api/runs", params={"workflowId": workflow_id})).json()["items"]
+    assert {r["instanceId"]: (r["status"], r["retry"]) for r in listed} == {
+        run_id: ("COMPLETED", 1),
+        other: ("FAILED", 0),
+    }
+    bars = (await alice.client.get(f"/api/runs/{run_id}/timeline")).json()["items"]
+    assert [(b["attempt"], b["status"]) for b in bars if b["nodeId"] == "broken"] == [(1, "FAILED"), (2, "COMPLETED")]
 
 
 async def test_a_test_run_reads_its_graph_from_its_own_log_and_pins_complete_at_once(

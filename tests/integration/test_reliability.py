@@ -14,6 +14,7 @@ from flowdeck.engine.orchestrator import Completed
 from flowdeck.engine.projection import fold_nodes
 from flowdeck.engine.publisher import NodeUpdate
 from flowdeck.storage.database import Database
+from flowdeck.storage.log_fold import timeline_rows
 from tests.support.clock import FakeClock
 from tests.support.graphs import definition, edge, end, linear, node
 from tests.support.handlers import make_test_registry
@@ -257,6 +258,13 @@ async def test_a_node_queued_behind_a_delay_is_announced_with_its_due_time(engin
     assert queued.next_attempt_at == pytest.approx(completed.at + 0.3)
     started = next(u for u in seen if u.node_id == "after" and u.status == NodeStatus.RUNNING)
     assert started.at >= queued.next_attempt_at - 0.01
+    # once it fell due, the view shows the delay COMPLETED then, and its bar spans the whole wait
+    rows = await engine.state.read_log(instance_id)
+    view = fold_nodes(rows, run.status)["wait"]
+    assert view.status is NodeStatus.COMPLETED and view.completed_at == pytest.approx(queued.next_attempt_at)
+    [bar] = [b for b in timeline_rows(rows, run) if b.node_id == "wait"]
+    assert bar.status is NodeStatus.COMPLETED and bar.completed_at == pytest.approx(queued.next_attempt_at)
+    assert bar.started_at is not None and bar.completed_at - bar.started_at >= 0.29
 
 
 async def test_a_runs_view_shows_when_a_waiting_node_starts(engine: Engine, tenant_id: str) -> None:
@@ -284,10 +292,15 @@ async def test_a_runs_view_shows_when_a_waiting_node_starts(engine: Engine, tena
     nodes = fold_nodes(rows, RunStatus.RUNNING)
     waited = next(r for r in rows if r.node_id == "wait" and r.event_type == "NODE_COMPLETED")
     failed = next(r for r in rows if r.node_id == "flaky" and r.event_type == "NODE_FAILED")
-    assert nodes["after"].status is NodeStatus.DISPATCHED
-    assert nodes["after"].next_attempt_at == pytest.approx(waited.created_at + 60)
+    # one status per state: the delay is WAITING until it falls due, its successor PENDING behind it
+    assert nodes["wait"].status is NodeStatus.WAITING and nodes["wait"].completed_at is None
+    assert nodes["wait"].next_attempt_at == pytest.approx(waited.created_at + 60)
+    assert nodes["wait"].to_json()["nextAttemptAt"] == nodes["wait"].next_attempt_at
+    assert nodes["after"].status is NodeStatus.PENDING and nodes["after"].to_json().get("nextAttemptAt") is None
     assert nodes["flaky"].status is NodeStatus.RETRYING
     assert nodes["flaky"].next_attempt_at is not None and nodes["flaky"].next_attempt_at > failed.created_at
-    assert nodes["wait"].to_json().get("nextAttemptAt") is None
-    assert nodes["after"].to_json()["nextAttemptAt"] == nodes["after"].next_attempt_at
+    run = await engine.state.get_instance(instance_id)
+    assert run is not None
+    bars = {bar.node_id: bar for bar in timeline_rows(rows, run)}
+    assert bars["wait"].status is NodeStatus.WAITING and bars["wait"].completed_at is None  # no 5 ms bar
     assert await engine.cancel_run(instance_id)

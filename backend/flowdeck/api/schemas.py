@@ -311,6 +311,8 @@ class RunSummary(Camel):
     """That run's calling node."""
     labels: dict[str, str] = {}
     """The run's labels (name -> value)."""
+    retry: int = 0
+    """How many partial retries the run has had (0: none): a failed run retried says so, whatever its status now."""
 
 
 class RunPage(Camel):
@@ -382,8 +384,6 @@ class RunDetail(RunSummary):
     output_truncated: OutputTruncatedOut | None = None
     """Set (and ``output`` null) when the run's output is too large to show: read it at ``href``."""
     nodes: dict[str, NodeStateOut] = {}
-    retry: int = 0
-    """How many partial retries the run has had (0: none)."""
     priority: int = 50
     """Its priority in its workflow's flow-control queue (1-100, higher first)."""
     waiting_reason: str | None = None

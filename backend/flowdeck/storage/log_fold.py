@@ -21,6 +21,7 @@ from flowdeck.domain.statuses import (
     RunStatus,
 )
 from flowdeck.storage.children import CALL_KEY
+from flowdeck.storage.delay_fold import delay_waits, waiting_status
 from flowdeck.storage.records import InstanceRecord, LogRow
 from flowdeck.storage.waits import WAIT_KEY
 
@@ -246,7 +247,9 @@ def fold_nodes(rows: Iterable[LogRow], run_status: RunStatus, shape: GraphShape 
     graph's ``shape``, a run that ended unfinished also lists what never started as CANCELLED: every node
     of the graph, and in each iteration that began, every node of that loop's body.
     """
+    rows = list(rows)
     nodes, loops, loop_nodes = _fold_rows(rows)
+    _show_delays(nodes, rows)
     ended = run_status in TERMINAL_RUN_STATUSES
     if shape is not None and ended and run_status is not RunStatus.COMPLETED:
         _add_never_started(nodes, loop_nodes, shape)
@@ -260,6 +263,25 @@ def fold_nodes(rows: Iterable[LogRow], run_status: RunStatus, shape: GraphShape 
         if ended:
             _close(view)
     return nodes
+
+
+def _view_of(nodes: dict[str, NodeView], node_id: str, iteration: str) -> NodeView | None:
+    view = nodes.get(node_id)
+    return view if view is None or not iteration else view.iterations.get(iteration)
+
+
+def _show_delays(nodes: dict[str, NodeView], rows: Sequence[LogRow]) -> None:
+    """A delay is WAITING until it falls due, its successors PENDING meanwhile (storage/delay_fold.py)."""
+    for wait in delay_waits(rows):
+        delay = _view_of(nodes, wait.node_id, wait.iteration)
+        if delay is None or delay.status is not NodeStatus.COMPLETED:
+            continue
+        delay.status = waiting_status(wait)
+        delay.completed_at, delay.next_attempt_at = wait.ended_at, None if wait.ended_at else wait.due
+        for successor in wait.successors if wait.ended_at is None else ():
+            view = _view_of(nodes, successor, wait.iteration)
+            if view is not None and view.status is NodeStatus.DISPATCHED:
+                view.status, view.next_attempt_at = NodeStatus.PENDING, None
 
 
 def _fold_rows(
@@ -396,8 +418,14 @@ class TimelineRow:
     that worker's late result arrives after all."""
 
 
+def _last_bar(bars: dict[tuple[str, str, int], TimelineRow], node_id: str, iteration: str) -> TimelineRow | None:
+    mine = [bar for (node, it, _), bar in bars.items() if node == node_id and it == iteration]
+    return max(mine, key=lambda bar: bar.attempt, default=None)
+
+
 def timeline_rows(rows: Iterable[LogRow], run: InstanceRecord) -> list[TimelineRow]:
     """Fold log rows into one row per (node, iteration, attempt), in the order the attempts began."""
+    rows = list(rows)
     bars: dict[tuple[str, str, int], TimelineRow] = {}
     for row in rows:
         if row.node_id is None or row.event_type == EventType.SYSTEM_SET:
@@ -411,6 +439,10 @@ def timeline_rows(rows: Iterable[LogRow], run: InstanceRecord) -> list[TimelineR
             lost = bars.get((row.node_id, row.iteration, row.node_attempt - 1))
             if lost is not None and lost.status is NodeStatus.RUNNING:
                 lost.status, lost.completed_at, lost.taken_over = NodeStatus.FAILED, row.created_at, True
+    for wait in delay_waits(rows):  # a delay's bar lasts until it falls due (storage/delay_fold.py)
+        bar = _last_bar(bars, wait.node_id, wait.iteration)
+        if bar is not None and bar.status is NodeStatus.COMPLETED:
+            bar.status, bar.completed_at = waiting_status(wait), wait.ended_at
     result = list(bars.values())
     if run.status in TERMINAL_RUN_STATUSES:  # the run has ended: no bar is left open (SPEC §2)
         for bar in result:

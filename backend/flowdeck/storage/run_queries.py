@@ -218,6 +218,26 @@ class RunQueries:
         async with self.db.read(snapshot=False) as conn:
             return await run_flow_of(conn, instance_id)
 
+    async def retries_of(self, instance_ids: Iterable[str]) -> dict[str, int]:
+        """How many partial retries each of these runs had (left out: none). Every run logs RUNNING once when it
+        starts and once more per retry; one grouped read of the log's run-level rows, by its instance index."""
+        ids = list(instance_ids)
+        if not ids:
+            return {}
+        stmt = (
+            sa.select(instance_logs.c.instance_id, sa.func.count())
+            .where(
+                instance_logs.c.instance_id.in_(ids),
+                instance_logs.c.node_id.is_(None),
+                instance_logs.c.event_type == "RUN_STATUS",
+                instance_logs.c.node_status == RunStatus.RUNNING.value,
+            )
+            .group_by(instance_logs.c.instance_id)
+            .having(sa.func.count() > 1)
+        )
+        async with self.db.read(snapshot=False) as conn:
+            return {instance_id: int(count) - 1 for instance_id, count in (await conn.execute(stmt)).all()}
+
     async def run_view(self, tenant_id: str, instance_id: str, shape_of: ShapeOf | None = None) -> RunView | None:
         """The run and its nodes; with ``shape_of``, a run that ended unfinished lists what never started."""
         run = await self.get_run(tenant_id, instance_id)

@@ -24,6 +24,7 @@ import { useLeaveGuard } from './screen/useLeaveGuard';
 import { usePanels } from './screen/usePanels';
 import { usePins } from './screen/usePins';
 import { useSave } from './screen/useSave';
+import { useSavedElsewhere } from './screen/useSavedElsewhere';
 import { useWorkflowLoad } from './screen/useWorkflowLoad';
 import { EditorStoreProvider, useEditorStoreApi } from './storeContext';
 import { useShortcuts } from './useShortcuts';
@@ -50,16 +51,11 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
 
   const { loaded, loadError, reload, restore } = useWorkflowLoad(store, workflowId, viewVersion);
   const [confirm, confirmDialog] = useConfirm();
+  const discardOk = async (title: string) =>
+    !dirty ||
+    confirm({ title, message: 'Your unsaved changes here are dropped.', confirmLabel: 'Drop my changes', danger: true });
   const restoreVersion = async (version: number) => {
-    const ok =
-      !dirty ||
-      (await confirm({
-        title: `Restore version ${version}?`,
-        message: 'Your unsaved changes are dropped; the version is saved again as the latest (nothing saved is lost).',
-        confirmLabel: 'Restore',
-        danger: true,
-      }));
-    if (ok) await restore(version);
+    if (await discardOk(`Restore version ${version}?`)) await restore(version);
   };
   const onInputError = useCallback(
     (message: string) => {
@@ -74,6 +70,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
   usePerWorkflowDrafts(store, workflowId, loaded && editable);
   const onProblems = useCallback(() => showBottom('problems'), [showBottom]);
   const { saving, conflict, save, closeConflict } = useSave(store, workflowId, onProblems);
+  const elsewhere = useSavedElsewhere(workflowId, loaded && editable, saving);
   const execute = useExecute(workflowId);
   const pins = usePins(store, loaded, testRun);
   const clipboard = useClipboard(store);
@@ -133,6 +130,29 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
         starting={testRun.starting}
       />
       {readOnly && viewVersion !== null && <ReadOnlyBanner workflowId={workflowId} version={viewVersion} />}
+      {elsewhere.notice && (
+        <div className="banner" role="status" data-testid="saved-elsewhere" data-version={elsewhere.notice.version}>
+          Version {elsewhere.notice.version} was just saved in another tab or by someone else
+          {elsewhere.notice.author ? ` (${elsewhere.notice.author}` : ''}
+          {elsewhere.notice.author && elsewhere.notice.message ? `: “${elsewhere.notice.message}”)` : elsewhere.notice.author ? ')' : ''}.
+          {dirty ? ' Saving here now would conflict with it.' : ''}
+          <button
+            type="button"
+            className="btn btn--small"
+            data-testid="saved-elsewhere-reload"
+            onClick={() =>
+              void discardOk(`Open version ${elsewhere.notice?.version ?? ''}?`).then((ok) => {
+                if (ok) void reload();
+              })
+            }
+          >
+            Open it
+          </button>
+          <button type="button" className="btn btn--small btn--ghost" data-testid="saved-elsewhere-dismiss" onClick={elsewhere.dismiss}>
+            Keep editing
+          </button>
+        </div>
+      )}
       <div className="editor__body">
         <NodePalette onAdd={actions.addNode} disabled={readOnly} />
         <div className="editor__main">

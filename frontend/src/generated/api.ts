@@ -1268,6 +1268,8 @@ export interface components {
             };
             parentInstanceId?: string | null;
             parentNodeId?: string | null;
+            /** @default 0 */
+            retry?: number;
             slaBreachedAt: number | null;
             startedAt: number | null;
             status: components["schemas"]["RunStatus"];

@@ -225,7 +225,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
           <span className="muted small run-meta">
             {detail.version ? `v${detail.version} · ` : ''}
             {detail.trigger} · {detail.availableAt ? 'starts' : 'started'} {formatTime(detail.startedAt ?? detail.createdAt)}
-            {detail.retry ? ` · retry ${detail.retry}` : ''}
+            {detail.retry ? ` · failed, retried ${detail.retry === 1 ? 'once' : `${detail.retry} times`} (failed attempts in the timeline)` : ''}
             {detail.priority !== undefined && detail.priority !== 50 ? ` · priority ${detail.priority}` : ''}
             {duration !== null && ` · ${formatDuration(duration)}`}
           </span>

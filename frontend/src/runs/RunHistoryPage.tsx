@@ -187,6 +187,15 @@ export function RunHistoryPage() {
               <tr key={r.instanceId} className="clickable" data-testid="run-row" data-id={r.instanceId} data-status={r.status} onClick={() => navigate(`/runs/${r.instanceId}`)}>
                 <td>
                   <StatusBadge status={r.status} />
+                  {(r.retry ?? 0) > 0 && (
+                    <span
+                      className="pill pill--retried"
+                      data-testid="run-retried"
+                      title={`It failed, then was retried ${r.retry} time(s): its failed attempts are on its page (timeline)`}
+                    >
+                      failed · retried{(r.retry ?? 0) > 1 ? ` ×${r.retry}` : ''}
+                    </span>
+                  )}
                   <SlaBadge at={r.slaBreachedAt} />
                 </td>
                 <td>

@@ -4,6 +4,7 @@ import type { NodeState, NodeStatus, RunDetail, RunStatus } from '../api/types';
 import type { OutputTruncatedOut } from '../generated/api';
 import { NODE_STATUS_RANK, TERMINAL_NODE_STATUSES, TERMINAL_RUN_STATUSES } from '../generated/statuses';
 import { dict, dictOf, own, withKey, type Dict } from '../shared/dict';
+import { trackDelays, type DelayTracking } from './delays';
 
 export type NodeRun = NodeState;
 
@@ -30,6 +31,8 @@ export type RunView = {
   log: LogLine[];
   /** When the run passed options.slaSeconds unfinished (null or absent: it has not). */
   slaBreachedAt?: number | null;
+  /** Delays waiting to fall due, followed live (runs/delays.ts). */
+  delays?: DelayTracking;
 };
 
 export type RunAction =
@@ -207,7 +210,7 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
       return { ...state, status: action.status, nodes: ended ? closedNodes(nodes) : nodes, slaBreachedAt: action.slaBreachedAt ?? state.slaBreachedAt ?? null };
     }
     case 'node':
-      return nodeUpdate(state, action);
+      return trackDelays(nodeUpdate(state, action), action);
     case 'status':
       return {
         ...state,

@@ -206,7 +206,8 @@ class RunService:
     async def list(self, tenant_id: str, filters: RunFilter, cursor: str | None, limit: int) -> RunPage:
         runs, after = await self.queries.list_runs(tenant_id, filters, decode_cursor(cursor, TimeKey), limit)
         labels = await self.queries.labels_of(r.id for r in runs)
-        items = [RunSummary(**_summary_fields(r, labels.get(r.id))) for r in runs]
+        retries = await self.queries.retries_of(r.id for r in runs if r.status is not RunStatus.PENDING)
+        items = [RunSummary(**_summary_fields(r, labels.get(r.id)), retry=retries.get(r.id, 0)) for r in runs]
         return RunPage(items=items, next_cursor=encode_cursor(after))
 
     async def count(self, tenant_id: str, filters: RunFilter) -> RunCountOut:

@@ -6,11 +6,10 @@
  * header, resized by their corner, deleted with ×; every change is one undo step.
  */
 import { useStore as useFlowStore, ViewportPortal } from '@xyflow/react';
-import { memo, useMemo, useRef, useState, type MouseEvent, type PointerEvent } from 'react';
+import { memo, useEffect, useMemo, useRef, useState, type MouseEvent, type PointerEvent } from 'react';
 
 import type { NoteJson } from '../../graph/convert';
 import { loopFrames } from '../../graph/frames';
-import { renderMarkdown } from '../../shared/markdown';
 import { useEditor, useEditorStoreApi } from '../storeContext';
 
 const NOTE_COLORS = ['#fef08a', '#bbf7d0', '#bfdbfe', '#fbcfe8', '#e5e7eb'];
@@ -40,9 +39,30 @@ function LoopFrames() {
 
 type Drag = { kind: 'move' | 'resize'; startX: number; startY: number; from: NoteJson; key: string };
 
-/** The note's text as Markdown; a click outside a link (or Enter) starts editing it. */
+type Markdown = typeof import('../../shared/markdown');
+let markdown: Markdown | null = null;
+
+/** The Markdown renderer, loaded after the canvas (markdown-it stays out of the editor's first bundle). */
+function useMarkdown(): Markdown | null {
+  const [loaded, setLoaded] = useState(markdown);
+  useEffect(() => {
+    if (loaded) return;
+    let live = true;
+    void import('../../shared/markdown').then((m) => {
+      markdown = m;
+      if (live) setLoaded(m);
+    });
+    return () => {
+      live = false;
+    };
+  }, [loaded]);
+  return loaded;
+}
+
+/** The note's text as Markdown (plain text for the moment the renderer loads); a click outside a link (or Enter) edits it. */
 export function NoteBody({ text, onEdit }: { text: string; onEdit: (() => void) | null }) {
-  const html = useMemo(() => renderMarkdown(text), [text]);
+  const renderer = useMarkdown();
+  const html = useMemo(() => renderer?.renderMarkdown(text) ?? null, [renderer, text]);
   const click = (e: MouseEvent<HTMLDivElement>) => {
     if (onEdit && !(e.target as HTMLElement).closest('a')) onEdit();
   };
@@ -61,7 +81,7 @@ export function NoteBody({ text, onEdit }: { text: string; onEdit: (() => void) 
         }
       }}
       // Safe by construction: markdown-it with raw HTML off and links checked (shared/markdown.ts).
-      dangerouslySetInnerHTML={{ __html: html }}
+      {...(html === null ? { children: text } : { dangerouslySetInnerHTML: { __html: html } })}
     />
   );
 }

@@ -48,10 +48,10 @@ function RetryLine({ run, maxAttempts }: { run: NodeRun; maxAttempts: number }) 
 }
 
 /** A node queued behind a delay: it starts when its due time comes. */
-function DueLine({ dueAt }: { dueAt: number }) {
+function DueLine({ dueAt, done = false }: { dueAt: number; done?: boolean }) {
   const now = useNow(true);
   const wait = Math.max(0, Math.ceil(dueAt - now));
-  return <span data-testid="node-due">Waiting · starts in {formatWait(wait)}</span>;
+  return <span data-testid="node-due">Waiting · {done ? 'done' : 'starts'} in {formatWait(wait)}</span>;
 }
 
 const WAITING_FOR: Record<string, string> = {
@@ -196,6 +196,8 @@ function FlowNodeView({ id, data, type, selected }: NodeProps<EditorNode>) {
             <RetryLine run={run} maxAttempts={maxAttempts} />
           ) : status === 'DISPATCHED' && run?.nextAttemptAt ? (
             <DueLine dueAt={run.nextAttemptAt} />
+          ) : status === 'WAITING' && run?.nextAttemptAt && !run.waitingFor ? (
+            <DueLine dueAt={run.nextAttemptAt} done />
           ) : status === 'WAITING' && run?.waitingFor ? (
             <WaitingLine waitingFor={run.waitingFor} />
           ) : (
