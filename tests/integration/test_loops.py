@@ -13,7 +13,7 @@ from flowdeck.storage.log_fold import fold_context
 from flowdeck.storage.records import Job
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
-from tests.support.runs import Outcome, read_outcome, run_to_end, start
+from tests.support.runs import Outcome, read_outcome, rescue, run_to_end, start
 
 
 def loop_over(items: Any, body: list[dict[str, Any]], body_edges: list[dict[str, Any]], **loop_config: Any) -> dict:
@@ -216,15 +216,9 @@ async def test_an_iteration_whose_worker_died_completes_once_after_the_lease(
     engine.worker._stopping = True  # the worker dies: no result, no lease given back
     for task in [*engine.worker._loops, *engine.worker._current]:
         task.cancel()
-    rescuer = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, worker_id="rescuer")
-    await rescuer.start()
-    try:
-        run = await rescuer.wait_for_run(instance_id, 20)
-    finally:
-        await rescuer.stop()
+    run, outcome = await rescue(db, instance_id)
     assert run.status.value == "COMPLETED"
     assert run.output == {"result": {"items": ["a", "b", "c"], "count": 3}}
-    outcome = await read_outcome(rescuer, instance_id)
     assert iterations_of(outcome, "slow") == ["0", "1", "2"]  # each iteration completed exactly once
 
 

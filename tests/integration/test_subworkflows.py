@@ -22,7 +22,7 @@ from flowdeck.storage.database import Database
 from flowdeck.storage.tables import node_jobs
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
-from tests.support.runs import Outcome, read_outcome
+from tests.support.runs import Outcome, read_outcome, rescue
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -342,19 +342,13 @@ async def test_a_worker_killed_while_a_child_runs_changes_nothing(database_url: 
         await wait_for(child_working, "the child's node to run in the worker process")
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(5)
-        rescuer = Engine(db, make_test_registry(), lease_seconds=1.5, poll_interval=0.05, worker_id="rescuer")
-        await rescuer.start()
-        try:
-            parent = await rescuer.wait_for_run(instance_id, 30)
-        finally:
-            await rescuer.stop()
+        parent, outcome = await rescue(db, instance_id, lease_seconds=1.5, timeout=30)
         assert parent.status is RunStatus.COMPLETED, parent.error
         assert parent.output == {"result": {"doubled": 10}}
-        outcome = await read_outcome(rescuer, instance_id)
         assert outcome.per_node("NODE_COMPLETED") == dict.fromkeys(["start", "call", "end"], 1)
         assert outcome.count("SYSTEM_SET", "call") == 1  # one call
-        assert await rescuer.children.descendants(instance_id) == [child_run_id]
-        child = await read_outcome(rescuer, child_run_id)
+        assert await submitter.children.descendants(instance_id) == [child_run_id]
+        child = await read_outcome(submitter, child_run_id)
         assert (child.nodes["work"].attempt, child.nodes["work"].worker_id) == (2, "rescuer")  # taken over
     finally:
         if worker.poll() is None:
@@ -385,15 +379,9 @@ async def test_a_takeover_of_the_resuming_caller_adopts_its_child(db: Database) 
     async with db.transaction() as conn:  # the dead worker's lease runs out now
         await conn.execute(node_jobs.update().where(node_jobs.c.id == due_call[0].id).values(available_at=0))
 
-    rescuer = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, worker_id="rescuer")
-    await rescuer.start()
-    try:
-        parent = await rescuer.wait_for_run(instance_id, 15)
-    finally:
-        await rescuer.stop()
+    parent, outcome = await rescue(db, instance_id, timeout=15)
     assert parent.status is RunStatus.COMPLETED, parent.error
     assert parent.output == {"result": {"doubled": 6}}
-    outcome = await read_outcome(rescuer, instance_id)
     assert (outcome.nodes["call"].attempt, outcome.nodes["call"].worker_id) == (2, "rescuer")
     assert outcome.count("SYSTEM_SET", "call") == 1
-    assert len(await rescuer.children.descendants(instance_id)) == 1
+    assert len(await stepper.children.descendants(instance_id)) == 1
