@@ -274,7 +274,7 @@ async def _takeover(world: _World, n: int, record: Any) -> None:
 
 
 async def _waiting_tokens(world: _World, copy: _Copy) -> list[tuple[str, str, str]]:
-    """The copy's parked ``wait`` nodes not yet resumed, in a stable order."""
+    """The copy's ``wait`` nodes parked and not yet resumed, in a stable order."""
     async with world.engine.db.read() as conn:
         rows = (
             await conn.execute(
@@ -283,6 +283,11 @@ async def _waiting_tokens(world: _World, copy: _Copy) -> list[tuple[str, str, st
                     wait_tokens.c.resumed_at.is_(None),
                     wait_tokens.c.timed_out_at.is_(None),
                     wait_tokens.c.until.is_not(None),
+                    sa.exists().where(  # parked still: its run has not ended
+                        node_jobs.c.instance_id == wait_tokens.c.instance_id,
+                        node_jobs.c.node_id == wait_tokens.c.node_id,
+                        node_jobs.c.iteration == wait_tokens.c.iteration,
+                    ),
                 )
             )
         ).all()
