@@ -40,6 +40,7 @@ from flowdeck.storage.database import Database
 from flowdeck.storage.records import Job
 from flowdeck.storage.run_bytes import add_charge, charge_fits
 from flowdeck.storage.statements import JOB_COLUMNS, JOB_INSERT_COLUMNS
+from flowdeck.storage.statements_postgres import started_payload_sql
 from flowdeck.storage.steps import ChainStep, ChainStepInput
 
 __all__ = ("BATCH_LIMIT", "ChainStepBatcher")
@@ -117,9 +118,7 @@ WITH input AS (
     INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, payload, node_attempt,
         created_at)
     SELECT instance_id, node_id, iteration, {_q(EventType.NODE_STARTED)}, {_q(NodeStatus.RUNNING)},
-        jsonb_build_object('workerId', job.lease_owner)
-            || CASE WHEN job.takeovers > 0 THEN jsonb_build_object('takeovers', job.takeovers) ELSE '{{}}'::jsonb END,
-        attempt, CAST(:p_now AS DOUBLE PRECISION)
+        {started_payload_sql("job")}, attempt, CAST(:p_now AS DOUBLE PRECISION)
     FROM job
     ORDER BY job.id
     ON CONFLICT DO NOTHING

@@ -26,7 +26,7 @@ from flowdeck.storage.run_bytes import add_charge, charge_fits
 from flowdeck.storage.statements import JOB_COLUMNS, JOB_INSERT_COLUMNS, LOG_VALUES, statements_for, typed
 from flowdeck.storage.tables import instance_logs, instances, node_jobs
 
-__all__ = ("PostgresStatements", "postgres_statements")
+__all__ = ("PostgresStatements", "postgres_statements", "started_payload_sql")
 
 _p = sa.bindparam
 
@@ -156,7 +156,7 @@ def _started_rows(jobs: Any, *where: Any) -> Any:
             jobs.c.iteration,
             sa.literal(EventType.NODE_STARTED.value),
             sa.literal(NodeStatus.RUNNING.value),
-            sa.literal_column(_started_payload(jobs.name)),
+            sa.literal_column(started_payload_sql(jobs.name)),
             jobs.c.attempt,
             typed("p_now", _L.created_at),
         )
@@ -167,8 +167,9 @@ def _started_rows(jobs: Any, *where: Any) -> Any:
     return postgresql.insert(instance_logs).from_select(columns, rows).on_conflict_do_nothing().cte("started")
 
 
-def _started_payload(jobs: str) -> str:
-    """NODE_STARTED's payload as ``storage.state.started_payload`` builds it, from a job CTE's row."""
+def started_payload_sql(jobs: str) -> str:
+    """NODE_STARTED's payload as ``storage.log_rows.started_payload`` builds it, from a job CTE's row (the
+    claim statements and the chain step share it: the rule's one SQL copy)."""
     return (
         f"jsonb_build_object('workerId', {jobs}.lease_owner) || CASE WHEN {jobs}.takeovers > 0"
         f" THEN jsonb_build_object('takeovers', {jobs}.takeovers) ELSE '{{}}'::jsonb END"
@@ -332,7 +333,7 @@ _LEASED_JOB_STARTED = f""", job AS (
     RETURNING {_JOB_RETURNING}
 ), started AS (
     INSERT INTO instance_logs ({_NODE_EVENT_COLUMNS}, {_names(_L.payload, _L.node_attempt, _L.created_at)})
-    SELECT instance_id, node_id, iteration, {_STARTED}, {_started_payload("job")}, attempt,
+    SELECT instance_id, node_id, iteration, {_STARTED}, {started_payload_sql("job")}, attempt,
         CAST(:p_now AS DOUBLE PRECISION)
     FROM job
     ON CONFLICT DO NOTHING
