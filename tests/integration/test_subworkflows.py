@@ -385,3 +385,34 @@ async def test_a_takeover_of_the_resuming_caller_adopts_its_child(db: Database) 
     assert (outcome.nodes["call"].attempt, outcome.nodes["call"].worker_id) == (2, "rescuer")
     assert outcome.count("SYSTEM_SET", "call") == 1
     assert len(await stepper.children.descendants(instance_id)) == 1
+
+
+async def test_the_cascade_of_a_failed_caller_can_be_awaited(db: Database) -> None:
+    """A caller failing ends its child by a task of its own; ``cascade.idle()`` returns once it has (a
+    driver comparing the rows after each step, tests/support/equivalence.py, waits for it)."""
+    stepper = Engine(db, make_test_registry())  # no worker: this test moves the run itself
+    await stepper.start(with_worker=False)
+    try:
+        tenant_id = await stepper.tenants.ensure("acme")
+        child_id = await save(stepper, tenant_id, child_definition())
+        caller = caller_definition(child_id)
+        caller["nodes"].append(
+            node("broken", config={"failTimes": 1}, retry={"maxAttempts": 1}, errorHandling="fail_workflow")
+        )
+        caller["edges"].append(edge("start", "broken"))
+        instance_id = await stepper.start_workflow_run(tenant_id, await save(stepper, tenant_id, caller), {"x": 1})
+        [start_job] = await stepper.state.claim_jobs("stepper", 10, 30)
+        outcome, _ = await stepper.executor.run(start_job)
+        await stepper.orchestrator.handle_result(start_job, outcome)
+        jobs = {j.node_id: j for j in await stepper.state.claim_jobs("stepper", 10, 30)}
+        outcome, _ = await stepper.executor.run(jobs["call"])
+        await stepper.orchestrator.handle_result(jobs["call"], outcome)  # the child is started
+        child_run_id = await child_of(stepper, instance_id)
+        outcome, _ = await stepper.executor.run(jobs["broken"])
+        await stepper.orchestrator.handle_result(jobs["broken"], outcome)  # the caller fails
+        await stepper.cascade.idle()
+        child = await stepper.state.get_instance(child_run_id)
+        assert child is not None and child.status is RunStatus.CANCELLED
+        assert (await stepper.state.get_instance(instance_id)).status is RunStatus.FAILED  # type: ignore[union-attr]
+    finally:
+        await stepper.stop()

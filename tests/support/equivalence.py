@@ -189,6 +189,7 @@ async def _drive(world: _World, example: Example, updates: Any) -> None:
     moves: Iterator[tuple[str, int]] = iter(example.schedule)
 
     async def record(step: str, follows: list[list[Job | None]] | None = None) -> None:
+        await world.engine.cascade.idle()  # a failed run's children are cancelled by a task of their own
         while not updates.queue.empty():
             update = updates.queue.get_nowait()
             for copy in world.copies:
