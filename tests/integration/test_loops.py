@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import sqlalchemy as sa
+
 from flowdeck.domain.scopes import visible_scopes
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.orchestrator import Completed
 from flowdeck.storage.database import Database
 from flowdeck.storage.log_fold import fold_context
 from flowdeck.storage.records import Job
+from flowdeck.storage.tables import instances
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
 from tests.support.runs import Outcome, read_outcome, rescue, run_to_end, start
@@ -244,6 +247,35 @@ async def test_a_duplicate_result_ending_an_iteration_changes_nothing(db: Databa
     assert await engine.state.read_log(instance_id) == rows_before
     assert (await engine.state.get_instance(instance_id)).version == version_before  # type: ignore[union-attr]
     assert await engine.state.count_jobs(instance_id) == 1  # iteration 1, once
+
+
+async def test_a_duplicate_loop_expansion_changes_nothing(db: Database) -> None:
+    """Found by the generated equivalence test: a loop's expansion delivered again bumped the run's
+    version and charged its items to the output budget again on PostgreSQL (SQLite happened to roll back)."""
+    engine = Engine(db, make_test_registry(), lease_seconds=5)
+    await engine.start(with_worker=False)  # no worker: the test delivers results by hand
+    try:
+        tenant_id = await engine.tenants.ensure("acme")
+        instance_id = await start(engine, tenant_id, loop_over([1, 2, 3], [node("body")], []))
+        [job] = await engine.state.claim_jobs("me", 10, 5)
+        outcome, _ = await engine.executor.run(job)
+        expansion = await engine.orchestrator.handle_result(job, outcome, claim_for="me")
+        assert expansion is not None and expansion.node_id == "each"
+        outcome, _ = await engine.executor.run(expansion)
+        assert await engine.orchestrator.handle_result(expansion, outcome, claim_for="me") is not None
+
+        async def counters() -> tuple[int, int]:
+            query = sa.select(instances.c.version, instances.c.output_bytes).where(instances.c.id == instance_id)
+            async with db.read() as conn:
+                version, output_bytes = (await conn.execute(query)).one()
+            return version, output_bytes
+
+        rows_before, before = await engine.state.read_log(instance_id), await counters()
+        assert await engine.orchestrator.handle_result(expansion, outcome, claim_for="me") is None
+        assert await engine.state.read_log(instance_id) == rows_before
+        assert await counters() == before  # neither the version nor the output budget moved
+    finally:
+        await engine.stop()
 
 
 async def test_an_iterations_first_node_sees_exactly_the_context_the_log_folds(engine: Engine, tenant_id: str) -> None:
