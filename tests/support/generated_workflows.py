@@ -168,11 +168,13 @@ def examples(draw: st.DrawFn) -> Example:
 
 
 def render_test_case(example: Example) -> str:
-    """The example as a test to paste into tests/integration/test_generated_equivalence.py."""
-    body = pprint.pformat(dataclasses.asdict(example), width=110, sort_dicts=False)
-    indented = "\n".join("    " + line for line in body.splitlines())
+    """The example as a test to paste into tests/integration/test_generated_cases.py (then ``ruff format``)."""
+    fields = ",\n".join(
+        f"        {name}=" + pprint.pformat(value, width=100, sort_dicts=False).replace("\n", "\n        ")
+        for name, value in dataclasses.asdict(example).items()
+    )
     return (
         "async def test_generated_case(postgres_url: str, tmp_path: Path) -> None:\n"
-        f"    example = Example(**(\n{indented}\n    ))\n"
+        f"    example = Example(\n{fields},\n    )\n"
         "    await assert_all_paths_agree(example, postgres_url, tmp_path)\n"
     )
