@@ -14,7 +14,7 @@ from flowdeck.engine.engine import Engine
 from flowdeck.storage.database import Database
 from tests.support.graphs import diamond, linear, node
 from tests.support.handlers import make_test_registry
-from tests.support.runs import read_outcome, start
+from tests.support.runs import read_outcome, rescue, start
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,14 +76,8 @@ async def test_a_killed_worker_process_is_replaced_after_its_lease(database_url:
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(5)
         killed_at = time.time()
-        rescuer = Engine(db, make_test_registry(), lease_seconds=1.5, poll_interval=0.05, worker_id="rescuer")
-        await rescuer.start()
-        try:
-            run = await rescuer.wait_for_run(instance_id, 20)
-        finally:
-            await rescuer.stop()
+        run, outcome = await rescue(db, instance_id, lease_seconds=1.5)
         assert run.status.value == "COMPLETED"
-        outcome = await read_outcome(rescuer, instance_id)
         assert outcome.per_node("NODE_COMPLETED") == dict.fromkeys(["start", "s1", "s2", "end"], 1)
         s1_done = next(r.created_at for r in outcome.rows if r.event_type == "NODE_COMPLETED" and r.node_id == "s1")
         assert s1_done - killed_at >= 3  # it ran again from the start, after the lease expired

@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import sqlalchemy as sa
+
 from flowdeck.domain.scopes import visible_scopes
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.orchestrator import Completed
 from flowdeck.storage.database import Database
 from flowdeck.storage.log_fold import fold_context
 from flowdeck.storage.records import Job
+from flowdeck.storage.tables import instances
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
-from tests.support.runs import Outcome, read_outcome, run_to_end, start
+from tests.support.runs import Outcome, read_outcome, rescue, run_to_end, start
 
 
 def loop_over(items: Any, body: list[dict[str, Any]], body_edges: list[dict[str, Any]], **loop_config: Any) -> dict:
@@ -216,15 +219,9 @@ async def test_an_iteration_whose_worker_died_completes_once_after_the_lease(
     engine.worker._stopping = True  # the worker dies: no result, no lease given back
     for task in [*engine.worker._loops, *engine.worker._current]:
         task.cancel()
-    rescuer = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, worker_id="rescuer")
-    await rescuer.start()
-    try:
-        run = await rescuer.wait_for_run(instance_id, 20)
-    finally:
-        await rescuer.stop()
+    run, outcome = await rescue(db, instance_id)
     assert run.status.value == "COMPLETED"
     assert run.output == {"result": {"items": ["a", "b", "c"], "count": 3}}
-    outcome = await read_outcome(rescuer, instance_id)
     assert iterations_of(outcome, "slow") == ["0", "1", "2"]  # each iteration completed exactly once
 
 
@@ -250,6 +247,35 @@ async def test_a_duplicate_result_ending_an_iteration_changes_nothing(db: Databa
     assert await engine.state.read_log(instance_id) == rows_before
     assert (await engine.state.get_instance(instance_id)).version == version_before  # type: ignore[union-attr]
     assert await engine.state.count_jobs(instance_id) == 1  # iteration 1, once
+
+
+async def test_a_duplicate_loop_expansion_changes_nothing(db: Database) -> None:
+    """Found by the generated equivalence test: a loop's expansion delivered again bumped the run's
+    version and charged its items to the output budget again on PostgreSQL (SQLite happened to roll back)."""
+    engine = Engine(db, make_test_registry(), lease_seconds=5)
+    await engine.start(with_worker=False)  # no worker: the test delivers results by hand
+    try:
+        tenant_id = await engine.tenants.ensure("acme")
+        instance_id = await start(engine, tenant_id, loop_over([1, 2, 3], [node("body")], []))
+        [job] = await engine.state.claim_jobs("me", 10, 5)
+        outcome, _ = await engine.executor.run(job)
+        expansion = await engine.orchestrator.handle_result(job, outcome, claim_for="me")
+        assert expansion is not None and expansion.node_id == "each"
+        outcome, _ = await engine.executor.run(expansion)
+        assert await engine.orchestrator.handle_result(expansion, outcome, claim_for="me") is not None
+
+        async def counters() -> tuple[int, int]:
+            query = sa.select(instances.c.version, instances.c.output_bytes).where(instances.c.id == instance_id)
+            async with db.read() as conn:
+                version, output_bytes = (await conn.execute(query)).one()
+            return version, output_bytes
+
+        rows_before, before = await engine.state.read_log(instance_id), await counters()
+        assert await engine.orchestrator.handle_result(expansion, outcome, claim_for="me") is None
+        assert await engine.state.read_log(instance_id) == rows_before
+        assert await counters() == before  # neither the version nor the output budget moved
+    finally:
+        await engine.stop()
 
 
 async def test_an_iterations_first_node_sees_exactly_the_context_the_log_folds(engine: Engine, tenant_id: str) -> None:

@@ -1,15 +1,18 @@
-"""PostgreSQL's one-statement paths write exactly what the portable decision writes.
+"""PostgreSQL's one-statement paths write exactly what the portable decision writes, for hand-picked topologies.
 
 On PostgreSQL the common decisions (a chain's step, the node ending a loop iteration, a top-level
 end, a production run's start) and several write pairs are single data-modifying statements
-(storage/statements.py) that restate the engine's rules in SQL. Every topology of the topology
-suite runs here twice on the same database, once with those statements (``Database(url)``) and
-once with the portable path SQLite takes (``Database(url, one_statement=False)``), driven the same
-deterministic way: one node at a time in a fixed order, on a fake clock. After every decision the
-run's log rows (less their ids), its instance row, its jobs (less their ids), its join counters and
-loop counters, the job handed back to the worker and the announcements must be the same.
+(storage/statements_postgres.py, and the chain step in storage/chain_batches.py) that restate the
+engine's rules in SQL. The 22 topologies below (among them what the generated test does not draw:
+pins, output budgets, scheduled starts, deadlines) run here twice on the same database, once with
+those statements (``Database(url)``) and once with the portable path SQLite takes
+(``Database(url, one_statement=False)``), driven the same deterministic way: one node at a time in a
+fixed order, on a fake clock. After every decision the run's log rows (less their ids), its instance
+row, its jobs (less their ids), its join counters and loop counters, the job handed back to the worker
+and the announcements must be the same.
 
-A rule changed in one path and not in the other fails this test.
+Generated workflows and delivery orders (several results at once, duplicates, takeovers, batches of
+several runs' chain steps, SQLite as a side) are compared in tests/integration/test_generated_equivalence.py.
 """
 
 from __future__ import annotations

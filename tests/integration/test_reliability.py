@@ -18,7 +18,7 @@ from flowdeck.storage.log_fold import timeline_rows
 from tests.support.clock import FakeClock
 from tests.support.graphs import definition, edge, end, linear, node
 from tests.support.handlers import make_test_registry
-from tests.support.runs import read_outcome, run_to_end, start
+from tests.support.runs import read_outcome, rescue, run_to_end, start
 
 FAST_RETRY = {"maxAttempts": 3, "backoffSeconds": 0.1, "maxBackoffSeconds": 0.15}
 
@@ -215,14 +215,8 @@ async def test_a_node_whose_worker_died_is_run_again_after_its_lease(
     for task in [*engine.worker._loops, *engine.worker._current]:
         task.cancel()
     await asyncio.sleep(0.05)
-    rescuer = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, worker_id="rescuer")
-    await rescuer.start()
-    try:
-        run = await rescuer.wait_for_run(instance_id, 10)
-    finally:
-        await rescuer.stop()
+    run, outcome = await rescue(db, instance_id, timeout=10)
     assert run.status == "COMPLETED"
-    outcome = await read_outcome(rescuer, instance_id)
     assert outcome.per_node("NODE_COMPLETED") == dict.fromkeys(["start", "slow", "after", "end"], 1)
     # The takeover started the next attempt, with its own NODE_STARTED row naming the new holder.
     started = [r for r in outcome.rows if r.event_type == "NODE_STARTED" and r.node_id == "slow"]

@@ -22,7 +22,7 @@ from flowdeck.storage.database import Database
 from flowdeck.storage.tables import node_jobs
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
-from tests.support.runs import Outcome, read_outcome
+from tests.support.runs import Outcome, read_outcome, rescue
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -342,19 +342,13 @@ async def test_a_worker_killed_while_a_child_runs_changes_nothing(database_url: 
         await wait_for(child_working, "the child's node to run in the worker process")
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(5)
-        rescuer = Engine(db, make_test_registry(), lease_seconds=1.5, poll_interval=0.05, worker_id="rescuer")
-        await rescuer.start()
-        try:
-            parent = await rescuer.wait_for_run(instance_id, 30)
-        finally:
-            await rescuer.stop()
+        parent, outcome = await rescue(db, instance_id, lease_seconds=1.5, timeout=30)
         assert parent.status is RunStatus.COMPLETED, parent.error
         assert parent.output == {"result": {"doubled": 10}}
-        outcome = await read_outcome(rescuer, instance_id)
         assert outcome.per_node("NODE_COMPLETED") == dict.fromkeys(["start", "call", "end"], 1)
         assert outcome.count("SYSTEM_SET", "call") == 1  # one call
-        assert await rescuer.children.descendants(instance_id) == [child_run_id]
-        child = await read_outcome(rescuer, child_run_id)
+        assert await submitter.children.descendants(instance_id) == [child_run_id]
+        child = await read_outcome(submitter, child_run_id)
         assert (child.nodes["work"].attempt, child.nodes["work"].worker_id) == (2, "rescuer")  # taken over
     finally:
         if worker.poll() is None:
@@ -385,15 +379,40 @@ async def test_a_takeover_of_the_resuming_caller_adopts_its_child(db: Database) 
     async with db.transaction() as conn:  # the dead worker's lease runs out now
         await conn.execute(node_jobs.update().where(node_jobs.c.id == due_call[0].id).values(available_at=0))
 
-    rescuer = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, worker_id="rescuer")
-    await rescuer.start()
-    try:
-        parent = await rescuer.wait_for_run(instance_id, 15)
-    finally:
-        await rescuer.stop()
+    parent, outcome = await rescue(db, instance_id, timeout=15)
     assert parent.status is RunStatus.COMPLETED, parent.error
     assert parent.output == {"result": {"doubled": 6}}
-    outcome = await read_outcome(rescuer, instance_id)
     assert (outcome.nodes["call"].attempt, outcome.nodes["call"].worker_id) == (2, "rescuer")
     assert outcome.count("SYSTEM_SET", "call") == 1
-    assert len(await rescuer.children.descendants(instance_id)) == 1
+    assert len(await stepper.children.descendants(instance_id)) == 1
+
+
+async def test_the_cascade_of_a_failed_caller_can_be_awaited(db: Database) -> None:
+    """A caller failing ends its child by a task of its own; ``cascade.idle()`` returns once it has (a
+    driver comparing the rows after each step, tests/support/equivalence.py, waits for it)."""
+    stepper = Engine(db, make_test_registry())  # no worker: this test moves the run itself
+    await stepper.start(with_worker=False)
+    try:
+        tenant_id = await stepper.tenants.ensure("acme")
+        child_id = await save(stepper, tenant_id, child_definition())
+        caller = caller_definition(child_id)
+        caller["nodes"].append(
+            node("broken", config={"failTimes": 1}, retry={"maxAttempts": 1}, errorHandling="fail_workflow")
+        )
+        caller["edges"].append(edge("start", "broken"))
+        instance_id = await stepper.start_workflow_run(tenant_id, await save(stepper, tenant_id, caller), {"x": 1})
+        [start_job] = await stepper.state.claim_jobs("stepper", 10, 30)
+        outcome, _ = await stepper.executor.run(start_job)
+        await stepper.orchestrator.handle_result(start_job, outcome)
+        jobs = {j.node_id: j for j in await stepper.state.claim_jobs("stepper", 10, 30)}
+        outcome, _ = await stepper.executor.run(jobs["call"])
+        await stepper.orchestrator.handle_result(jobs["call"], outcome)  # the child is started
+        child_run_id = await child_of(stepper, instance_id)
+        outcome, _ = await stepper.executor.run(jobs["broken"])
+        await stepper.orchestrator.handle_result(jobs["broken"], outcome)  # the caller fails
+        await stepper.cascade.idle()
+        child = await stepper.state.get_instance(child_run_id)
+        assert child is not None and child.status is RunStatus.CANCELLED
+        assert (await stepper.state.get_instance(instance_id)).status is RunStatus.FAILED  # type: ignore[union-attr]
+    finally:
+        await stepper.stop()

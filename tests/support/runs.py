@@ -8,7 +8,9 @@ from typing import Any
 
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.projection import NodeView, fold_nodes
+from flowdeck.storage.database import Database
 from flowdeck.storage.records import InstanceRecord, LogRow
+from tests.support.handlers import make_test_registry
 
 
 @dataclass
@@ -45,3 +47,17 @@ async def run_to_end(
     instance_id = await start(engine, tenant_id, definition, run_input)
     await engine.wait_for_run(instance_id, timeout)
     return await read_outcome(engine, instance_id)
+
+
+async def rescue(
+    db: Database, instance_id: str, *, lease_seconds: float = 2.0, timeout: float = 20
+) -> tuple[InstanceRecord, Outcome]:
+    """A fresh worker ("rescuer") comes up after the run's worker died holding a lease, and runs it to
+    its end: what that run ends as, and what the rescuer reads of it afterwards."""
+    rescuer = Engine(db, make_test_registry(), lease_seconds=lease_seconds, poll_interval=0.05, worker_id="rescuer")
+    await rescuer.start()
+    try:
+        run = await rescuer.wait_for_run(instance_id, timeout)
+        return run, await read_outcome(rescuer, instance_id)
+    finally:
+        await rescuer.stop()

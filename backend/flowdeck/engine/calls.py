@@ -127,6 +127,11 @@ class ChildCascade:
         for child_id, parent_id in await self._children.orphans():
             await self._cancel(child_id, f"the run that called it ({parent_id}) has ended")
 
+    async def idle(self) -> None:
+        """Return once no cascade is under way (one may start another: a cancelled child's own children)."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()

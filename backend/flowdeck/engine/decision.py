@@ -365,7 +365,9 @@ class Decision:
     async def start_loop(self, job: Job, items: list[Any], status: RunStatus) -> Job | None:
         """Expand a loop: one scope per item with its ``ctx.loop`` row, the first iterations started."""
         tx, plan = self.tx, self.plan
-        if not await tx.jobs.delete(job.id, job.attempt) or status is not RunStatus.RUNNING:
+        if not await tx.jobs.delete(job.id, job.attempt):
+            raise DuplicateDeliveryError  # expanded before, or taken over: nothing is written, not even its charge
+        if status is not RunStatus.RUNNING:
             return None
         graph, loop_id, scope = self.graph, job.node_id, job.iteration
         count = len(items)

@@ -1,15 +1,21 @@
-"""Group commit across runs on PostgreSQL: the chain steps of different runs that are ready at the same
-moment are taken in one statement, one round trip and one commit (issue 15).
+"""The chain step on PostgreSQL, in one statement for any number of runs: group commit across runs
+(issue 15). This is the only SQL of the chain step: a lone run's step goes through it as a batch of one.
 
 A chain step is one run's decision: CAS the instance, log the node's NODE_COMPLETED, remove its job
 and, when the run is RUNNING and the job was still there, dispatch the successor with its job leased
-to the worker and its NODE_STARTED row; each part only if the one before it wrote. ``_CHAIN_STEPS``
-takes a batch of them as a set: every part joins the batch's rows, so each row's compare-and-swap
-decides for its own run only (a run whose CAS fails, or whose step would go past its output budget
-(storage/run_bytes.py), gets no row in ``cas``, writes nothing, and the
-others go on; its step then returns no status and the general decision takes it), and the rows
-written are those the general decision (engine/decision.py) writes, run by run
-(tests/integration/test_one_statement_equivalence.py runs every topology through here).
+to the worker and its NODE_STARTED row; each part only if the one before it wrote.
+
+Restates: ``Decision.record_completion`` then ``Decision.advance`` and ``Decision.dispatch``
+(engine/decision.py) for a node whose sole successor it alone feeds (``scheduling.sole_successor``),
+the budget check of ``storage/run_bytes.py``, and the NODE_STARTED payload of
+``log_rows.started_payload``; offered by ``OneStatementSteps._chain_step`` (engine/one_statement.py).
+tests/integration/test_generated_equivalence.py compares what it writes, alone and batched, with
+what the portable decision writes on SQLite and PostgreSQL.
+
+``_CHAIN_STEPS`` takes a batch of steps as a set: every part joins the batch's rows, so each row's
+compare-and-swap decides for its own run only (a run whose CAS fails, or whose step would go past its
+output budget, gets no row in ``cas``, writes nothing, and the others go on; its step then returns no
+status and the general decision takes it).
 
 ``ChainStepBatcher`` collects the steps: a step that arrives while no batch is in flight is sent at
 once by its own task (a lone run waits for nothing), and the steps that arrive while a batch is in
@@ -34,7 +40,7 @@ from flowdeck.storage.database import Database
 from flowdeck.storage.records import Job
 from flowdeck.storage.run_bytes import add_charge, charge_fits
 from flowdeck.storage.statements import JOB_COLUMNS, JOB_INSERT_COLUMNS
-from flowdeck.storage.statements_postgres import postgres_statements
+from flowdeck.storage.statements_postgres import started_payload_sql
 from flowdeck.storage.steps import ChainStep, ChainStepInput
 
 __all__ = ("BATCH_LIMIT", "ChainStepBatcher")
@@ -112,9 +118,7 @@ WITH input AS (
     INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, payload, node_attempt,
         created_at)
     SELECT instance_id, node_id, iteration, {_q(EventType.NODE_STARTED)}, {_q(NodeStatus.RUNNING)},
-        jsonb_build_object('workerId', job.lease_owner)
-            || CASE WHEN job.takeovers > 0 THEN jsonb_build_object('takeovers', job.takeovers) ELSE '{{}}'::jsonb END,
-        attempt, CAST(:p_now AS DOUBLE PRECISION)
+        {started_payload_sql("job")}, attempt, CAST(:p_now AS DOUBLE PRECISION)
     FROM job
     ORDER BY job.id
     ON CONFLICT DO NOTHING
@@ -198,10 +202,10 @@ class ChainStepBatcher:
                 future.set_result(result)
 
     async def _send(self, steps: list[ChainStepInput]) -> list[ChainStep]:
+        """One statement for the batch, whatever its size: a lone run's step goes through it too, so the
+        chain step's SQL exists once."""
         now = self.clock()
         self.largest = max(self.largest, len(steps))
-        if len(steps) == 1:  # alone: the one-run statement, which PostgreSQL plans and runs faster
-            return [await self._send_one(steps[0], now)]
         params = {
             "p_instance_ids": [s.job.instance_id for s in steps],
             "p_expected": [s.expected_version for s in steps],
@@ -222,18 +226,6 @@ class ChainStepBatcher:
         async with self.db.autocommit() as conn:
             rows = (await conn.execute(_STATEMENT, params)).all()
         return [_step(now, *row[1:]) for row in rows]
-
-    async def _send_one(self, step: ChainStepInput, now: float) -> ChainStep:
-        params = {
-            **step.params(now),
-            "p_iteration": step.job.iteration,
-            "p_successor": step.successor,
-            "p_lease_until": now + step.lease_seconds,
-            "p_owner": step.owner,
-        }
-        async with self.db.autocommit() as conn:
-            row = (await conn.execute(postgres_statements().chain_step, params)).one()
-        return _step(now, *row)
 
 
 def _step(now: float, status: str | None, log_id: int | None, removed: int | None, *job_columns: Any) -> ChainStep:

@@ -1,7 +1,11 @@
 """PostgreSQL's single statements: decisions and write pairs as data-modifying CTEs (one round trip).
 
-Each writes exactly the rows the portable path (storage/state.py, engine/orchestrator.py) writes
-for the same case; tests/integration/test_one_statement_equivalence.py holds them equal. Status and
+Each restates in SQL a rule that lives in Python, named in its docstring ("Restates: ..."), and writes
+exactly the rows the portable path writes for the same case. What holds them equal is
+tests/integration/test_generated_equivalence.py (generated workflows and delivery orders, on SQLite
+and on PostgreSQL with and without these statements) and tests/integration/test_one_statement_equivalence.py
+(hand-picked topologies); a rule changed on one side only fails them (docs/engine.md, "How a rule
+change lands"). The chain step, the most common decision, is in storage/chain_batches.py. Status and
 event names are rendered from the enums of domain/statuses.py, column lists from the table
 definitions, so neither is copied by hand.
 """
@@ -22,7 +26,7 @@ from flowdeck.storage.run_bytes import add_charge, charge_fits
 from flowdeck.storage.statements import JOB_COLUMNS, JOB_INSERT_COLUMNS, LOG_VALUES, statements_for, typed
 from flowdeck.storage.tables import instance_logs, instances, node_jobs
 
-__all__ = ("PostgresStatements", "postgres_statements")
+__all__ = ("PostgresStatements", "postgres_statements", "started_payload_sql")
 
 _p = sa.bindparam
 
@@ -39,8 +43,6 @@ class PostgresStatements:
     """Lease due jobs and log their NODE_STARTED rows."""
     claim_one_and_start: Any
     """The same when one tenant alone has due jobs (``statements._claim_one_tenant``)."""
-    chain_step: Any
-    """One run's chain step (see ``_chain_step``; several runs' at once: storage/chain_batches.py)."""
     start_run: Any
     """A production run's creation (see ``_start_run``)."""
     end_step: Any
@@ -78,6 +80,8 @@ def _record_result() -> Any:
     """Log a node's result and delete its job, which goes only when the row is new (not a duplicate).
 
     Returns (log_id or NULL, deleted job id or NULL). A data-modifying CTE: one round trip instead of two.
+
+    Restates: ``StateTransaction.record_result`` (storage/state.py).
     """
     logged = (
         postgresql.insert(instance_logs)
@@ -97,7 +101,9 @@ def _record_result() -> Any:
 
 def _dispatch_one() -> Any:
     """Dispatch one node: its NODE_DISPATCHED row (the guard), then its job only if that row is new,
-    then NODE_STARTED only if the job was inserted leased to a worker. Returns the job row (or none)."""
+    then NODE_STARTED only if the job was inserted leased to a worker. Returns the job row (or none).
+
+    Restates: ``StateTransaction.dispatch_one`` (storage/state.py), as ``Decision.dispatch`` uses it."""
     dispatched = (
         postgresql.insert(instance_logs)
         .values(
@@ -140,7 +146,9 @@ def _dispatch_one() -> Any:
 
 
 def _started_rows(jobs: Any, *where: Any) -> Any:
-    """NODE_STARTED rows for the jobs of a CTE (its job columns), naming the worker that holds each."""
+    """NODE_STARTED rows for the jobs of a CTE (its job columns), naming the worker that holds each.
+
+    Restates: ``StateTransaction.claim_and_start`` (storage/state.py) logging ``log_rows.started_payload``."""
     rows = (
         sa.select(
             jobs.c.instance_id,
@@ -148,7 +156,7 @@ def _started_rows(jobs: Any, *where: Any) -> Any:
             jobs.c.iteration,
             sa.literal(EventType.NODE_STARTED.value),
             sa.literal(NodeStatus.RUNNING.value),
-            sa.literal_column(_started_payload(jobs.name)),
+            sa.literal_column(started_payload_sql(jobs.name)),
             jobs.c.attempt,
             typed("p_now", _L.created_at),
         )
@@ -159,8 +167,9 @@ def _started_rows(jobs: Any, *where: Any) -> Any:
     return postgresql.insert(instance_logs).from_select(columns, rows).on_conflict_do_nothing().cte("started")
 
 
-def _started_payload(jobs: str) -> str:
-    """NODE_STARTED's payload as ``storage.state.started_payload`` builds it, from a job CTE's row."""
+def started_payload_sql(jobs: str) -> str:
+    """NODE_STARTED's payload as ``storage.log_rows.started_payload`` builds it, from a job CTE's row (the
+    claim statements and the chain step share it: the rule's one SQL copy)."""
     return (
         f"jsonb_build_object('workerId', {jobs}.lease_owner) || CASE WHEN {jobs}.takeovers > 0"
         f" THEN jsonb_build_object('takeovers', {jobs}.takeovers) ELSE '{{}}'::jsonb END"
@@ -176,7 +185,9 @@ def _claim_and_start(claim: Any) -> Any:
 
 def _finish_run_logged() -> Any:
     """End a run with its RUN_STATUS row, and wake the ``workflow`` node waiting for it (a child run's
-    caller, parked until the child ends: storage/children.py). One row: how many jobs it woke (0 or 1)."""
+    caller, parked until the child ends: storage/children.py). One row: how many jobs it woke (0 or 1).
+
+    Restates: ``StateTransaction.set_run_status`` (storage/state.py) with its RUN_STATUS row."""
     finished = (
         instances.update()
         .where(instances.c.id == _p("p_id"))
@@ -235,6 +246,9 @@ def _end_step() -> Any:
 
     One row: (status before, whether the run completed, the run output, the log id, the removed job).
     No row when the CAS failed or the result was logged before (nothing was written).
+
+    Restates: ``Decision.record_completion`` then ``Decision.finish_if_done`` (engine/decision.py), the
+    output merged as ``log_fold.merged_end_outputs`` merges it; offered by ``OneStatementSteps._end_step``.
     """
     running, completed = _q(RunStatus.RUNNING), _q(RunStatus.COMPLETED)
     return sa.text(
@@ -319,7 +333,7 @@ _LEASED_JOB_STARTED = f""", job AS (
     RETURNING {_JOB_RETURNING}
 ), started AS (
     INSERT INTO instance_logs ({_NODE_EVENT_COLUMNS}, {_names(_L.payload, _L.node_attempt, _L.created_at)})
-    SELECT instance_id, node_id, iteration, {_STARTED}, {_started_payload("job")}, attempt,
+    SELECT instance_id, node_id, iteration, {_STARTED}, {started_payload_sql("job")}, attempt,
         CAST(:p_now AS DOUBLE PRECISION)
     FROM job
     ON CONFLICT DO NOTHING
@@ -345,6 +359,9 @@ def _iteration_step() -> Any:
 
     One row (status before, log id, then the next iteration's job columns or NULLs); no row when
     nothing was written (the general path then decides).
+
+    Restates: ``Decision.record_completion`` then ``Decision.settle`` (engine/decision.py); offered by
+    ``OneStatementSteps._iteration_step``.
     """
     return sa.text(
         f"""
@@ -403,7 +420,9 @@ FROM cas LEFT JOIN job ON TRUE
 
 def _start_run() -> Any:
     """A production run created in one statement: the instance, its INPUT_SET and RUN_STATUS rows, and
-    its start node's NODE_DISPATCHED row and job (due now), as the general path writes them."""
+    its start node's NODE_DISPATCHED row and job (due now), as the general path writes them.
+
+    Restates: ``Orchestrator.start_run`` (engine/orchestrator.py) through ``StateTransaction.create_instance``."""
     i = instances.c
     created = _names(i.id, i.tenant_id, i.workflow_id, i.workflow_version, i.is_test, i.status, i.version)
     created += ", " + _names(i.trigger, i.input, i.created_at, i.started_at, i.updated_at, i.deadline_at)
@@ -442,47 +461,6 @@ RETURNING {_JOB_RETURNING}
     )
 
 
-def _chain_step() -> Any:
-    """A chain's step, decided in one statement: CAS the instance, log the node's NODE_COMPLETED, delete
-    its job and, if the run is RUNNING and the job was still there, dispatch the successor with its
-    job leased to the worker and its NODE_STARTED row. Each part runs only if the one before did, so it
-    writes exactly what the general decision (engine/decision.py) writes for this case.
-
-    One row: (instance status or NULL when the CAS failed or the result was logged before, the log id
-    or NULL for a duplicate delivered concurrently,
-    the deleted job id or NULL, then the successor's job columns or NULLs).
-    """
-    return sa.text(
-        f"""
-WITH cas AS (
-    UPDATE instances i SET version = :p_next, {_ADD}, updated_at = :p_now
-    WHERE id = :p_instance_id AND version = :p_expected AND {_FITS}
-        AND NOT EXISTS (  -- a duplicate delivery leaves even the version alone (the general path sees it)
-            SELECT 1 FROM instance_logs
-            WHERE instance_id = :p_instance_id AND node_id = :p_node_id AND iteration = :p_iteration
-                AND event_type = {_q(EventType.NODE_COMPLETED)} AND node_attempt = :p_attempt
-        )
-    RETURNING status
-){_LOGGED_RESULT}
-), removed AS (
-    DELETE FROM node_jobs
-    WHERE id = :p_job AND attempt = :p_attempt AND EXISTS (SELECT 1 FROM logged)
-    RETURNING id
-), dispatched AS (
-    INSERT INTO instance_logs ({_DISPATCH_COLUMNS})
-    SELECT CAST(:p_instance_id AS VARCHAR), CAST(:p_successor AS VARCHAR), CAST(:p_iteration AS VARCHAR),
-        {_DISPATCHED}, 1, CAST(:p_now AS DOUBLE PRECISION)
-    FROM removed, cas
-    WHERE cas.status = {_q(RunStatus.RUNNING)}
-    ON CONFLICT DO NOTHING
-    RETURNING instance_id, node_id, iteration
-){_LEASED_JOB_STARTED}
-SELECT (SELECT status FROM cas), (SELECT log_id FROM logged), (SELECT id FROM removed), {_JOB_SELECTED}
-FROM (SELECT 1) AS one LEFT JOIN job ON TRUE
-"""
-    )
-
-
 @functools.cache
 def postgres_statements() -> PostgresStatements:
     """PostgreSQL's single statements, compiled for asyncpg."""
@@ -496,7 +474,6 @@ def postgres_statements() -> PostgresStatements:
         dispatch_one=c(_dispatch_one(), ("p_payload",)),
         claim_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_jobs.core), ("p_held",)),
         claim_one_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_one_tenant.core), ()),
-        chain_step=c(_chain_step(), ("p_payload",), returns_rows=True),
         start_run=c(_start_run(), ("p_input", "p_input_payload", "p_status_payload"), returns_rows=True),
         end_step=c(_end_step(), ("p_payload", "p_end_output", "p_status_payload"), returns_rows=True),
         iteration_step=c(_iteration_step(), ("p_payload",), returns_rows=True),
