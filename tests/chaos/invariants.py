@@ -1,0 +1,147 @@
+"""What must hold after the chaos, read from the database and the API once every process is back.
+
+Each check returns the violations it found (empty: it holds), so the suite reports all of them at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+
+from flowdeck.storage.database import Database
+from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs, wait_tokens
+
+TERMINAL = {"COMPLETED", "FAILED", "CANCELLED"}
+
+
+def input_key(workflow_id: str | None, run_input: Any) -> tuple[str | None, str]:
+    return workflow_id, json.dumps(run_input, sort_keys=True)
+
+
+async def all_runs(db: Database) -> list[Mapping[str, Any]]:
+    columns = [instances.c.id, instances.c.workflow_id, instances.c.status, instances.c.input, instances.c.output]
+    columns.append(instances.c.error)
+    async with db.read() as conn:
+        return [row._mapping for row in await conn.execute(sa.select(*columns))]
+
+
+def unfinished(runs: list[Mapping[str, Any]]) -> list[str]:
+    return [f"run {r['id']} is {r['status']}" for r in runs if r["status"] not in TERMINAL]
+
+
+async def completed_twice(db: Database) -> list[str]:
+    """No node of a run (per loop iteration) completed twice, whatever the attempts, takeovers and zombies."""
+    key = (instance_logs.c.instance_id, instance_logs.c.node_id, instance_logs.c.iteration)
+    query = (
+        sa.select(*key, sa.func.count())
+        .where(instance_logs.c.event_type == "NODE_COMPLETED")
+        .group_by(*key)
+        .having(sa.func.count() > 1)
+    )
+    async with db.read() as conn:
+        rows = (await conn.execute(query)).all()
+    return [f"run {r[0]}: node {r[1]} iteration {r[2]!r} completed {r[3]} times" for r in rows]
+
+
+async def leftovers(
+    db: Database, runs: list[Mapping[str, Any]], in_degree: Mapping[str, Mapping[str, int]]
+) -> list[str]:
+    """No job or lease outlives its run; every barrier of a COMPLETED run counted each incoming edge exactly
+    once; every loop of a COMPLETED run finished each item; every wait of a COMPLETED run was resumed."""
+    completed = {r["id"]: r["workflow_id"] for r in runs if r["status"] == "COMPLETED"}
+    problems: list[str] = []
+    async with db.read() as conn:
+        for job in await conn.execute(sa.select(node_jobs.c.instance_id, node_jobs.c.node_id, node_jobs.c.lease_owner)):
+            problems.append(f"run {job[0]}: a job of {job[1]} is left (lease owner {job[2]})")
+        for b in await conn.execute(sa.select(join_barriers)):
+            if b.instance_id in completed:
+                expected = in_degree.get(completed[b.instance_id] or "", {}).get(b.node_id)
+                if b.resolved_edges != expected or b.taken_edges > b.resolved_edges:
+                    problems.append(
+                        f"run {b.instance_id}: barrier of {b.node_id}{b.iteration and '@' + b.iteration} resolved "
+                        f"{b.resolved_edges} of {expected} edges, took {b.taken_edges}"
+                    )
+        for s in await conn.execute(sa.select(loop_states)):
+            if s.instance_id in completed and s.finished != s.item_count:
+                problems.append(f"run {s.instance_id}: loop {s.node_id} finished {s.finished} of {s.item_count}")
+        for w in await conn.execute(
+            sa.select(wait_tokens.c.instance_id, wait_tokens.c.node_id, wait_tokens.c.resumed_at)
+        ):
+            if w.instance_id in completed and w.resumed_at is None:
+                problems.append(f"run {w.instance_id}: wait {w.node_id} completed without being resumed")
+    return problems
+
+
+def outputs_differ(runs: list[Mapping[str, Any]], baseline: Mapping[tuple[str | None, str], Any]) -> list[str]:
+    problems = []
+    for r in runs:
+        if r["status"] != "COMPLETED":
+            continue
+        key = input_key(r["workflow_id"], r["input"])
+        if key not in baseline:
+            problems.append(f"run {r['id']}: no run without faults of workflow {key[0]} with input {key[1]}")
+        elif r["output"] != baseline[key]:
+            problems.append(f"run {r['id']}: output {r['output']!r} but {baseline[key]!r} without faults")
+    return problems
+
+
+def not_completed(runs: list[Mapping[str, Any]]) -> list[str]:
+    """The workload has no reason to fail: a FAILED or CANCELLED run is a fault that leaked into a result."""
+    return [f"run {r['id']} {r['status']}: {r['error']}" for r in runs if r["status"] in {"FAILED", "CANCELLED"}]
+
+
+async def browser_disagrees(
+    db: Database, messages: Mapping[str, list[tuple[str, dict[str, Any]]]], api_runs: Mapping[str, dict[str, Any]]
+) -> list[str]:
+    """What a browser on a run's page was sent agrees with the log: each COMPLETED node update names an attempt
+    that completed with that output; each final run status says what the run ended as; and the page, folded from
+    its snapshots and updates in arrival order, ends showing what the API shows."""
+    problems: list[str] = []
+    async with db.read() as conn:
+        for run_id, received in messages.items():
+            rows = await conn.execute(
+                sa.select(instance_logs.c.node_id, instance_logs.c.iteration, instance_logs.c.node_attempt)
+                .add_columns(instance_logs.c.payload)
+                .where(instance_logs.c.instance_id == run_id, instance_logs.c.event_type == "NODE_COMPLETED")
+            )
+            logged = {(r[0], r[1]): (r[2], (r[3] or {}).get("output")) for r in rows}
+            run = api_runs[run_id]
+            problems += _fold_disagrees(run_id, received, logged, run)
+    return problems
+
+
+def _fold_disagrees(
+    run_id: str, received: list[tuple[str, dict[str, Any]]], logged: Mapping[tuple[str, str], Any], run: dict[str, Any]
+) -> list[str]:
+    problems = []
+    status: str | None = None
+    nodes: dict[str, str] = {}
+    for event, data in received:
+        if event == "workflow_run_snapshot":
+            status = data["status"]
+            nodes = {node_id: state["status"] for node_id, state in data["nodes"].items()}
+        elif event == "workflow_status_update":
+            status = data["status"]
+            if status in TERMINAL and (status, data["output"]) != (run["status"], run["output"]):
+                problems.append(f"run {run_id}: the browser was told {status} {data['output']!r}")
+        else:
+            where = (data["nodeID"], data["iteration"])
+            shown_whole = data["status"] == "COMPLETED" and data["outputTruncated"] is None
+            if shown_whole and logged.get(where) != (data["attempt"], data["output"]):
+                problems.append(
+                    f"run {run_id}: the browser saw {where} complete as {data!r}, the log {logged.get(where)!r}"
+                )
+            if data["iteration"] == "":
+                nodes[data["nodeID"]] = data["status"]
+    shown = {node_id: state["status"] for node_id, state in run["nodes"].items()}
+    if status != run["status"] or nodes != shown:
+        problems.append(f"run {run_id}: the page ends showing {status} {nodes}, the API {run['status']} {shown}")
+    return problems
+
+
+def count_by(values: list[str]) -> Counter[str]:
+    return Counter(values)

@@ -1,0 +1,289 @@
+"""The chaos suite (issue 25): real ``flowdeck serve`` and ``flowdeck worker`` processes run a mixed workload
+while faults hit them at random; afterwards every invariant is checked over the whole system.
+
+PostgreSQL: ``serve`` and three workers on a cluster of the suite's own (so it may be restarted), faults:
+SIGKILL of a worker or of serve, a worker frozen past its lease and woken (a zombie), ``pg_terminate_backend``
+of Flowdeck's connections, a PostgreSQL restart. SQLite: ``serve`` alone, killed with SIGKILL and started again.
+
+``FLOWDECK_CHAOS_SECONDS`` sets how long faults go on (default: a short run for ``make test``); ``make chaos
+MINUTES=30`` soaks. The fault counts and results are printed at the end (``-s`` shows them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flowdeck.storage.database import Database
+from tests.chaos import invariants, workload
+from tests.chaos.clients import Api, NoAnswerError, Watcher
+from tests.chaos.faults import Faults
+from tests.support.flowdeck_processes import FlowdeckProcess, free_port, provision
+from tests.support.postgres_cluster import Cluster, own_cluster
+
+LEASE_SECONDS = 3.0
+FINISH_BOUND = 180.0
+"""Seconds every run has to reach a terminal state once the faults stop (delays, retries, takeovers)."""
+SECONDS = float(os.environ.get("FLOWDECK_CHAOS_SECONDS", "0"))
+SEED = int(os.environ.get("FLOWDECK_CHAOS_SEED", str(random.SystemRandom().randrange(1_000_000))))
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(int(SECONDS) + 480)]
+
+
+@dataclass
+class System:
+    url: str
+    database_url: str
+    serve: FlowdeckProcess
+    workers: list[FlowdeckProcess]
+    token: str
+    cluster: Cluster | None = None
+    processes: list[FlowdeckProcess] = field(default_factory=list)
+
+
+def _environment(database_url: str, port: int) -> dict[str, str]:
+    return {
+        **os.environ,
+        "FLOWDECK_DATABASE_URL": database_url,
+        "FLOWDECK_PORT": str(port),
+        "FLOWDECK_HOST": "127.0.0.1",
+        "FLOWDECK_SECRET_KEY": "chaos-secret-key-not-for-production",
+        "FLOWDECK_LEASE_SECONDS": str(LEASE_SECONDS),
+        "FLOWDECK_SANDBOX_WORKERS": "1",
+        "FLOWDECK_WORKER_CONCURRENCY": "8",
+        "FLOWDECK_SERVE_WORKERS": "0",  # the three workers are started (and killed) by the suite itself
+        "FLOWDECK_METRICS": "off",
+    }
+
+
+@pytest.fixture
+def postgres_system(tmp_path: Path) -> Iterator[System]:
+    with own_cluster() as cluster:
+        yield from _system(tmp_path, cluster.url, workers=3, cluster=cluster)
+
+
+@pytest.fixture
+def sqlite_system(tmp_path: Path) -> Iterator[System]:
+    yield from _system(tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'flowdeck.db'}", workers=0)
+
+
+def _system(tmp_path: Path, database_url: str, workers: int, cluster: Cluster | None = None) -> Iterator[System]:
+    port = free_port()
+    env = _environment(database_url, port)
+    token = provision(env, "chaos@acme.test", "acme")
+    url = f"http://127.0.0.1:{port}"
+    serve = FlowdeckProcess("serve", ["serve"], env, tmp_path / "serve.log", health_url=f"{url}/api/health")
+    worker_processes = [
+        FlowdeckProcess(f"worker{i}", ["worker"], env, tmp_path / f"worker{i}.log") for i in range(1, workers + 1)
+    ]
+    system = System(url, database_url, serve, worker_processes, token, cluster)
+    try:
+        for process in [serve, *worker_processes]:
+            process.start()
+            system.processes.append(process)
+        for process in system.processes:
+            process.wait_ready()
+        yield system
+    finally:
+        for process in system.processes:  # always, whatever failed: no process outlives the suite
+            process.stop()
+
+
+@pytest.fixture
+async def api(request: pytest.FixtureRequest) -> AsyncIterator[tuple[System, Api]]:
+    system: System = request.getfixturevalue(request.param)
+    client = Api(system.url, system.token)
+    yield system, client
+    await client.close()
+
+
+class Workload:
+    """Starts runs (REST, or the webhook for the waiting workflow) and answers waiting runs' webhooks."""
+
+    def __init__(self, api: Api, watcher: Watcher, rng: random.Random) -> None:
+        self.api = api
+        self.watcher = watcher
+        self.rng = rng
+        self.ids: dict[str, str] = {}
+        self.started: list[str] = []
+        self.unanswered_starts = 0
+        self.resumed = 0
+
+    async def create(self) -> dict[str, dict[str, int]]:
+        """Saves the workflows; returns each one's in-degree per node (what its barriers must count)."""
+        graphs = {name: build() for name, build in workload.STANDALONE.items()}
+        for name, graph in graphs.items():
+            self.ids[name] = (await self.api.json("POST", "/api/workflows", graph, expect=201))["id"]
+        graphs["parent"] = workload.parent(self.ids["diamond"])
+        self.ids["parent"] = (await self.api.json("POST", "/api/workflows", graphs["parent"], expect=201))["id"]
+        degrees: dict[str, dict[str, int]] = {}
+        for name, graph in graphs.items():
+            counts = degrees.setdefault(self.ids[name], {})
+            for e in graph["edges"]:
+                counts[e["target"]] = counts.get(e["target"], 0) + 1
+        return degrees
+
+    async def start(self, name: str, run_input: dict[str, Any]) -> str | None:
+        workflow_id = self.ids[name]
+        try:
+            if name == "webhook":
+                response = await self.api.call("POST", f"/hooks/{workflow_id}", run_input)
+            else:
+                response = await self.api.call("POST", f"/api/workflows/{workflow_id}/runs", {"input": run_input})
+        except NoAnswerError:
+            self.unanswered_starts += 1  # maybe started, maybe not: the database decides, the checks read it
+            return None
+        assert response.status_code == 202, f"start {name}: {response.status_code} {response.text[:300]}"
+        run_id = str(response.json()["instanceId"])
+        self.started.append(run_id)
+        if len(self.started) % 4 == 1:
+            await self.watcher.follow(run_id)
+        return run_id
+
+    async def start_randomly(self, stop: asyncio.Event, gap: float) -> None:
+        while not stop.is_set():
+            name = self.rng.choice(sorted(self.ids))
+            await self.start(name, self.rng.choice(workload.INPUTS))
+            await asyncio.sleep(gap)
+
+    async def answer_webhooks(self, stop: asyncio.Event) -> None:
+        """The outside system a waiting run waits for: finds waiting runs through the API and resumes them."""
+        while not stop.is_set():
+            with contextlib.suppress(NoAnswerError):
+                await self._answer_waiting()
+            await asyncio.sleep(0.5)
+
+    async def _answer_waiting(self) -> None:
+        cursor: str | None = None
+        while True:
+            path = f"/api/runs?workflowId={self.ids['webhook']}&status=RUNNING&limit=200"
+            page = await self.api.json("GET", path + (f"&cursor={cursor}" if cursor else ""))
+            for item in page["items"]:
+                run = await self.api.json("GET", f"/api/runs/{item['instanceId']}")
+                waiting = (run["nodes"].get("hold") or {}).get("waitingFor")
+                if run["nodes"].get("hold", {}).get("status") == "WAITING" and waiting:
+                    answer = await self.api.call("POST", waiting["url"], workload.resume_body(run["input"]))
+                    assert answer.status_code in (200, 202, 409), f"resume: {answer.status_code} {answer.text[:300]}"
+                    self.resumed += answer.status_code != 409
+            if not (cursor := page["nextCursor"]):
+                return
+
+    async def read_along(self, stop: asyncio.Event) -> None:
+        """What people looking at runs do meanwhile: reads, each one counted."""
+        while not stop.is_set():
+            if self.started:
+                with contextlib.suppress(NoAnswerError):
+                    await self.api.call("GET", f"/api/runs/{self.rng.choice(self.started)}")
+            await asyncio.sleep(0.1)
+
+
+async def _until_finished(db: Database, bound: float) -> list[Any]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + bound
+    while True:
+        runs = await invariants.all_runs(db)
+        if not invariants.unfinished(runs) or loop.time() > deadline:
+            return runs
+        await asyncio.sleep(0.5)
+
+
+async def _chaos(system: System, api: Api, seconds: float, gap: tuple[float, float], start_gap: float) -> None:
+    rng = random.Random(SEED)
+    watcher = Watcher(system.url, system.token)
+    await watcher.connect()
+    runs_workload = Workload(api, watcher, rng)
+    degrees = await runs_workload.create()
+    db = Database(system.database_url)
+    stop_answering = asyncio.Event()
+    answerer = asyncio.create_task(runs_workload.answer_webhooks(stop_answering))
+    try:
+        # Every workflow with every input, without faults: what each run under faults must come to.
+        twins = [await runs_workload.start(name, i) for name in sorted(runs_workload.ids) for i in workload.INPUTS]
+        runs = await _until_finished(db, FINISH_BOUND)
+        twin_runs = [r for r in runs if r["id"] in twins]
+        assert [r["status"] for r in twin_runs] == ["COMPLETED"] * len(twins), invariants.not_completed(twin_runs)
+        baseline = {invariants.input_key(r["workflow_id"], r["input"]): r["output"] for r in runs}
+
+        faults = Faults(system.serve, system.workers, LEASE_SECONDS, system.cluster, rng)
+        stop = asyncio.Event()
+        load = [
+            asyncio.create_task(runs_workload.start_randomly(stop, start_gap)),
+            asyncio.create_task(runs_workload.read_along(stop)),
+        ]
+        try:
+            await faults.run(seconds, gap)
+        finally:
+            stop.set()
+            await faults.settle()
+            await asyncio.gather(*load)
+        runs = await _until_finished(db, FINISH_BOUND)
+        stop_answering.set()
+        await answerer
+        await watcher.settled()
+        await asyncio.sleep(1.0)  # the last updates of runs that just ended reach the browser
+        watched = {run_id: await api.eventually("GET", f"/api/runs/{run_id}") for run_id in list(watcher.messages)}
+        violations = {
+            "runs not terminal within the bound": invariants.unfinished(runs),
+            "runs that did not complete": invariants.not_completed(runs),
+            "nodes completed twice": await invariants.completed_twice(db),
+            "outputs unlike the run without faults": invariants.outputs_differ(runs, baseline),
+            "jobs, leases, barriers, loops or waits left": await invariants.leftovers(db, runs, degrees),
+            "browser events unlike the log": await invariants.browser_disagrees(db, watcher.messages, watched),
+            "5xx answers": api.server_errors,
+        }
+    finally:
+        stop_answering.set()
+        if not answerer.done():
+            answerer.cancel()
+        await watcher.close()
+        await db.dispose()
+    _report(system, seconds, faults, api, runs_workload, runs, watcher, violations)
+    assert not any(violations.values()), {k: v[:10] for k, v in violations.items() if v}
+
+
+def _report(
+    system: System,
+    seconds: float,
+    faults: Faults,
+    api: Api,
+    load: Workload,
+    runs: list[Any],
+    watcher: Watcher,
+    violations: dict[str, list[str]],
+) -> None:
+    backend = "PostgreSQL" if system.cluster else "SQLite"
+    statuses = invariants.count_by([r["status"] for r in runs])
+    print(f"\nchaos on {backend}: {seconds:.0f} s of faults, seed {SEED}")
+    print("  faults: " + (", ".join(f"{name} {n}" for name, n in sorted(faults.counts.items())) or "none"))
+    print(
+        f"  runs: {len(runs)} ({dict(statuses)}), {len(load.started)} started with an answer, "
+        f"{load.unanswered_starts} start requests unanswered, {load.resumed} webhook resumes"
+    )
+    print(f"  API answers: {dict(sorted(api.statuses.items()))}, {api.unreachable} calls while serve was down")
+    print(
+        f"  browser: {len(watcher.messages)} runs followed, {sum(map(len, watcher.messages.values()))} messages, "
+        f"{watcher.connects} connections"
+    )
+    for name, found in violations.items():
+        print(f"  {name}: {len(found)}" + (f" e.g. {found[0]}" if found else ""))
+
+
+LIMITS = {
+    "postgres_system": (SECONDS or 25.0, (1.0, 3.0), 0.3),
+    "sqlite_system": (SECONDS or 15.0, (4.0, 7.0), 0.3),
+}
+
+
+@pytest.mark.parametrize("api", ["postgres_system", "sqlite_system"], indirect=True)
+async def test_faults_lose_nothing(api: tuple[System, Api], request: pytest.FixtureRequest) -> None:
+    system, client = api
+    seconds, gap, start_gap = LIMITS[request.node.callspec.params["api"]]
+    await _chaos(system, client, seconds, gap, start_gap)
