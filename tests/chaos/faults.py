@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 import asyncpg
 
@@ -48,8 +50,8 @@ class Faults:
         while self._pending:
             await asyncio.gather(*list(self._pending))
 
-    def _later(self, coroutine: object) -> None:
-        task = asyncio.ensure_future(coroutine)  # type: ignore[arg-type]
+    def _later(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coroutine)
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 

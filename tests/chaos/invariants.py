@@ -110,11 +110,11 @@ async def browser_disagrees(
             )
             logged = {(r[0], r[1]): (r[2], (r[3] or {}).get("output")) for r in rows}
             run = api_runs[run_id]
-            problems += _fold_disagrees(run_id, received, logged, run)
+            problems += page_disagrees(run_id, received, logged, run)
     return problems
 
 
-def _fold_disagrees(
+def page_disagrees(
     run_id: str, received: list[tuple[str, dict[str, Any]]], logged: Mapping[tuple[str, str], Any], run: dict[str, Any]
 ) -> list[str]:
     problems = []
@@ -145,3 +145,11 @@ def _fold_disagrees(
 
 def count_by(values: list[str]) -> Counter[str]:
     return Counter(values)
+
+
+async def completions_of(db: Database, node_id: str) -> int:
+    query = sa.select(sa.func.count()).where(
+        instance_logs.c.event_type == "NODE_COMPLETED", instance_logs.c.node_id == node_id
+    )
+    async with db.read() as conn:
+        return int((await conn.execute(query)).scalar_one())

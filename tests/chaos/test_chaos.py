@@ -24,8 +24,10 @@ import pytest
 
 from flowdeck.storage.database import Database
 from tests.chaos import invariants, workload
-from tests.chaos.clients import Api, NoAnswerError, Watcher
+from tests.chaos.clients import Api, Watcher
+from tests.chaos.driver import Workload
 from tests.chaos.faults import Faults
+from tests.chaos.partner import Partner
 from tests.support.flowdeck_processes import FlowdeckProcess, free_port, provision
 from tests.support.postgres_cluster import Cluster, own_cluster
 
@@ -61,6 +63,7 @@ def _environment(database_url: str, port: int) -> dict[str, str]:
         "FLOWDECK_WORKER_CONCURRENCY": "8",
         "FLOWDECK_SERVE_WORKERS": "0",  # the three workers are started (and killed) by the suite itself
         "FLOWDECK_METRICS": "off",
+        "FLOWDECK_HTTP_ALLOW": "127.0.0.1",  # the partner service the http nodes call
     }
 
 
@@ -105,86 +108,6 @@ async def api(request: pytest.FixtureRequest) -> AsyncIterator[tuple[System, Api
     await client.close()
 
 
-class Workload:
-    """Starts runs (REST, or the webhook for the waiting workflow) and answers waiting runs' webhooks."""
-
-    def __init__(self, api: Api, watcher: Watcher, rng: random.Random) -> None:
-        self.api = api
-        self.watcher = watcher
-        self.rng = rng
-        self.ids: dict[str, str] = {}
-        self.started: list[str] = []
-        self.unanswered_starts = 0
-        self.resumed = 0
-
-    async def create(self) -> dict[str, dict[str, int]]:
-        """Saves the workflows; returns each one's in-degree per node (what its barriers must count)."""
-        graphs = {name: build() for name, build in workload.STANDALONE.items()}
-        for name, graph in graphs.items():
-            self.ids[name] = (await self.api.json("POST", "/api/workflows", graph, expect=201))["id"]
-        graphs["parent"] = workload.parent(self.ids["diamond"])
-        self.ids["parent"] = (await self.api.json("POST", "/api/workflows", graphs["parent"], expect=201))["id"]
-        degrees: dict[str, dict[str, int]] = {}
-        for name, graph in graphs.items():
-            counts = degrees.setdefault(self.ids[name], {})
-            for e in graph["edges"]:
-                counts[e["target"]] = counts.get(e["target"], 0) + 1
-        return degrees
-
-    async def start(self, name: str, run_input: dict[str, Any]) -> str | None:
-        workflow_id = self.ids[name]
-        try:
-            if name == "webhook":
-                response = await self.api.call("POST", f"/hooks/{workflow_id}", run_input)
-            else:
-                response = await self.api.call("POST", f"/api/workflows/{workflow_id}/runs", {"input": run_input})
-        except NoAnswerError:
-            self.unanswered_starts += 1  # maybe started, maybe not: the database decides, the checks read it
-            return None
-        assert response.status_code == 202, f"start {name}: {response.status_code} {response.text[:300]}"
-        run_id = str(response.json()["instanceId"])
-        self.started.append(run_id)
-        if len(self.started) % 4 == 1:
-            await self.watcher.follow(run_id)
-        return run_id
-
-    async def start_randomly(self, stop: asyncio.Event, gap: float) -> None:
-        while not stop.is_set():
-            name = self.rng.choice(sorted(self.ids))
-            await self.start(name, self.rng.choice(workload.INPUTS))
-            await asyncio.sleep(gap)
-
-    async def answer_webhooks(self, stop: asyncio.Event) -> None:
-        """The outside system a waiting run waits for: finds waiting runs through the API and resumes them."""
-        while not stop.is_set():
-            with contextlib.suppress(NoAnswerError):
-                await self._answer_waiting()
-            await asyncio.sleep(0.5)
-
-    async def _answer_waiting(self) -> None:
-        cursor: str | None = None
-        while True:
-            path = f"/api/runs?workflowId={self.ids['webhook']}&status=RUNNING&limit=200"
-            page = await self.api.json("GET", path + (f"&cursor={cursor}" if cursor else ""))
-            for item in page["items"]:
-                run = await self.api.json("GET", f"/api/runs/{item['instanceId']}")
-                waiting = (run["nodes"].get("hold") or {}).get("waitingFor")
-                if run["nodes"].get("hold", {}).get("status") == "WAITING" and waiting:
-                    answer = await self.api.call("POST", waiting["url"], workload.resume_body(run["input"]))
-                    assert answer.status_code in (200, 202, 409), f"resume: {answer.status_code} {answer.text[:300]}"
-                    self.resumed += answer.status_code != 409
-            if not (cursor := page["nextCursor"]):
-                return
-
-    async def read_along(self, stop: asyncio.Event) -> None:
-        """What people looking at runs do meanwhile: reads, each one counted."""
-        while not stop.is_set():
-            if self.started:
-                with contextlib.suppress(NoAnswerError):
-                    await self.api.call("GET", f"/api/runs/{self.rng.choice(self.started)}")
-            await asyncio.sleep(0.1)
-
-
 async def _until_finished(db: Database, bound: float) -> list[Any]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + bound
@@ -195,18 +118,33 @@ async def _until_finished(db: Database, bound: float) -> list[Any]:
         await asyncio.sleep(0.5)
 
 
-async def _chaos(system: System, api: Api, seconds: float, gap: tuple[float, float], start_gap: float) -> None:
+@dataclass(frozen=True)
+class Plan:
+    seconds: float
+    fault_gap: tuple[float, float]
+    """Seconds between two faults (uniformly drawn)."""
+    start_gap: float
+    """Seconds between two runs started."""
+
+
+async def _chaos(system: System, api: Api, plan: Plan) -> None:
     rng = random.Random(SEED)
-    watcher = Watcher(system.url, system.token)
-    await watcher.connect()
-    runs_workload = Workload(api, watcher, rng)
-    degrees = await runs_workload.create()
-    db = Database(system.database_url)
-    stop_answering = asyncio.Event()
-    answerer = asyncio.create_task(runs_workload.answer_webhooks(stop_answering))
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        partner = await stack.enter_async_context(Partner().serving())
+        watcher = Watcher(system.url, system.token)
+        await watcher.connect()
+        stack.push_async_callback(watcher.close)
+        db = Database(system.database_url)
+        stack.push_async_callback(db.dispose)
+        driver = Workload(api, watcher, rng, partner)
+        degrees = await driver.create()
+        stop_answering = asyncio.Event()
+        answerer = asyncio.create_task(driver.answer_webhooks(stop_answering))
+        stack.callback(answerer.cancel)
+        stack.callback(stop_answering.set)
+
         # Every workflow with every input, without faults: what each run under faults must come to.
-        twins = [await runs_workload.start(name, i) for name in sorted(runs_workload.ids) for i in workload.INPUTS]
+        twins = [await driver.start(name, i) for name in sorted(driver.ids) for i in workload.INPUTS]
         runs = await _until_finished(db, FINISH_BOUND)
         twin_runs = [r for r in runs if r["id"] in twins]
         assert [r["status"] for r in twin_runs] == ["COMPLETED"] * len(twins), invariants.not_completed(twin_runs)
@@ -215,11 +153,11 @@ async def _chaos(system: System, api: Api, seconds: float, gap: tuple[float, flo
         faults = Faults(system.serve, system.workers, LEASE_SECONDS, system.cluster, rng)
         stop = asyncio.Event()
         load = [
-            asyncio.create_task(runs_workload.start_randomly(stop, start_gap)),
-            asyncio.create_task(runs_workload.read_along(stop)),
+            asyncio.create_task(driver.start_randomly(stop, plan.start_gap)),
+            asyncio.create_task(driver.read_along(stop)),
         ]
         try:
-            await faults.run(seconds, gap)
+            await faults.run(plan.seconds, plan.fault_gap)
         finally:
             stop.set()
             await faults.settle()
@@ -239,19 +177,18 @@ async def _chaos(system: System, api: Api, seconds: float, gap: tuple[float, flo
             "browser events unlike the log": await invariants.browser_disagrees(db, watcher.messages, watched),
             "5xx answers": api.server_errors,
         }
-    finally:
-        stop_answering.set()
-        if not answerer.done():
-            answerer.cancel()
-        await watcher.close()
-        await db.dispose()
-    _report(system, seconds, faults, api, runs_workload, runs, watcher, violations)
+        http_nodes = await invariants.completions_of(db, "d")
+        _report(system, plan, faults, api, driver, runs, watcher, violations)
+        print(
+            f"  partner: {partner.calls} calls for {http_nodes} http nodes completed "
+            "(a worker lost mid-request makes the call again)"
+        )
     assert not any(violations.values()), {k: v[:10] for k, v in violations.items() if v}
 
 
 def _report(
     system: System,
-    seconds: float,
+    plan: Plan,
     faults: Faults,
     api: Api,
     load: Workload,
@@ -261,7 +198,7 @@ def _report(
 ) -> None:
     backend = "PostgreSQL" if system.cluster else "SQLite"
     statuses = invariants.count_by([r["status"] for r in runs])
-    print(f"\nchaos on {backend}: {seconds:.0f} s of faults, seed {SEED}")
+    print(f"\nchaos on {backend}: {plan.seconds:.0f} s of faults, seed {SEED}")
     print("  faults: " + (", ".join(f"{name} {n}" for name, n in sorted(faults.counts.items())) or "none"))
     print(
         f"  runs: {len(runs)} ({dict(statuses)}), {len(load.started)} started with an answer, "
@@ -276,14 +213,13 @@ def _report(
         print(f"  {name}: {len(found)}" + (f" e.g. {found[0]}" if found else ""))
 
 
-LIMITS = {
-    "postgres_system": (SECONDS or 25.0, (1.0, 3.0), 0.3),
-    "sqlite_system": (SECONDS or 15.0, (4.0, 7.0), 0.3),
+PLANS = {
+    "postgres_system": Plan(SECONDS or 25.0, fault_gap=(1.0, 3.0), start_gap=0.3),
+    "sqlite_system": Plan(SECONDS or 15.0, fault_gap=(4.0, 7.0), start_gap=0.3),
 }
 
 
 @pytest.mark.parametrize("api", ["postgres_system", "sqlite_system"], indirect=True)
 async def test_faults_lose_nothing(api: tuple[System, Api], request: pytest.FixtureRequest) -> None:
     system, client = api
-    seconds, gap, start_gap = LIMITS[request.node.callspec.params["api"]]
-    await _chaos(system, client, seconds, gap, start_gap)
+    await _chaos(system, client, PLANS[request.node.callspec.params["api"]])

@@ -1,6 +1,7 @@
 """The chaos suite's mixed workload: six saved workflows (a diamond, a loop, retries into an error edge, a delay
 and a condition, a sub-workflow call, a webhook-started run that waits for a webhook resume), each run with
-inputs from a small set, so every run under faults has a twin run without faults to compare outputs with."""
+inputs from a small set, so every run under faults has a twin run without faults to compare outputs with. The
+diamond's ``http`` node calls a slow partner service, so faults often hit a node while it is in flight."""
 
 from __future__ import annotations
 
@@ -17,18 +18,20 @@ def _set(node_id: str, **fields: str) -> dict[str, Any]:
     return node(node_id, "set", config={"fields": [{"name": k, "value": v} for k, v in fields.items()]})
 
 
-def diamond() -> dict[str, Any]:
+def diamond(partner_url: str) -> dict[str, Any]:
     square = node("c", "python", config={"code": "return {'z': ctx['input']['n'] ** 2}"})
+    slow = node("d", "http", config={"url": partner_url + "/slow", "query": {"n": "{{ ctx.input.n }}"}})
     nodes = [
         node("start", "start"),
         _set("a", x="{{ ctx.input.n * 2 }}"),
         _set("b", y="{{ ctx.input.n + 1 }}"),
         square,
-        _set("join", total="{{ ctx.a.x + ctx.b.y + ctx.c.z }}"),
+        slow,
+        _set("join", total="{{ ctx.a.x + ctx.b.y + ctx.c.z + ctx.d.body.value }}"),
         end(params={"total": "{{ ctx.join.total }}"}),
     ]
-    edges = [edge("start", t, "default") for t in "abc"]
-    edges += [edge(s, "join", "success") for s in "abc"] + [edge("join", "end", "success")]
+    edges = [edge("start", t, "default") for t in "abcd"]
+    edges += [edge(s, "join", "success") for s in "abcd"] + [edge("join", "end", "success")]
     return definition(nodes, edges, timeoutSeconds=LONG) | {"title": "chaos diamond"}
 
 
@@ -116,11 +119,14 @@ def resume_body(run_input: dict[str, Any]) -> dict[str, Any]:
     return {"answer": run_input["n"] * 7}
 
 
-STANDALONE: dict[str, Callable[[], dict[str, Any]]] = {
-    "diamond": diamond,
+def standalone(partner_url: str) -> dict[str, dict[str, Any]]:
+    """The workflows that need no other; ``parent`` calls the diamond, whose ``http`` node calls the partner."""
+    return {name: build() for name, build in _STANDALONE.items()} | {"diamond": diamond(partner_url)}
+
+
+_STANDALONE: dict[str, Callable[[], dict[str, Any]]] = {
     "loop": loop,
     "retries": retries,
     "delay": delay,
     "webhook": webhook,
 }
-"""The workflows that need no other; ``parent`` calls the diamond."""
