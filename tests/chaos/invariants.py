@@ -34,8 +34,13 @@ def unfinished(runs: list[Mapping[str, Any]]) -> list[str]:
 
 
 async def completed_twice(db: Database) -> list[str]:
-    """No node of a run (per loop iteration) completed twice, whatever the attempts, takeovers and zombies."""
-    key = (instance_logs.c.instance_id, instance_logs.c.node_id, instance_logs.c.iteration)
+    """No attempt of a node (per loop iteration) completed twice, whatever the takeovers and zombies."""
+    key = (
+        instance_logs.c.instance_id,
+        instance_logs.c.node_id,
+        instance_logs.c.iteration,
+        instance_logs.c.node_attempt,
+    )
     query = (
         sa.select(*key, sa.func.count())
         .where(instance_logs.c.event_type == "NODE_COMPLETED")
@@ -44,7 +49,48 @@ async def completed_twice(db: Database) -> list[str]:
     )
     async with db.read() as conn:
         rows = (await conn.execute(query)).all()
-    return [f"run {r[0]}: node {r[1]} iteration {r[2]!r} completed {r[3]} times" for r in rows]
+    return [f"run {r[0]}: node {r[1]} iteration {r[2]!r} attempt {r[3]} completed {r[4]} times" for r in rows]
+
+
+async def counted_completions(db: Database) -> dict[tuple[str, str, str], tuple[int, Any]]:
+    """(run, node, iteration) -> (attempt, output) of the completion that counts: the newest attempt's. An
+    older attempt's is a zombie's late result, recorded and used nowhere (storage/log_fold.py ``superseded``)."""
+    logs = instance_logs.c
+    query = sa.select(logs.instance_id, logs.node_id, logs.iteration, logs.node_attempt, logs.payload).where(
+        logs.event_type == "NODE_COMPLETED"
+    )
+    counted: dict[tuple[str, str, str], tuple[int, Any]] = {}
+    async with db.read() as conn:
+        for run_id, node_id, iteration, attempt, payload in await conn.execute(query):
+            key = (run_id, node_id, iteration)
+            if key not in counted or attempt > counted[key][0]:
+                counted[key] = (attempt, (payload or {}).get("output"))
+    return counted
+
+
+async def late_results(db: Database) -> int:
+    """How many completions a newer attempt replaced (a worker that woke up after its node was taken over)."""
+    query = sa.select(sa.func.count()).where(instance_logs.c.event_type == "NODE_COMPLETED")
+    async with db.read() as conn:
+        rows = int((await conn.execute(query)).scalar_one())
+    return rows - len(await counted_completions(db))
+
+
+def tickets_disagree(
+    runs: list[Mapping[str, Any]], counted: Mapping[tuple[str, str, str], tuple[int, Any]], workflow_id: str
+) -> list[str]:
+    """The diamond's ``http`` node gets a new ticket on every call, so a node taken over has two outputs: the
+    run must go on with, and end showing, the ticket of the completion that counts (never a zombie's)."""
+    problems = []
+    for r in runs:
+        if r["status"] == "COMPLETED" and r["workflow_id"] == workflow_id:
+            attempt, output = counted[(r["id"], "d", "")]
+            if r["output"]["ticket"] != output["body"]["ticket"]:
+                problems.append(
+                    f"run {r['id']}: output ticket {r['output']['ticket']}, node d's (attempt {attempt}) "
+                    f"{output['body']['ticket']}"
+                )
+    return problems
 
 
 async def leftovers(
@@ -84,9 +130,18 @@ def outputs_differ(runs: list[Mapping[str, Any]], baseline: Mapping[tuple[str | 
         key = input_key(r["workflow_id"], r["input"])
         if key not in baseline:
             problems.append(f"run {r['id']}: no run without faults of workflow {key[0]} with input {key[1]}")
-        elif r["output"] != baseline[key]:
+        elif without_tickets(r["output"]) != without_tickets(baseline[key]):
             problems.append(f"run {r['id']}: output {r['output']!r} but {baseline[key]!r} without faults")
     return problems
+
+
+def without_tickets(value: Any) -> Any:
+    """An output without the partner's tickets (new on every call, so unlike any other run's by design)."""
+    if isinstance(value, dict):
+        return {k: without_tickets(v) for k, v in value.items() if k != "ticket"}
+    if isinstance(value, list):
+        return [without_tickets(v) for v in value]
+    return value
 
 
 def not_completed(runs: list[Mapping[str, Any]]) -> list[str]:
@@ -94,23 +149,19 @@ def not_completed(runs: list[Mapping[str, Any]]) -> list[str]:
     return [f"run {r['id']} {r['status']}: {r['error']}" for r in runs if r["status"] in {"FAILED", "CANCELLED"}]
 
 
-async def browser_disagrees(
-    db: Database, messages: Mapping[str, list[tuple[str, dict[str, Any]]]], api_runs: Mapping[str, dict[str, Any]]
+def browser_disagrees(
+    messages: Mapping[str, list[tuple[str, dict[str, Any]]]],
+    api_runs: Mapping[str, dict[str, Any]],
+    counted: Mapping[tuple[str, str, str], tuple[int, Any]],
 ) -> list[str]:
-    """What a browser on a run's page was sent agrees with the log: each COMPLETED node update names an attempt
-    that completed with that output; each final run status says what the run ended as; and the page, folded from
-    its snapshots and updates in arrival order, ends showing what the API shows."""
+    """What a browser on a run's page was sent agrees with the log: each COMPLETED node update is the
+    completion that counts (its attempt, its output: never a zombie's late one); each final run status says
+    what the run ended as; and the page, folded from its snapshots and updates in arrival order, ends showing
+    what the API shows."""
     problems: list[str] = []
-    async with db.read() as conn:
-        for run_id, received in messages.items():
-            rows = await conn.execute(
-                sa.select(instance_logs.c.node_id, instance_logs.c.iteration, instance_logs.c.node_attempt)
-                .add_columns(instance_logs.c.payload)
-                .where(instance_logs.c.instance_id == run_id, instance_logs.c.event_type == "NODE_COMPLETED")
-            )
-            logged = {(r[0], r[1]): (r[2], (r[3] or {}).get("output")) for r in rows}
-            run = api_runs[run_id]
-            problems += page_disagrees(run_id, received, logged, run)
+    for run_id, received in messages.items():
+        logged = {(node, iteration): found for (run, node, iteration), found in counted.items() if run == run_id}
+        problems += page_disagrees(run_id, received, logged, api_runs[run_id])
     return problems
 
 
@@ -119,11 +170,11 @@ def page_disagrees(
 ) -> list[str]:
     problems = []
     status: str | None = None
-    nodes: dict[str, str] = {}
+    nodes: dict[tuple[str, str], str] = {}
     for event, data in received:
         if event == "workflow_run_snapshot":
             status = data["status"]
-            nodes = {node_id: state["status"] for node_id, state in data["nodes"].items()}
+            nodes = shown_statuses(data["nodes"])
         elif event == "workflow_status_update":
             status = data["status"]
             if status in TERMINAL and (status, data["output"]) != (run["status"], run["output"]):
@@ -135,12 +186,27 @@ def page_disagrees(
                 problems.append(
                     f"run {run_id}: the browser saw {where} complete as {data!r}, the log {logged.get(where)!r}"
                 )
-            if data["iteration"] == "":
-                nodes[data["nodeID"]] = data["status"]
-    shown = {node_id: state["status"] for node_id, state in run["nodes"].items()}
-    if status != run["status"] or nodes != shown:
-        problems.append(f"run {run_id}: the page ends showing {status} {nodes}, the API {run['status']} {shown}")
+            nodes[where] = data["status"]
+    api = shown_statuses(run["nodes"])
+    if status != run["status"]:
+        problems.append(f"run {run_id}: the page ends showing the run {status}, the API {run['status']}")
+    for where in sorted(set(nodes) | set(api)):
+        if where in api and nodes.get(where) != api[where]:
+            problems.append(f"run {run_id}: the page ends showing {where} {nodes.get(where)}, the API {api[where]}")
     return problems
+
+
+def shown_statuses(nodes: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """(node, iteration) -> status, from a snapshot's or the API's ``nodes``: a loop body node by iteration
+    (its own status the page derives from them, so it is not compared), every other node as itself."""
+    shown: dict[tuple[str, str], str] = {}
+    for node_id, state in nodes.items():
+        iterations = state.get("iterations") or {}
+        if not iterations:
+            shown[(node_id, "")] = state["status"]
+        for iteration, view in iterations.items():
+            shown[(node_id, iteration)] = view["status"]
+    return shown
 
 
 def count_by(values: list[str]) -> Counter[str]:

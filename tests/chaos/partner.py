@@ -1,9 +1,11 @@
 """A slow outside service the workload's ``http`` nodes call: it answers after a moment, so faults often hit a
-node while its request is in flight (a worker killed or frozen mid-node), and it counts the calls it got."""
+node while its request is in flight (a worker killed or frozen mid-node), and it counts the calls it got. Each
+answer carries a new ticket, as a payment provider's would: a node called twice has two different outputs."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -20,7 +22,7 @@ class Partner:
     async def _slow(self, request: web.Request) -> web.Response:
         self.calls += 1
         await asyncio.sleep(ANSWER_AFTER)
-        return web.json_response({"value": int(request.query["n"]) * 3})
+        return web.json_response({"value": int(request.query["n"]) * 3, "ticket": uuid.uuid4().hex})
 
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[Partner]:

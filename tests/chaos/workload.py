@@ -28,7 +28,7 @@ def diamond(partner_url: str) -> dict[str, Any]:
         square,
         slow,
         _set("join", total="{{ ctx.a.x + ctx.b.y + ctx.c.z + ctx.d.body.value }}"),
-        end(params={"total": "{{ ctx.join.total }}"}),
+        end(params={"total": "{{ ctx.join.total }}", "ticket": "{{ ctx.d.body.ticket }}"}),
     ]
     edges = [edge("start", t, "default") for t in "abcd"]
     edges += [edge(s, "join", "success") for s in "abcd"] + [edge("join", "end", "success")]
