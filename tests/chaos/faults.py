@@ -1,6 +1,7 @@
 """Random faults, counted: a worker or serve killed (SIGKILL to its process group, started again a moment
 later), a worker frozen past its lease and woken (a zombie that comes back with stale work), PostgreSQL
-cutting Flowdeck's connections (``pg_terminate_backend``), PostgreSQL restarted."""
+cutting Flowdeck's connections (``pg_terminate_backend``), PostgreSQL restarted. On SQLite: serve killed, or
+frozen past its leases and woken."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class Faults:
     def choices(self) -> dict[str, int]:
         """Fault -> weight. SQLite has one process (serve) and no server to cut or restart."""
         if self.cluster is None:
-            return {"kill_serve": 1}
+            return {"kill_serve": 2, "zombie_serve": 1}
         return {"kill_worker": 3, "zombie_worker": 2, "terminate_backends": 3, "kill_serve": 1, "restart_postgres": 1}
 
     async def run(self, seconds: float, gap: tuple[float, float]) -> None:
@@ -89,16 +90,26 @@ class Faults:
 
     async def zombie_worker(self) -> None:
         if (worker := self._idle_worker()) is not None:
-            worker.freeze()
-            self._busy.add(worker.name)
+            self._freeze(worker)
             self.counts["worker SIGSTOP past its lease, then SIGCONT"] += 1
 
-            async def wake() -> None:
-                await asyncio.sleep(self.lease_seconds + self.rng.uniform(1.0, 3.0))
-                worker.thaw()
-                self._busy.discard(worker.name)
+    async def zombie_serve(self) -> None:
+        """SQLite's one process frozen past its leases: woken, it takes its own nodes over while the frozen
+        attempts finish and report late, the zombie case a single process can meet (a long pause)."""
+        if self.serve.alive and self.serve.name not in self._busy:
+            self._freeze(self.serve)
+            self.counts["serve SIGSTOP past its lease, then SIGCONT"] += 1
 
-            self._later(wake())
+    def _freeze(self, process: FlowdeckProcess) -> None:
+        process.freeze()
+        self._busy.add(process.name)
+
+        async def wake() -> None:
+            await asyncio.sleep(self.lease_seconds + self.rng.uniform(1.0, 3.0))
+            process.thaw()
+            self._busy.discard(process.name)
+
+        self._later(wake())
 
     async def terminate_backends(self) -> None:
         assert self.cluster is not None
