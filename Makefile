@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck unit openapi-viewer frontend frontend-lint frontend-test api-types check-api-types e2e chromium bench clean
+.PHONY: run test lint typecheck unit openapi-viewer frontend frontend-lint frontend-test api-types check-api-types e2e chromium bench chaos clean
 
 # The editor (frontend/) is built by Vite into static/, which `flowdeck serve` serves at /.
 # It is rebuilt only when a source is newer than static/index.html; node_modules is reinstalled
@@ -92,6 +92,12 @@ unit: $(STAMP) openapi-viewer
 
 bench: $(STAMP)
 	$(BIN)/flowdeck bench
+
+# The chaos suite (tests/chaos, docs/operations.md "The chaos suite"): MINUTES of random faults on PostgreSQL, then
+# as long on SQLite, every invariant checked after each. `make test` runs a short version (25 s and 15 s of faults).
+MINUTES ?= 5
+chaos: $(STAMP)
+	FLOWDECK_CHAOS_SECONDS=$$(( $(MINUTES) * 60 )) $(BIN)/pytest tests/chaos -s -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache frontend/node_modules static e2e/screenshots

@@ -7,9 +7,15 @@ from __future__ import annotations
 
 import asyncio
 
+import sqlalchemy as sa
+
+from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.publisher import RunUpdate
 from flowdeck.storage.database import Database
+from flowdeck.storage.records import Job
 from flowdeck.storage.run_queries import RunQueries
+from flowdeck.storage.tables import node_jobs
 from tests.support.clock import FakeClock
 from tests.support.graphs import definition, edge, end, linear, node
 from tests.support.handlers import make_test_registry
@@ -56,6 +62,123 @@ async def test_a_stale_holders_result_is_late_and_starts_nothing(db: Database) -
     assert s1.attempt_in_retry == 1  # a takeover spends no attempt of the retry budget ("attempt 1 of 3")
     assert s1.output == {"node": "s1", "attempt": 2}  # the accepted result, not the stale one
     assert result.nodes["s2"].worker_id == "rescuer"  # the chain went on with the holder
+
+
+async def _finish(engine: Engine, worker: str) -> None:
+    """Run every job that is due until none is left (no clock moves: nothing waits on a timer here)."""
+    while jobs := await engine.state.claim_jobs(worker, 10, LEASE):
+        for job in jobs:
+            follow: Job | None = job
+            while follow is not None:
+                outcome, _ = await engine.executor.run(follow)
+                follow = await engine.orchestrator.handle_result(follow, outcome, claim_for=worker)
+
+
+async def test_a_stale_result_logged_after_the_takeovers_changes_no_later_nodes_context(db: Database) -> None:
+    """Found by the chaos suite: a worker frozen past its lease woke up after the worker that took its node
+    over had finished it, and its late NODE_COMPLETED row, last in the log, became the output every node
+    whose context was folded after it saw (a join, an end, a loop's results), while the nodes started at
+    once saw the holder's. The output that counts is the holder's, wherever the late row lands."""
+    clock = FakeClock()
+    engine = await _engine(db, clock)
+    tenant_id = await engine.tenants.ensure("acme")
+    graph = definition(
+        [node("start", "start"), node("s1"), node("s2"), end(params={"seen": "{{ ctx.s1.attempt }}"})],
+        [edge("start", "s1"), edge("s1", "s2"), edge("s2", "end")],
+    )
+    instance_id = await start(engine, tenant_id, graph)
+    [first] = await engine.state.claim_jobs("w0", 1, LEASE)
+    outcome, _ = await engine.executor.run(first)
+    assert await engine.orchestrator.handle_result(first, outcome) is None  # s1 is queued
+    [paused] = await engine.state.claim_jobs("paused", 1, LEASE)
+    stale_outcome, _ = await engine.executor.run(paused)  # it ran, then froze before reporting
+    clock.advance(LEASE + 1)
+    [taken] = await engine.state.claim_jobs("rescuer", 1, LEASE)
+    outcome, _ = await engine.executor.run(taken)
+    assert await engine.orchestrator.handle_result(taken, outcome) is None  # s2 is queued, not yet run
+    with engine.publisher.subscribe(instance_id) as watched:
+        assert await engine.orchestrator.handle_result(paused, stale_outcome, claim_for="paused") is None  # late
+        marker = RunUpdate(instance_id, RunStatus.RUNNING, -1.0)
+        engine.publisher.publish([marker])  # anything the late result published arrives before it
+        shown = []
+        while (update := await asyncio.wait_for(watched.get(), timeout=5)) is not marker:
+            shown.append(update)
+    assert shown == []  # a browser is not told s1 completed again, with the stale output
+
+    await _finish(engine, "rescuer")
+    result = await read_outcome(engine, instance_id)
+    assert [r.node_attempt for r in result.rows if r.event_type == "NODE_COMPLETED" and r.node_id == "s1"] == [2, 1]
+    assert result.run.status.value == "COMPLETED"
+    assert result.run.output == {"seen": 2}  # the holder's output, as s2 saw it and the run page shows it
+    assert result.nodes["s1"].output == {"node": "s1", "attempt": 2}
+
+
+async def test_a_stale_result_never_removes_the_job_that_took_its_id(db: Database) -> None:
+    """Found by the chaos suite: SQLite gives a deleted row's id to the next row inserted, so the successor's
+    job often has the id of the job a stale holder still names, at the same attempt 1. The stale result
+    removed it as its own, and the run completed without running the successor."""
+    clock = FakeClock()
+    engine = await _engine(db, clock)
+    tenant_id = await engine.tenants.ensure("acme")
+    instance_id = await start(engine, tenant_id, linear(2))
+    [first] = await engine.state.claim_jobs("w0", 1, LEASE)
+    outcome, _ = await engine.executor.run(first)
+    assert await engine.orchestrator.handle_result(first, outcome) is None
+    [paused] = await engine.state.claim_jobs("paused", 1, LEASE)
+    stale_outcome, _ = await engine.executor.run(paused)
+    clock.advance(LEASE + 1)
+    [taken] = await engine.state.claim_jobs("rescuer", 1, LEASE)
+    outcome, _ = await engine.executor.run(taken)
+    assert await engine.orchestrator.handle_result(taken, outcome) is None  # s2's job is queued
+    async with db.read() as conn:
+        [(s2_job_id,)] = (await conn.execute(sa.select(node_jobs.c.id).where(node_jobs.c.node_id == "s2"))).all()
+    if db.is_sqlite:
+        assert s2_job_id == paused.id  # the case: the id the stale holder names is now s2's job's
+    assert await engine.orchestrator.handle_result(paused, stale_outcome, claim_for="paused") is None
+    async with db.read() as conn:
+        left = (await conn.execute(sa.select(node_jobs.c.node_id, node_jobs.c.attempt))).all()
+    assert left == [("s2", 1)]
+    assert (await read_outcome(engine, instance_id)).run.status.value == "RUNNING"
+    await _finish(engine, "rescuer")
+    result = await read_outcome(engine, instance_id)
+    assert result.run.status.value == "COMPLETED"
+    assert result.count("NODE_COMPLETED", "s2") == 1
+
+
+async def test_a_stale_iteration_result_changes_no_loop_output(db: Database) -> None:
+    """The same for a loop body's sink: the loop's ``items`` are the holders' results."""
+    clock = FakeClock()
+    engine = await _engine(db, clock)
+    tenant_id = await engine.tenants.ensure("acme")
+    graph = definition(
+        [
+            node("start", "start"),
+            node("each", "loop", config={"items": [1, 2], "concurrency": 2}),
+            node("body"),
+            end(params={"items": "{{ ctx.each.items }}"}),
+        ],
+        [edge("start", "each"), edge("each", "body", "loop"), edge("each", "end", "done")],
+    )
+    instance_id = await start(engine, tenant_id, graph)
+    for _ in range(2):  # start, then the loop (which queues both iterations)
+        [job] = await engine.state.claim_jobs("w0", 1, LEASE)
+        outcome, _ = await engine.executor.run(job)
+        assert await engine.orchestrator.handle_result(job, outcome) is None
+    paused = await engine.state.claim_jobs("paused", 2, LEASE)
+    assert sorted(j.iteration for j in paused) == ["0", "1"]
+    stale = {j.iteration: (j, (await engine.executor.run(j))[0]) for j in paused}  # ran, then froze
+    clock.advance(LEASE + 1)
+    taken = {j.iteration: j for j in await engine.state.claim_jobs("rescuer", 2, LEASE)}
+    outcome, _ = await engine.executor.run(taken["0"])
+    assert await engine.orchestrator.handle_result(taken["0"], outcome) is None  # iteration 0 done, 1 runs
+    job, late = stale["0"]
+    assert await engine.orchestrator.handle_result(job, late, claim_for="paused") is None  # late, after it
+    outcome, _ = await engine.executor.run(taken["1"])
+    assert await engine.orchestrator.handle_result(taken["1"], outcome) is None
+    await _finish(engine, "rescuer")
+    result = await read_outcome(engine, instance_id)
+    assert result.run.status.value == "COMPLETED"
+    assert result.run.output == {"items": [{"node": "body", "attempt": 2}] * 2}
 
 
 async def test_the_run_view_and_timeline_show_who_holds_each_attempt(db: Database) -> None:

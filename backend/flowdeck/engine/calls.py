@@ -75,7 +75,7 @@ async def record_call(
     if await tx.log_event(row) is None:
         raise DuplicateDeliveryError
     until = tx.now + decision.graph.timeout_seconds(job.node_id)
-    if not await tx.jobs.park(job.id, job.attempt, until):
+    if not await tx.jobs.park(job, until):
         raise DuplicateDeliveryError  # a newer attempt took the node over: this one calls nothing
     opened = Effects(tx.now)
     _, started = await open_run(

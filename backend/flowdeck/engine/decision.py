@@ -96,15 +96,17 @@ class Decision:
             payload=completed_payload(outcome, end=node.type == "end"),
             node_attempt=job.attempt,
         )
-        logged, job_removed = await self.tx.record_result(event, job.id, job.attempt)
+        logged, job_removed = await self.tx.record_result(event, job)
         if not logged:
             await self._charge(job.instance_id, -charge)  # nothing was written: a batch goes on without it
             raise DuplicateDeliveryError
         if outcome.labels:
             await write_labels(self.tx.conn, job.instance_id, outcome.labels)
+        if not job_removed:
+            return None  # a late result of a replaced attempt: recorded, shown nowhere (log_fold.superseded)
         self.effects.node(job_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
-        if not job_removed or status is not RunStatus.RUNNING:
-            return None  # a late result (run failed/cancelled, or a newer attempt exists): recorded, starts nothing
+        if status is not RunStatus.RUNNING:
+            return None  # a late result (the run failed or was cancelled): recorded, starts nothing
         claimed = await self.advance(job.iteration, [(job.node_id, outcome.handle)], outcome.queue_delay, claim=True)
         closing = self.graph.closes_iteration(job.node_id)
         settled = await self.settle(
@@ -145,13 +147,15 @@ class Decision:
             raise DuplicateDeliveryError
         key = job_key(job)
         if will_retry:
-            if await tx.jobs.reschedule(job.id, job.attempt, delay):
+            if await tx.jobs.reschedule(job, delay):
                 self.effects.node(
                     key, NodeStatus.RETRYING, job.attempt, error=outcome.message, next_attempt_at=tx.now + delay
                 )
                 self.effects.wake_at.append(tx.now + delay)
             return None
-        if not await tx.jobs.delete(job.id, job.attempt) or status is not RunStatus.RUNNING:
+        if not await tx.jobs.delete(job):
+            return None  # a late failure of a replaced attempt: recorded, shown nowhere
+        if status is not RunStatus.RUNNING:
             self.effects.node(key, NodeStatus.FAILED, job.attempt, error=outcome.message)
             return None
         node = graph.node(node_id)
@@ -365,7 +369,7 @@ class Decision:
     async def start_loop(self, job: Job, items: list[Any], status: RunStatus) -> Job | None:
         """Expand a loop: one scope per item with its ``ctx.loop`` row, the first iterations started."""
         tx, plan = self.tx, self.plan
-        if not await tx.jobs.delete(job.id, job.attempt):
+        if not await tx.jobs.delete(job):
             raise DuplicateDeliveryError  # expanded before, or taken over: nothing is written, not even its charge
         if status is not RunStatus.RUNNING:
             return None

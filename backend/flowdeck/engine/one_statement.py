@@ -164,7 +164,7 @@ class OneStatementSteps:
             return False
         versions.remember(job.instance_id, known + 1)
         effects = Effects(step.now)
-        if step.logged:
+        if step.logged and step.job_removed:  # a late result of a replaced attempt is recorded, shown nowhere
             effects.node(job_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
         if step.run_completed:
             effects.run(job.instance_id, RunStatus.COMPLETED, output=step.output)
@@ -174,7 +174,7 @@ class OneStatementSteps:
     def _announce_step(self, step: ChainStep, job: Job, outcome: Completed) -> None:
         """What a one-statement step wrote: the node completed, and the next job dispatched and started."""
         effects = Effects(step.now)
-        if step.logged:
+        if step.logged and step.job_removed:  # a late result of a replaced attempt is recorded, shown nowhere
             effects.node(job_key(job), NodeStatus.COMPLETED, job.attempt, output=outcome.output)
         if step.next_job is not None:
             effects.jobs_added += 1

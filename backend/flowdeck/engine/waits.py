@@ -57,7 +57,7 @@ async def park_wait(tx: StateTransaction, job: Job, parked: Parked, status: RunS
     marked = await mark_parked(tx.conn, job.instance_id, job.node_id, job.iteration, tx.now + parked.park.seconds)
     resumed, until = marked if marked is not None else (False, tx.now + parked.park.seconds)
     due = tx.now if resumed else until
-    if not await tx.jobs.park(job.id, job.attempt, due):
+    if not await tx.jobs.park(job, due):
         raise DuplicateDeliveryError
     effects.wake_at.append(due)
     if resumed:

@@ -117,33 +117,24 @@ class JobTable:
         """When a new job falls due; a job leased to its dispatcher is due again when the lease ends."""
         return self.now + (job.lease_seconds if job.lease_owner else job.delay_seconds)
 
-    async def delete(self, job_id: int, attempt: int) -> bool:
+    async def delete(self, job: Job) -> bool:
         """Remove a finished job. ``False`` when it is gone or already at another attempt (a late result)."""
-        result = await self.conn.execute(self.db.sql.delete_job, {"p_id": job_id, "p_attempt": attempt})
+        result = await self.conn.execute(self.db.sql.delete_job, _this_job(job))
         return bool(result.rowcount == 1)
 
-    async def park(self, job_id: int, attempt: int, until: float) -> bool:
+    async def park(self, job: Job, until: float) -> bool:
         """Unlease a job whose node waits for something else (a child run), due at ``until`` unless woken
         earlier (``storage/children.wake_parent``). ``False`` when it is gone or at another attempt."""
-        result = await self.conn.execute(
-            node_jobs.update()
-            .where(node_jobs.c.id == job_id, node_jobs.c.attempt == attempt)
-            .values(lease_owner=None, available_at=until)
-        )
+        result = await self.conn.execute(self.db.sql.park_job, _this_job(job) | {"p_until": until})
         return bool(result.rowcount == 1)
 
     async def delete_for_instance(self, instance_id: str) -> int:
         result = await self.conn.execute(node_jobs.delete().where(node_jobs.c.instance_id == instance_id))
         return int(result.rowcount)
 
-    async def reschedule(self, job_id: int, failed_attempt: int, delay_seconds: float) -> bool:
-        """Queue the attempt after ``failed_attempt``, due after ``delay_seconds`` (retry backoff)."""
-        params = {
-            "p_id": job_id,
-            "p_attempt": failed_attempt,
-            "p_next": failed_attempt + 1,
-            "p_due": self.now + delay_seconds,
-        }
+    async def reschedule(self, job: Job, delay_seconds: float) -> bool:
+        """Queue the attempt after ``job``'s failed one, due after ``delay_seconds`` (retry backoff)."""
+        params = _this_job(job) | {"p_next": job.attempt + 1, "p_due": self.now + delay_seconds}
         result = await self.conn.execute(self.db.sql.reschedule_job, params)
         return bool(result.rowcount == 1)
 
@@ -178,3 +169,14 @@ class JobTable:
                 takeovers=j.takeovers + 1,
             )
         )
+
+
+def _this_job(job: Job) -> dict[str, Any]:
+    """The parameters of ``statements._this_job``: the job's id and attempt, and its node."""
+    return {
+        "p_id": job.id,
+        "p_attempt": job.attempt,
+        "p_instance": job.instance_id,
+        "p_node": job.node_id,
+        "p_scope": job.iteration,
+    }

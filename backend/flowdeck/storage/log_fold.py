@@ -37,6 +37,7 @@ __all__ = (
     "merged_end_outputs",
     "retry_count",
     "summarise",
+    "superseded",
     "timeline_rows",
     "unfinished_nodes",
 )
@@ -75,6 +76,21 @@ def fold_context(rows: Iterable[Any]) -> dict[str, Any]:
         elif payload and output_variable not in (CALL_KEY, WAIT_KEY):  # bookkeeping, not data
             context.update(payload)
     return context
+
+
+def superseded(completions: Iterable[tuple[str | None, str, int]]) -> set[tuple[str | None, str, int]]:
+    """The (node, scope, attempt) completions a newer attempt's completion replaced.
+
+    A worker frozen past its lease may report after the worker that took its node over did (docs/operations.md
+    "Leases and takeovers"): its NODE_COMPLETED row is recorded, late, and starts nothing. Of a node's
+    completions in one scope the newest attempt's is the one the run moved on with, wherever in the log the
+    late one lands, so every reader of outputs (a later node's context, a loop's results) skips the others,
+    as the run's view does (``_ignored``)."""
+    newest: dict[tuple[str | None, str], int] = {}
+    seen = list(completions)
+    for node_id, scope, attempt in seen:
+        newest[(node_id, scope)] = max(attempt, newest.get((node_id, scope), attempt))
+    return {c for c in seen if c[2] < newest[(c[0], c[1])]}
 
 
 def merge_end_output(merged: dict[str, Any], output: Any) -> dict[str, Any]:

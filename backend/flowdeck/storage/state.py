@@ -22,7 +22,7 @@ from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, RunStatus
 from flowdeck.storage.children import ParentRef, wake_parent
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.jobs import NO_SHARE, JobTable, NewJob, TenantShare
-from flowdeck.storage.log_fold import fold_context, merged_end_outputs
+from flowdeck.storage.log_fold import fold_context, merged_end_outputs, superseded
 from flowdeck.storage.log_rows import (
     dispatched_event,
     first_status_payload,
@@ -87,7 +87,7 @@ class StateTransaction:
         )
         return [row[0] for row in result]
 
-    async def record_result(self, event: LogEvent, job_id: int, job_attempt: int) -> tuple[bool, bool]:
+    async def record_result(self, event: LogEvent, job: Job) -> tuple[bool, bool]:
         """Log a node attempt's result and remove its job, which goes only if the row is new.
 
         Returns (the row is new, the job was there at that attempt). ``(False, False)`` is a duplicate
@@ -95,7 +95,7 @@ class StateTransaction:
         """
         if await self.log_event(event) is None:
             return False, False
-        return True, await self.jobs.delete(job_id, job_attempt)
+        return True, await self.jobs.delete(job)
 
     async def dispatch_one(self, job: NewJob) -> Job | None:
         """Dispatch one node: its NODE_DISPATCHED row (the guard: never the same node twice), its job,
@@ -352,17 +352,21 @@ class StateTransaction:
         return (await self.conn.execute(self.db.sql.scope_job, params)).first() is not None
 
     async def completed_outputs(self, instance_id: str, node_ids: Iterable[str]) -> list[tuple[str, str, Any]]:
-        """(node, scope, output) of every NODE_COMPLETED row of ``node_ids``, in log order."""
+        """(node, scope, output) of the NODE_COMPLETED rows of ``node_ids`` that count (a late result of a
+        replaced attempt does not: ``log_fold.superseded``), in log order."""
+        logs = instance_logs.c
         stmt = (
-            sa.select(instance_logs.c.node_id, instance_logs.c.iteration, instance_logs.c.payload)
+            sa.select(logs.node_id, logs.iteration, logs.payload, logs.node_attempt)
             .where(
-                instance_logs.c.instance_id == instance_id,
-                instance_logs.c.event_type == EventType.NODE_COMPLETED.value,
-                instance_logs.c.node_id.in_(list(node_ids)),
+                logs.instance_id == instance_id,
+                logs.event_type == EventType.NODE_COMPLETED.value,
+                logs.node_id.in_(list(node_ids)),
             )
-            .order_by(instance_logs.c.log_id)
+            .order_by(logs.log_id)
         )
-        return [(r[0], r[1], (r[2] or {}).get("output")) for r in await self.conn.execute(stmt)]
+        rows = (await self.conn.execute(stmt)).all()
+        stale = superseded((r[0], r[1], r[3]) for r in rows)
+        return [(r[0], r[1], (r[2] or {}).get("output")) for r in rows if (r[0], r[1], r[3]) not in stale]
 
     async def replace_barriers(self, instance_id: str, counts: Mapping[tuple[str, str], tuple[int, int]]) -> None:
         """Rewrite the barriers of a run, keyed (node, scope), from a fold of its log (partial retry)."""
@@ -491,7 +495,9 @@ class StateManager:
             rows = sorted((await conn.execute(self.db.sql.context_rows, params)).all())
         if before_log_id is not None:
             rows = [row for row in rows if row[0] < before_log_id]
-        return fold_context(row[1:] for row in rows)
+        completed = EventType.NODE_COMPLETED.value
+        stale = superseded((r[2], r[5], r[6]) for r in rows if r[1] == completed)
+        return fold_context(r[1:5] for r in rows if r[1] != completed or (r[2], r[5], r[6]) not in stale)
 
     async def load_test_definition(self, instance_id: str) -> dict[str, Any] | None:
         """The SYSTEM_SET payload a test run was started with (its graph and pins), or ``None``."""

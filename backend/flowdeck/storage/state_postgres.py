@@ -42,9 +42,9 @@ _START_ATTEMPTS = 3
 
 
 class PostgresStateTransaction(StateTransaction):
-    async def record_result(self, event: LogEvent, job_id: int, job_attempt: int) -> tuple[bool, bool]:
+    async def record_result(self, event: LogEvent, job: Job) -> tuple[bool, bool]:
         params = {f"p_{name}": value for name, value in self._log_values(event).items()}
-        params["p_job"], params["p_job_attempt"] = job_id, job_attempt
+        params["p_job"], params["p_job_attempt"] = job.id, job.attempt  # PostgreSQL never gives an id twice
         log_id, deleted = (await self.conn.execute(postgres_statements().record_result, params)).one()
         return log_id is not None, deleted is not None
 

@@ -50,6 +50,7 @@ class Statements:
     context_rows: Any
     insert_job: Any
     delete_job: Any
+    park_job: Any
     reschedule_job: Any
     claim_jobs: Any
     claim_one_tenant: Any
@@ -66,6 +67,20 @@ class Statements:
     """A marker row when the run has no job left, then its end nodes' output rows (nothing when it has)."""
 
 
+def _this_job() -> tuple[Any, ...]:
+    """One job at one attempt: its id *and* its node. SQLite gives a deleted row's id to the next row inserted
+    (no AUTOINCREMENT), so the job a stale result names by id is often its successor's, at the same attempt 1:
+    the node's key (unique while the job exists) keeps a late result from removing or moving another's job."""
+    j = node_jobs.c
+    return (
+        j.id == _p("p_id"),
+        j.attempt == _p("p_attempt"),
+        j.instance_id == _p("p_instance"),
+        j.node_id == _p("p_node"),
+        j.iteration == _p("p_scope"),
+    )
+
+
 def _context_rows() -> Any:
     """The rows a node's context folds: the run's own rows, and its ancestors' rows in its scopes.
 
@@ -80,6 +95,8 @@ def _context_rows() -> Any:
         instance_logs.c.node_id,
         instance_logs.c.output_variable,
         instance_logs.c.payload,
+        instance_logs.c.iteration,
+        instance_logs.c.node_attempt,
     )
     run_rows = sa.select(*columns).where(
         instance_logs.c.instance_id == _p("p_id"),
@@ -231,10 +248,11 @@ def statements_for(is_sqlite: bool) -> Statements:
         .returning(instances.c.status),
         context_rows=_context_rows(),
         insert_job=insert(node_jobs).on_conflict_do_nothing().returning(*JOB_COLUMNS),
-        delete_job=node_jobs.delete().where(node_jobs.c.id == _p("p_id"), node_jobs.c.attempt == _p("p_attempt")),
+        delete_job=node_jobs.delete().where(*_this_job()),
         reschedule_job=node_jobs.update()
-        .where(node_jobs.c.id == _p("p_id"), node_jobs.c.attempt == _p("p_attempt"))
+        .where(*_this_job())
         .values(attempt=_p("p_next"), available_at=_p("p_due"), lease_owner=None),
+        park_job=node_jobs.update().where(*_this_job()).values(lease_owner=None, available_at=_p("p_until")),
         claim_jobs=claim_jobs,
         claim_one_tenant=_claim_one_tenant(is_sqlite),
         due_tenants=_due_tenants(),
@@ -334,6 +352,7 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         compare_and_swap=c(core.compare_and_swap),
         insert_job=c(core.insert_job, JOB_INSERT_COLUMNS),
         delete_job=c(core.delete_job),
+        park_job=c(core.park_job),
         reschedule_job=c(core.reschedule_job),
         claim_jobs=c(core.claim_jobs, json_names=["p_held"]),
         claim_one_tenant=c(core.claim_one_tenant),
