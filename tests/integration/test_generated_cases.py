@@ -2,21 +2,14 @@
 
 from pathlib import Path
 
-import pytest
-
 from tests.integration.test_generated_equivalence import Example, assert_all_paths_agree
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SQLite reuses a deleted job's id (node_jobs.id has no AUTOINCREMENT): the late result of a cancelled"
-    " child's end node (run1, end#2) deletes, by (id, attempt), the retry job of the next child (run2, work#2),"
-    " which then never runs. PostgreSQL (a sequence) is right. Fix: never reuse job ids on SQLite, or match"
-    " instance, node and iteration in every delete/update of a job by id (storage/jobs.py, storage/statements.py).",
-)
 async def test_a_late_result_of_a_cancelled_child_leaves_the_next_childs_job_alone(
     postgres_url: str, tmp_path: Path
 ) -> None:
+    """SQLite reuses a deleted job's id: the late result of a cancelled child's end node deleted, by (id,
+    attempt), the retry job of the next child, which then never ran. Deletes now match the job's node too."""
     example = Example(
         workflow={
             "title": "test",

@@ -485,12 +485,8 @@ class StateManager:
         sibling's (which would depend on timing). The stored test-run definition is left out.
         ``before_log_id``: only the rows logged before it (the context an attempt started with).
         """
-        params = {
-            "p_id": instance_id,
-            "p_scopes": visible_scopes(iteration),
-            "p_nodes": list(node_ids),
-            "p_hidden": DEFINITION_KEY,
-        }
+        scopes, nodes = visible_scopes(iteration), list(node_ids)
+        params = {"p_id": instance_id, "p_scopes": scopes, "p_nodes": nodes, "p_hidden": DEFINITION_KEY}
         async with self.db.read(snapshot=False) as conn:
             rows = sorted((await conn.execute(self.db.sql.context_rows, params)).all())
         if before_log_id is not None:
