@@ -79,7 +79,8 @@ async def test_a_run_past_its_deadline_fails_and_its_node_is_cancelled(server: S
         ({"deadlineAt": 1000.0}, "deadlineAt"),  # long past
         ({"availableAt": time.time() + 100, "deadlineAt": time.time() + 50}, "deadlineAt"),
         ({"availabelAt": time.time() + 100}, "availabelAt"),  # a typo is never ignored
-        ({"input": 1, "priority": 3}, "priority"),
+        ({"input": 1, "priority": 500}, "priority"),  # out of 1-100
+        ({"input": 1, "urgency": 3}, "urgency"),
     ],
 )
 async def test_impossible_or_unknown_run_fields_are_a_400_naming_them(
