@@ -23,7 +23,7 @@ from flowdeck.storage.account_tables import users
 from flowdeck.storage.approval_tables import approval_decisions, approvals
 from flowdeck.storage.children import wake_parent
 from flowdeck.storage.database import Connection, Database
-from flowdeck.storage.tables import instances, wait_tokens, workflows
+from flowdeck.storage.tables import instances, node_jobs, wait_tokens, workflows
 
 __all__ = ("ApprovalRow", "ApprovalStore", "Decider", "DecisionAnswer", "shown_decisions")
 
@@ -201,6 +201,14 @@ class ApprovalStore:
         for row in rows:
             row.decisions = decided[row.id]
         return rows
+
+    async def parked_attempt(self, row: ApprovalRow) -> int | None:
+        """The attempt of the parked job waiting for the approval (``None``: its job is gone, the run ended)."""
+        c = node_jobs.c
+        where = (c.instance_id == row.instance_id, c.node_id == row.node_id, c.iteration == row.iteration)
+        async with self.db.read() as conn:
+            attempt = (await conn.execute(sa.select(c.attempt).where(*where))).scalar_one_or_none()
+        return None if attempt is None else int(attempt)
 
     async def get(self, tenant_id: str, approval_id: str) -> ApprovalRow | None:
         """One approval of the tenant, pending or not (``None``: unknown, or another tenant's)."""
