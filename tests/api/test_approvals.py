@@ -392,3 +392,15 @@ async def test_a_counted_decision_is_announced_live(
         assert done["status"] == "COMPLETED"
     finally:
         await watcher.sio.disconnect()
+
+
+async def test_an_approval_nodes_url_is_known_from_the_runs_start(server: Server, alice: Account, bob: Account) -> None:
+    """``ctx.run.resumeUrls`` names an approval node too (its page in the editor), for earlier nodes to send."""
+    graph = approval({})
+    link = {"link": "{{ ctx.run.resumeUrls.ok }}", "got": "{{ ctx.ok.decision }}"}
+    graph["nodes"][2]["config"]["outputParameters"] = link
+    run_id = await run(alice, await save(alice, graph))
+    approval_id = await waiting_approval(alice, run_id)
+    assert (await decide(bob, approval_id, "approve")).json()["status"] == "approved"
+    done = await finished(server, alice, run_id)
+    assert done["output"] == {"link": f"/approvals/{approval_id}", "got": "approve"}
