@@ -386,6 +386,8 @@ async def test_a_counted_decision_is_announced_live(
             (bob.email, "approve", "fine by me")
         ]
         assert "userId" not in shown["waitingFor"]["decisions"][0]  # user ids never leave the API
+        reloaded = (await alice.client.get(f"/api/runs/{run_id}")).json()["nodes"]["ok"]["waitingFor"]
+        assert reloaded["required"] == 2 and reloaded["decisions"] == shown["waitingFor"]["decisions"]
 
         assert (await decide(carol, approval_id, "approve")).json()["status"] == "approved"
         done = await finished(server, alice, run_id)

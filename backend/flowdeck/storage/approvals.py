@@ -210,6 +210,20 @@ class ApprovalStore:
             attempt = (await conn.execute(sa.select(c.attempt).where(*where))).scalar_one_or_none()
         return None if attempt is None else int(attempt)
 
+    async def of_run(self, tenant_id: str, instance_id: str, approval_ids: Sequence[str]) -> list[ApprovalRow]:
+        """Those of the approvals of one run of the tenant, with their decisions (what a run's page shows)."""
+        if not approval_ids:
+            return []
+        a = approvals.c
+        where = (a.id.in_(list(approval_ids)), a.instance_id == instance_id, a.tenant_id == tenant_id)
+        stmt = sa.select(*_columns(self.clock())).select_from(_JOINED).where(*where)
+        async with self.db.read(snapshot=False) as conn:
+            rows = [_row(found) for found in await conn.execute(stmt)]
+            decisions = await _decisions(conn, [row.id for row in rows])
+        for row in rows:
+            row.decisions = decisions[row.id]
+        return rows
+
     async def get(self, tenant_id: str, approval_id: str) -> ApprovalRow | None:
         """One approval of the tenant, pending or not (``None``: unknown, or another tenant's)."""
         stmt = (
