@@ -16,6 +16,7 @@ import pytest
 import pytest_asyncio
 
 from tests.api.conftest import Account, Server
+from tests.api.test_socketio import Watcher
 from tests.api.test_waits import is_waiting, until_seen
 from tests.support.graphs import definition, edge, end, node
 
@@ -361,3 +362,47 @@ async def test_bad_approval_configs_name_the_field(alice: Account, bob: Account)
     assert refused.status_code == 400
     messages = " ".join(p["message"] for p in refused.json()["extra"])
     assert "'rejected'" in messages and 'approvers is for resumeOn "approval" only' in messages
+
+
+async def test_a_counted_decision_is_announced_live(
+    server: Server, alice: Account, bob: Account, carol: Account
+) -> None:
+    """1 of 2 approvals: the watching run page hears the node again, still WAITING, with the decisions so far."""
+    run_id = await run(alice, await save(alice, approval({"required": 2})))
+    approval_id = await waiting_approval(alice, run_id)
+    watcher = Watcher()
+    await watcher.sio.connect(server.url, auth={"token": alice.token}, transports=["websocket"])
+    try:
+        assert await watcher.join(run_id) == {"ok": True}
+        assert (await decide(bob, approval_id, "approve", "fine by me")).json()["status"] == "pending"
+        deadline = time.monotonic() + 15
+        while not (seen := [d for _, d in watcher.of_run(run_id) if (d.get("waitingFor") or {}).get("decisions")]):
+            assert time.monotonic() < deadline, watcher.of_run(run_id)
+            await asyncio.sleep(0.05)
+        shown = seen[0]
+        assert (shown["nodeID"], shown["status"]) == ("ok", "WAITING")
+        assert shown["waitingFor"]["approvalId"] == approval_id and shown["waitingFor"]["required"] == 2
+        assert [(d["email"], d["decision"], d["comment"]) for d in shown["waitingFor"]["decisions"]] == [
+            (bob.email, "approve", "fine by me")
+        ]
+        assert "userId" not in shown["waitingFor"]["decisions"][0]  # user ids never leave the API
+        reloaded = (await alice.client.get(f"/api/runs/{run_id}")).json()["nodes"]["ok"]["waitingFor"]
+        assert reloaded["required"] == 2 and reloaded["decisions"] == shown["waitingFor"]["decisions"]
+
+        assert (await decide(carol, approval_id, "approve")).json()["status"] == "approved"
+        done = await finished(server, alice, run_id)
+        assert done["status"] == "COMPLETED"
+    finally:
+        await watcher.sio.disconnect()
+
+
+async def test_an_approval_nodes_url_is_known_from_the_runs_start(server: Server, alice: Account, bob: Account) -> None:
+    """``ctx.run.resumeUrls`` names an approval node too (its page in the editor), for earlier nodes to send."""
+    graph = approval({})
+    link = {"link": "{{ ctx.run.resumeUrls.ok }}", "got": "{{ ctx.ok.decision }}"}
+    graph["nodes"][2]["config"]["outputParameters"] = link
+    run_id = await run(alice, await save(alice, graph))
+    approval_id = await waiting_approval(alice, run_id)
+    assert (await decide(bob, approval_id, "approve")).json()["status"] == "approved"
+    done = await finished(server, alice, run_id)
+    assert done["output"] == {"link": f"/approvals/{approval_id}", "got": "approve"}

@@ -146,7 +146,7 @@ async def test_a_form_page_and_its_submissions(server: Server, alice: Account, a
 
     page = await anonymous.get(url)
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    assert "Pay &lt;script&gt;</title>" in page.text and "<script>" not in page.text
+    assert f"<title>{alice.tenant} · Pay &lt;script&gt;</title>" in page.text and "<script>" not in page.text
     assert "Your &lt;b&gt;name&lt;/b&gt;" in page.text
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
     assert page.headers["referrer-policy"] == "no-referrer"

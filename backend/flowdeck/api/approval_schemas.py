@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from flowdeck.api.schemas import Body, Camel
+from flowdeck.api.schemas import Body, Camel, DecisionOut
 
 __all__ = ("ApprovalDecisionIn", "ApprovalOut", "ApprovalPage", "DecisionOut")
-
-
-class DecisionOut(Camel):
-    email: str
-    decision: Literal["approve", "reject"]
-    comment: str | None
-    at: float
 
 
 class ApprovalOut(Camel):

@@ -338,6 +338,13 @@ class OutputTruncatedOut(Camel):
     """Where it is read in full (``GET``, the same credentials)."""
 
 
+class DecisionOut(Camel):
+    email: str
+    decision: Literal["approve", "reject"]
+    comment: str | None
+    at: float
+
+
 class WaitingForOut(Camel, omit_defaults=True):
     resume_on: Literal["webhook", "form", "approval"]
     url: str | None
@@ -347,6 +354,9 @@ class WaitingForOut(Camel, omit_defaults=True):
     """When its ``timeoutSeconds`` pass (epoch seconds)."""
     approval_id: str | None = None
     """An approval's id, for ``/api/approvals/{id}``."""
+    required: int | None = None
+    decisions: list[DecisionOut] | None = None
+    """An approval's decisions so far and how many approvals it needs (live, once one is counted)."""
 
 
 class NodeStateOut(Camel, omit_defaults=True):

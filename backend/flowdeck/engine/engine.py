@@ -17,7 +17,7 @@ from flowdeck.domain.approvals import Decision, Refusal
 from flowdeck.domain.labels import LabelLimits, labels_from_body
 from flowdeck.domain.problems import Problem, has_errors
 from flowdeck.domain.retention import RetentionPolicy
-from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from flowdeck.engine.calls import ChildCascade
 from flowdeck.engine.executor import NodeExecutor
 from flowdeck.engine.flow_control import FlowAdmission, flow_request
@@ -25,7 +25,7 @@ from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.orchestrator import Orchestrator, RunStateError
 from flowdeck.engine.plans import PlanCache, RunNotFoundError
 from flowdeck.engine.pruning import Pruner
-from flowdeck.engine.publisher import LocalPublisher, RunUpdate, Subscription, Update
+from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, Subscription, Update
 from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits, TooManyActiveRunsError
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.engine.worker import Worker
@@ -33,13 +33,13 @@ from flowdeck.handlers.registry import HandlerRegistry
 from flowdeck.handlers.wait import WaitHandler
 from flowdeck.handlers.workflow_call import WorkflowCallHandler
 from flowdeck.settings import DEFAULT_MAX_WAIT_SECONDS
-from flowdeck.storage.approvals import ApprovalRow, ApprovalStore, Decider, DecisionAnswer
+from flowdeck.storage.approvals import ApprovalRow, ApprovalStore, Decider, DecisionAnswer, shown_decisions
 from flowdeck.storage.children import ChildRuns
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import InstanceRecord
 from flowdeck.storage.state import StateManager
 from flowdeck.storage.tenants import TenantStore
-from flowdeck.storage.waits import ResumeAnswer, TokenInfo, WaitTokens
+from flowdeck.storage.waits import APPROVAL, APPROVAL_PATH, ResumeAnswer, TokenInfo, WaitTokens
 from flowdeck.storage.workflows import VersionNote, WorkflowRecord, WorkflowStore
 from flowdeck.validation.definition import validate_definition
 
@@ -393,7 +393,29 @@ class Engine:
         answer, row = await self.approvals.decide(row, decider, decision, comment)
         if answer == "resolved":
             self._wake_workers()
+        elif answer == "counted":
+            await self._announce_decisions(row)
         return answer, row
+
+    async def _announce_decisions(self, row: ApprovalRow) -> None:
+        """A decision that counted without resolving: the node, still WAITING, is announced again with the
+        decisions so far in its ``waitingFor`` (a run page shows "1 of 2 approvals", a badge refreshes)."""
+        attempt = await self.approvals.parked_attempt(row)
+        if attempt is None:
+            return
+        waiting = {
+            "resumeOn": APPROVAL,
+            "url": APPROVAL_PATH + row.id,
+            "approvalId": row.id,
+            "until": row.until,
+            "required": row.rule.required,
+            "decisions": shown_decisions(row.decisions),
+        }
+        now = self.waits.clock()
+        update = NodeUpdate(
+            row.instance_id, row.node_id, row.iteration, NodeStatus.WAITING, attempt, now, waiting_for=waiting
+        )
+        self.publisher.publish([update])
 
     def _wake_workers(self) -> None:
         """A parked node was made due now: wake a worker here and, through the fan-out, in the others."""

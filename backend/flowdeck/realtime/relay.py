@@ -56,7 +56,8 @@ def is_news(update: Update, view: RunView) -> bool:
     than the node in the snapshot. Every run-level decision stamps the
     instance's ``updated_at`` with its own time, which its update carries as ``at``: a run update
     later than the snapshot's ``updated_at`` is not in it. A ``workflow`` node's call is a second update
-    of the same progress (still RUNNING): it is news while the snapshot does not name the child run.
+    of the same progress (still RUNNING): it is news while the snapshot does not name the child run. So is
+    an approval's counted decision (still WAITING) while the snapshot shows fewer decisions.
     """
     if isinstance(update, RunUpdate):
         return update.at > view.run.updated_at
@@ -66,7 +67,13 @@ def is_news(update: Update, view: RunView) -> bool:
     progress, shown = node_progress(update.attempt, update.status), node_progress(node.attempt, node.status)
     if progress == shown and update.child_instance_id is not None:
         return update.child_instance_id != node.child_instance_id
+    if progress == shown and update.waiting_for is not None:  # an approval's decisions so far, announced again
+        return _decided(update.waiting_for) > _decided(node.waiting_for)
     return progress > shown
+
+
+def _decided(waiting_for: Any) -> int:
+    return len(waiting_for.get("decisions") or []) if isinstance(waiting_for, dict) else 0
 
 
 class RunRelay:

@@ -23,7 +23,7 @@ from flowdeck.storage.account_tables import users
 from flowdeck.storage.approval_tables import approval_decisions, approvals
 from flowdeck.storage.children import wake_parent
 from flowdeck.storage.database import Connection, Database
-from flowdeck.storage.tables import instances, wait_tokens, workflows
+from flowdeck.storage.tables import instances, node_jobs, wait_tokens, workflows
 
 __all__ = ("ApprovalRow", "ApprovalStore", "Decider", "DecisionAnswer", "shown_decisions")
 
@@ -200,6 +200,28 @@ class ApprovalStore:
             decided = await _decisions(conn, [r.id for r in rows])
         for row in rows:
             row.decisions = decided[row.id]
+        return rows
+
+    async def parked_attempt(self, row: ApprovalRow) -> int | None:
+        """The attempt of the parked job waiting for the approval (``None``: its job is gone, the run ended)."""
+        c = node_jobs.c
+        where = (c.instance_id == row.instance_id, c.node_id == row.node_id, c.iteration == row.iteration)
+        async with self.db.read() as conn:
+            attempt = (await conn.execute(sa.select(c.attempt).where(*where))).scalar_one_or_none()
+        return None if attempt is None else int(attempt)
+
+    async def of_run(self, tenant_id: str, instance_id: str, approval_ids: Sequence[str]) -> list[ApprovalRow]:
+        """Those of the approvals of one run of the tenant, with their decisions (what a run's page shows)."""
+        if not approval_ids:
+            return []
+        a = approvals.c
+        where = (a.id.in_(list(approval_ids)), a.instance_id == instance_id, a.tenant_id == tenant_id)
+        stmt = sa.select(*_columns(self.clock())).select_from(_JOINED).where(*where)
+        async with self.db.read(snapshot=False) as conn:
+            rows = [_row(found) for found in await conn.execute(stmt)]
+            decisions = await _decisions(conn, [row.id for row in rows])
+        for row in rows:
+            row.decisions = decisions[row.id]
         return rows
 
     async def get(self, tenant_id: str, approval_id: str) -> ApprovalRow | None:

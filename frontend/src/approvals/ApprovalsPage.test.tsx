@@ -146,8 +146,8 @@ describe('waitingApprovals', () => {
       body: { ...base, status: 'WAITING', iterations: { '0': waiting('it0'), '1': base } },
     };
     expect(waitingApprovals(nodes)).toEqual([
-      { nodeId: 'ok', iteration: '', approvalId: 'top' },
-      { nodeId: 'body', iteration: '0', approvalId: 'it0' },
+      { nodeId: 'ok', iteration: '', approvalId: 'top', progress: null },
+      { nodeId: 'body', iteration: '0', approvalId: 'it0', progress: null },
     ]);
   });
 });

@@ -4,15 +4,24 @@ import type { NodeRun } from '../runs/runReducer';
 import type { Dict } from '../shared/dict';
 import { DecisionButtons } from './DecisionButtons';
 
-export type WaitingApproval = { nodeId: string; iteration: string; approvalId: string };
+export type WaitingApproval = {
+  nodeId: string;
+  iteration: string;
+  approvalId: string;
+  /** "1 of 2 approvals": known once a decision was counted (announced live). */
+  progress: { approved: number; required: number } | null;
+};
 
 /** Every WAITING approval of the run's nodes (a loop body node's iterations too), by node then iteration. */
 export function waitingApprovals(nodes: Dict<NodeRun>): WaitingApproval[] {
   const found: WaitingApproval[] = [];
   const visit = (nodeId: string, iteration: string, state: NodeRun) => {
     const approvalId = state.waitingFor?.approvalId;
-    if (state.status === 'WAITING' && state.waitingFor?.resumeOn === 'approval' && approvalId) {
-      found.push({ nodeId, iteration, approvalId });
+    const waitingFor = state.waitingFor;
+    if (state.status === 'WAITING' && waitingFor?.resumeOn === 'approval' && approvalId) {
+      const approved = (waitingFor.decisions ?? []).filter((d) => d.decision === 'approve').length;
+      const progress = waitingFor.required && waitingFor.decisions ? { approved, required: waitingFor.required } : null;
+      found.push({ nodeId, iteration, approvalId, progress });
     }
     for (const [key, it] of Object.entries(state.iterations ?? {})) visit(nodeId, key, it);
   };
@@ -30,6 +39,12 @@ export function WaitingApprovals({ nodes, labels }: { nodes: Dict<NodeRun>; labe
           <span>
             Waiting for an approval: <strong>{labels(w.nodeId)}</strong>
             {w.iteration && <span className="muted"> · item {w.iteration}</span>}
+            {w.progress && (
+              <span className="muted" data-testid="approval-progress">
+                {' '}
+                · {w.progress.approved} of {w.progress.required} approvals
+              </span>
+            )}
           </span>
           <DecisionButtons key={w.approvalId} approvalId={w.approvalId} />
         </div>

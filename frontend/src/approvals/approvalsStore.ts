@@ -2,6 +2,7 @@
 import { create } from 'zustand';
 
 import { approvals } from '../api/endpoints';
+import type { RealtimeMessage } from '../api/realtime-types';
 import type { Approval, ApprovalDecision } from '../api/types';
 
 /** How often the badge re-reads the list while the tab is visible (ms); a decision made here refreshes it at once. */
@@ -39,3 +40,12 @@ export const useApprovals = create<ApprovalsState>()((set, get) => ({
     }
   },
 }));
+
+/** Re-read the list (the badge) at once when a watched run's update concerns an approval: one announced with a
+ * decision counted, or a node of a listed approval that moved on (decided elsewhere, timed out, cancelled). */
+export function noticeRunUpdate(msg: RealtimeMessage): void {
+  if (msg.kind !== 'node') return;
+  const { items, refresh } = useApprovals.getState();
+  const listed = items.some((a) => a.instanceId === msg.instanceID && a.nodeId === msg.nodeID && a.iteration === msg.iteration);
+  if (listed || msg.waitingFor?.resumeOn === 'approval') void refresh();
+}

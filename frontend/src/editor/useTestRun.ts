@@ -2,6 +2,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 
 import { ApiError } from '../api/client';
+import { noticeRunUpdate } from '../approvals/approvalsStore';
 import { runs, type TestRunBody } from '../api/endpoints';
 import { subscribeToRun } from '../api/realtime';
 import type { RealtimeMessage } from '../api/realtime-types';
@@ -53,6 +54,7 @@ export function useTestRun(store: EditorStore, onInputError: (message: string) =
         if (first) performance.mark('flowdeck:test-run-first-message');
         first = false;
         store.getState().dispatchRun(msg);
+        noticeRunUpdate(msg);
         if ((msg.kind === 'status' || msg.kind === 'snapshot') && TERMINAL_RUN_STATUSES.has(msg.status)) void refresh(instanceId);
       };
       leave.current = await subscribeToRun(instanceId, onMessage);

@@ -1411,6 +1411,8 @@ export interface components {
         /** WaitingForOut */
         WaitingForOut: {
             approvalId?: string | null;
+            decisions?: components["schemas"]["DecisionOut"][] | null;
+            required?: number | null;
             /** @enum {string} */
             resumeOn: "webhook" | "form" | "approval";
             until: number;

@@ -4,6 +4,7 @@ import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 
 import { WaitingApprovals } from '../approvals/WaitingApprovals';
+import { noticeRunUpdate } from '../approvals/approvalsStore';
 import { runs, workflows } from '../api/endpoints';
 import { subscribeToRun } from '../api/realtime';
 import { TERMINAL_RUN_STATUSES, type RetryVersion, type RunDetail, type RunEvent, type TimelineRow } from '../api/types';
@@ -137,6 +138,7 @@ function RunDetailScreen({ runId }: { runId: string }) {
         if (!TERMINAL_RUN_STATUSES.has(d.status)) {
           leave = await subscribeToRun(runId, (msg) => {
             store.getState().dispatchRun(msg);
+            noticeRunUpdate(msg);
             // The run may have finished between the first read and the join: the snapshot then shows it.
             const ended = (msg.kind === 'status' || msg.kind === 'snapshot') && TERMINAL_RUN_STATUSES.has(msg.status);
             if (ended) void refresh();

@@ -25,6 +25,17 @@ describe('runReducer', () => {
     expect(s.nodes.hold?.waitingFor ?? null).toBeNull();
   });
 
+  it('takes a waiting approval announced again with a counted decision, and a snapshot without it keeps it', () => {
+    let s = started();
+    const waiting = { resumeOn: 'approval' as const, url: '/approvals/a1', approvalId: 'a1', until: 999 };
+    s = runReducer(s, nodeMsg('ok', 'WAITING', 1, { waitingFor: waiting })) as RunView;
+    const decisions = [{ email: 'bob@acme.test', decision: 'approve' as const, comment: null, at: 120 }];
+    s = runReducer(s, nodeMsg('ok', 'WAITING', 1, { waitingFor: { ...waiting, required: 2, decisions } })) as RunView;
+    expect(s.nodes.ok?.waitingFor).toMatchObject({ required: 2, decisions });
+    s = runReducer(s, nodeMsg('ok', 'WAITING', 1, { waitingFor: waiting })) as RunView; // a late repeat moves nothing back
+    expect(s.nodes.ok?.waitingFor?.decisions).toEqual(decisions);
+  });
+
   it('sums a loop body up as WAITING while its only unfinished iterations are parked on a wait', () => {
     let s = started();
     const waitingFor = { resumeOn: 'form' as const, url: '/forms/abc', until: 999 };

@@ -43,11 +43,19 @@ export type RunAction =
 
 const LOG_LIMIT = 1000;
 
-/** Whether `next` moves a node forward (by attempt, then by status), as the backend's relay decides. */
-export function isNewer(current: Pick<NodeState, 'attempt' | 'status'> | undefined, next: Pick<NodeState, 'attempt' | 'status'>): boolean {
+type Progress = Pick<NodeState, 'attempt' | 'status'> & { waitingFor?: NodeState['waitingFor'] };
+
+/** Whether `next` moves a node forward (by attempt, then by status), as the backend's relay decides. A WAITING
+ * approval announced again with more decisions counted ("1 of 2") moves it forward too. */
+export function isNewer(current: Progress | undefined, next: Progress): boolean {
   if (!current) return true;
   if (next.attempt !== current.attempt) return next.attempt > current.attempt;
+  if (next.status === 'WAITING' && current.status === 'WAITING') return decided(next) > decided(current);
   return NODE_STATUS_RANK[next.status] > NODE_STATUS_RANK[current.status];
+}
+
+function decided(node: Progress): number {
+  return node.waitingFor?.decisions?.length ?? 0;
 }
 
 export function emptyNode(): NodeRun {

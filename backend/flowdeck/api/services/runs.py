@@ -10,6 +10,7 @@ from litestar.exceptions import NotFoundException, ValidationException
 from flowdeck.api.inputs import check_json
 from flowdeck.api.pagination import NumberKey, TimeKey, decode_cursor, encode_cursor
 from flowdeck.api.schemas import (
+    DecisionOut,
     EventOut,
     EventPage,
     NodeStateOut,
@@ -35,6 +36,7 @@ from flowdeck.engine.output_view import ShownOutputs
 from flowdeck.engine.plans import RunNotFoundError
 from flowdeck.engine.projection import GraphShape, NodeView
 from flowdeck.engine.run_timing import RunTiming, TimingError
+from flowdeck.storage.approvals import shown_decisions
 from flowdeck.storage.records import InstanceRecord
 from flowdeck.storage.run_queries import COUNT_CAP, RunFilter, RunQueries, RunView
 
@@ -222,6 +224,7 @@ class RunService:
         shown = ShownOutputs(run.id)  # the whole answer shows a bounded amount of output (engine/output_view.py)
         output, truncated = shown.show(run.output, None)
         nodes = {node_id: _node_out(v, shown, node_id) for node_id, v in view.nodes.items()}
+        await self._decisions_so_far(tenant_id, run.id, nodes)
         labels = (await self.queries.labels_of([run.id])).get(run.id)
         flow_row = await self.queries.flow_of(run.id)
         return RunDetail(
@@ -234,6 +237,19 @@ class RunService:
             nodes=nodes,
             retry=view.retries,
         )
+
+    async def _decisions_so_far(self, tenant_id: str, instance_id: str, nodes: Mapping[str, NodeStateOut]) -> None:
+        """A waiting approval with decisions counted shows them and how many it needs (as the live update does)."""
+        waiting: dict[str, WaitingForOut] = {}
+        for node in nodes.values():
+            for each in [node, *(node.iterations or {}).values()]:
+                if each.waiting_for is not None and each.waiting_for.approval_id is not None:
+                    waiting[each.waiting_for.approval_id] = each.waiting_for
+        for row in await self.engine.approvals.of_run(tenant_id, instance_id, list(waiting)):
+            if row.decisions:
+                shown = waiting[row.id]
+                shown.required = row.rule.required
+                shown.decisions = [DecisionOut(**d) for d in shown_decisions(row.decisions)]
 
     async def full_output(self, tenant_id: str, instance_id: str, node_id: str | None, iteration: str) -> Any:
         """One node's (or one iteration's) latest output in full, or the run's own with no ``node_id``."""
