@@ -58,9 +58,6 @@ def build_app(settings: Settings, config: ApiConfig | None = None) -> Flowdeck:
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
         async with open_services(settings) as runtime:
             services = Services.build(runtime, config)
-            services.workflows.on_saved = lambda _tenant, workflow_id, version, note: realtime.workflow_saved(
-                workflow_id, version, note.author, note.message
-            )
             context.open(services)
             if metrics is not None:
                 sandbox = runtime.sandbox if isinstance(runtime, Runtime) else None

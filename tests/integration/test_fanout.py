@@ -9,13 +9,14 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
-from flowdeck.engine.fanout import Fanout, Transport, read_back
+from flowdeck.engine.fanout import Fanout, Transport, encode_notice, read_back
 from flowdeck.engine.pg_notify import PostgresTransport
-from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, Update
+from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, SavedNotice, Update
 from flowdeck.engine.redis_bridge import RedisTransport
 from flowdeck.storage.database import Database
 from tests.support.graphs import linear
@@ -147,3 +148,59 @@ async def test_a_revocation_reaches_the_other_process_once_and_never_comes_back(
     # Every process heard every revocation once, its own locally: none came back to where it was made.
     assert heard["here"] == [("token:abc",), ("session:xyz",), ("embed:end",)]
     assert heard["there"] == [("token:abc",), ("session:xyz",), ("embed:end",)]
+
+
+async def test_a_saved_version_is_told_once_in_every_process_and_never_comes_back(
+    make_transport: MakeTransport,
+) -> None:
+    here, there = LocalPublisher(), LocalPublisher()
+    fanouts = [Fanout(make_transport(), here), Fanout(make_transport(), there)]
+    heard: dict[str, list[SavedNotice]] = {"here": [], "there": []}
+    last: dict[str, asyncio.Queue[SavedNotice]] = {"here": asyncio.Queue(), "there": asyncio.Queue()}
+    for name, publisher in (("here", here), ("there", there)):
+        publisher.on_notice(heard[name].append)
+        publisher.on_notice(last[name].put_nowait)
+    first = SavedNotice("acme", "wf-1", 2, "alice@acme.test", "déjà vu: " + "é" * 490)  # the longest message
+    second = SavedNotice("umbrella", "wf-2", 7)
+    third = SavedNotice("acme", "wf-1", 3, "bob@acme.test", None)
+    for fanout in fanouts:
+        await fanout.start()
+    try:
+        # Each is sent after the previous one arrived: the channel keeps its order, so an echo of an
+        # earlier one would be heard before the later one.
+        here.notice(first)
+        while await asyncio.wait_for(last["there"].get(), 5) != first:
+            pass
+        there.notice(second)
+        while await asyncio.wait_for(last["here"].get(), 5) != second:
+            pass
+        here.notice(third)
+        while await asyncio.wait_for(last["there"].get(), 5) != third:
+            pass
+    finally:
+        for fanout in fanouts:
+            await fanout.stop()
+    # Every process heard every save once, its own locally: none came back to where it was made.
+    assert heard["here"] == [first, second, third]
+    assert heard["there"] == [first, second, third]
+
+
+async def test_a_malformed_notice_from_the_channel_is_dropped_and_later_ones_still_arrive(
+    make_transport: MakeTransport,
+) -> None:
+    publisher, sender = LocalPublisher(), make_transport()
+    fanout = Fanout(make_transport(), publisher)
+    heard: asyncio.Queue[SavedNotice] = asyncio.Queue()
+    publisher.on_notice(heard.put_nowait)
+    await fanout.start()
+    await sender.open(lambda _: None)
+    good = SavedNotice("acme", "wf-1", 4)
+    try:
+        bad = {"tenantId": "acme", "workflowId": "wf-1", "version": "four"}
+        await sender.send(msgspec.json.encode({"from": "elsewhere", "notices": [bad]}))
+        await sender.send(msgspec.json.encode({"from": "elsewhere", "notices": [encode_notice(good)]}))
+        assert await asyncio.wait_for(heard.get(), 5) == good
+    finally:
+        await sender.close()
+        await fanout.stop()
+    assert heard.empty()

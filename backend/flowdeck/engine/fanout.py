@@ -1,10 +1,11 @@
 """Live updates across processes: the publishers of all processes joined over one transport.
 
 Each process forwards what its own engine publishes (node and run updates), the credentials it
-revoked, and the due times of the jobs it queued; it feeds what other processes sent into its local
-publisher (never back out) and wakes its idle worker for their jobs. So the Socket.IO relay of
-``flowdeck serve`` sees the nodes that ``flowdeck worker`` processes ran, a token revoked through
-one process closes its connections in every process, and a job queued anywhere starts at once.
+revoked, the workflow versions it saved (notices), and the due times of the jobs it queued; it feeds
+what other processes sent into its local publisher (never back out) and wakes its idle worker for
+their jobs. So the Socket.IO relay of ``flowdeck serve`` sees the nodes that ``flowdeck worker``
+processes ran, a token revoked through one process closes its connections in every process, an editor
+connected to any process hears a save made through another, and a job queued anywhere starts at once.
 
 The transport is PostgreSQL ``LISTEN/NOTIFY`` by default (``engine/pg_notify.py``) or Redis pub/sub
 (``engine/redis_bridge.py``). Neither keeps history: a process that is down misses messages, which
@@ -26,7 +27,7 @@ from typing import Any, Protocol
 import msgspec
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
-from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, Subscription, Update
+from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, SavedNotice, Subscription, Update
 from flowdeck.storage.database import Database
 from flowdeck.storage.live_refs import node_result, run_result
 
@@ -114,6 +115,27 @@ def decode_update(item: dict[str, Any]) -> tuple[Update, bool]:
     return update, bool(item.get("r"))
 
 
+class _Notice(msgspec.Struct, rename="camel"):
+    """A saved version on the wire: one a message (its message is at most 500 characters, its author an
+    email: far under PostgreSQL's 8,000 bytes)."""
+
+    tenant_id: str
+    workflow_id: str
+    version: int
+    author: str | None = None
+    message: str | None = None
+
+
+def encode_notice(notice: SavedNotice) -> dict[str, Any]:
+    wire = _Notice(notice.tenant_id, notice.workflow_id, notice.version, notice.author, notice.message)
+    return msgspec.to_builtins(wire)  # type: ignore[no-any-return]
+
+
+def decode_notice(item: Any) -> SavedNotice:
+    wire = msgspec.convert(item, _Notice)  # a malformed one raises msgspec.ValidationError
+    return SavedNotice(wire.tenant_id, wire.workflow_id, wire.version, wire.author, wire.message)
+
+
 class Fanout:
     def __init__(self, transport: Transport, publisher: LocalPublisher, *, resolve: Resolver | None = None) -> None:
         self.transport = transport
@@ -127,6 +149,9 @@ class Fanout:
         self._revoked: asyncio.Queue[tuple[str, ...]] = asyncio.Queue(maxsize=10_000)
         self._revocation_listener = self._queue_revocation  # one object: the publisher skips it by identity
         self._stop_revocations: Callable[[], None] | None = None
+        self._notices: asyncio.Queue[SavedNotice] = asyncio.Queue(maxsize=10_000)
+        self._notice_listener = self._queue_notice  # one object: the publisher skips it by identity
+        self._stop_notices: Callable[[], None] | None = None
         self._due: set[float] = set()
         self._due_queued = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -135,9 +160,11 @@ class Fanout:
         await self.transport.open(self._deliver)  # fails here, at start-up, when the transport is unreachable
         self._outgoing = self._publisher.subscribe(maxsize=_QUEUED)
         self._stop_revocations = self._publisher.on_revoke(self._revocation_listener)
+        self._stop_notices = self._publisher.on_notice(self._notice_listener)
         self._tasks = [
             asyncio.create_task(self._forward_updates(self._outgoing), name="flowdeck-fanout-updates"),
             asyncio.create_task(self._forward_revocations(), name="flowdeck-fanout-revocations"),
+            asyncio.create_task(self._forward_notices(), name="flowdeck-fanout-notices"),
             asyncio.create_task(self._forward_due_times(), name="flowdeck-fanout-wakeups"),
             asyncio.create_task(self._receive(), name="flowdeck-fanout-in"),
         ]
@@ -150,6 +177,9 @@ class Fanout:
         if self._stop_revocations is not None:
             self._stop_revocations()
             self._stop_revocations = None
+        if self._stop_notices is not None:
+            self._stop_notices()
+            self._stop_notices = None
         if self._outgoing is not None:
             self._outgoing.close()
             self._outgoing = None
@@ -199,6 +229,17 @@ class Fanout:
             for start in range(0, len(keys), 50):  # a key is about 70 bytes: 50 fit any transport
                 await self._send({"revoked": keys[start : start + 50]})
 
+    def _queue_notice(self, notice: SavedNotice) -> None:
+        if self._notices.full():
+            log.error("saved-version notices are not reaching the other processes: one dropped")
+            return
+        self._notices.put_nowait(notice)
+
+    async def _forward_notices(self) -> None:
+        while True:
+            notice = await self._notices.get()
+            await self._send({"notices": [encode_notice(notice)]})
+
     async def _forward_due_times(self) -> None:
         while True:
             await self._due_queued.wait()
@@ -229,6 +270,9 @@ class Fanout:
             if "revoked" in body:
                 keys = [key for key in body["revoked"] if isinstance(key, str)]
                 self._publisher.revoke(keys, skip=self._revocation_listener)
+            elif "notices" in body:
+                for item in body["notices"]:
+                    self._publisher.notice(decode_notice(item), skip=self._notice_listener)
             elif "due" in body:
                 for at in body["due"]:
                     for wake in self.wake_listeners:

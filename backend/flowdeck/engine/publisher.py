@@ -3,10 +3,11 @@
 The engine publishes after its transaction commits, never before, and never waits for a
 subscriber: a slow or vanished consumer must not stall execution.
 
-Besides the engine's updates it carries one other kind of message: revocations, the keys of
-credentials that were just revoked (``accounts/revocation.py``), told to every revocation listener
-(the realtime server, which closes the connections holding them; the Redis bridge, which sends them
-to the other processes).
+Besides the engine's updates it carries two other kinds of message, each told to its listeners: revocations,
+the keys of credentials that were just revoked (``accounts/revocation.py``: the realtime server closes the
+connections holding them), and notices, a workflow's new version was saved (the realtime server tells the
+workflow's editors). The fan-out (``engine/fanout.py``) listens to both too and sends them to the other
+processes, whose publishers tell their own listeners.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 
@@ -24,14 +25,18 @@ __all__ = (
     "Consumer",
     "LocalPublisher",
     "NodeUpdate",
+    "NoticeListener",
     "Publisher",
     "RevocationListener",
     "RunUpdate",
+    "SavedNotice",
     "Subscription",
     "Update",
 )
 
 log = logging.getLogger(__name__)
+
+_Message = TypeVar("_Message")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +68,22 @@ class RunUpdate:
     """Set on the announcement of an SLA breach (``engine/sla.py``), which changes no status."""
 
 
+@dataclass(frozen=True, slots=True)
+class SavedNotice:
+    """A new version of a workflow was saved (by an editor, an API client, a restore)."""
+
+    tenant_id: str
+    workflow_id: str
+    version: int
+    author: str | None = None
+    message: str | None = None
+
+
 Update = NodeUpdate | RunUpdate
 RevocationListener = Callable[[tuple[str, ...]], None]
 """Told the keys of revoked credentials; must not block or raise (it may start a task)."""
+NoticeListener = Callable[[SavedNotice], None]
+"""Told every saved version; must not block or raise (it may start a task)."""
 
 
 class Publisher(Protocol):
@@ -113,6 +131,7 @@ class LocalPublisher:
         """Called with the updates this process's engine publishes, not those relayed from other processes
         (metrics count each update once across a fleet). A tap must be quick and must not raise."""
         self._revocation_listeners: list[RevocationListener] = []
+        self._notice_listeners: list[NoticeListener] = []
 
     def subscribe(
         self, instance_id: str | None = None, *, maxsize: int = 10_000, runs_only: bool = False
@@ -158,15 +177,29 @@ class LocalPublisher:
     def revoke(self, credentials: Sequence[str], *, skip: RevocationListener | None = None) -> None:
         """Announce revoked credentials (``skip``: a listener that must not hear them, e.g. their source)."""
         keys = tuple(credentials)
-        if not keys:
-            return
-        for listener in list(self._revocation_listeners):
-            if listener is skip:
-                continue
-            try:
-                listener(keys)
-            except Exception:
-                log.exception("a revocation listener failed")
+        if keys:
+            _tell(self._revocation_listeners, keys, skip)
+
+    def on_notice(self, listener: NoticeListener) -> Callable[[], None]:
+        """Tell ``listener`` every saved version from now on; the answer stops that."""
+        self._notice_listeners.append(listener)
+        return lambda: self._notice_listeners.remove(listener)
+
+    def notice(self, notice: SavedNotice, *, skip: NoticeListener | None = None) -> None:
+        """Announce a saved version (``skip``: a listener that must not hear it, e.g. its source)."""
+        _tell(self._notice_listeners, notice, skip)
+
+
+def _tell(
+    listeners: list[Callable[[_Message], None]], message: _Message, skip: Callable[[_Message], None] | None
+) -> None:
+    for listener in list(listeners):
+        if listener is skip:
+            continue
+        try:
+            listener(message)
+        except Exception:
+            log.exception("a %s listener failed", type(message).__name__)
 
 
 class Consumer:

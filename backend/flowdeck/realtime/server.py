@@ -14,6 +14,9 @@ Every connection is held under the keys of the credential it came with (``accoun
 when the publisher announces one revoked (in this process or, through Redis, in another), its
 connections are closed at once. Every ``live_check_seconds`` the held credentials are also checked in
 the database (``accounts/live_check.py``): one that expired meanwhile closes its connections too.
+
+An editor ``workflow_join``s the workflow it edits and hears ``workflow_saved`` whenever a version of it
+is saved: the publisher's notices, made in this process or (through the fan-out) in another.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import socketio  # type: ignore[import-untyped]
 from flowdeck.accounts.credentials import SESSION_COOKIE
 from flowdeck.accounts.principal import Principal
 from flowdeck.accounts.revocation import embed_token_key, principal_keys, widget_key, workflow_key
-from flowdeck.engine.publisher import LocalPublisher
+from flowdeck.engine.publisher import LocalPublisher, SavedNotice
 from flowdeck.realtime.backend import LiveBackend
 from flowdeck.realtime.messages import (
     JOIN_EVENT,
@@ -86,8 +89,8 @@ def _cookie(environ: dict[str, Any], name: str) -> str | None:
 _WORKFLOW_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-def _workflow_room(workflow_id: str) -> str:
-    return f"workflow:{workflow_id}"  # never a run's room: run ids have no colon
+def _workflow_room(tenant_id: str, workflow_id: str) -> str:
+    return f"workflow:{tenant_id}:{workflow_id}"  # never a run's room: run ids have no colon
 
 
 def _run_id(data: Any) -> str | None:
@@ -117,7 +120,7 @@ class RealtimeServer:
         """Keys revoked lately (oldest first): a connection authenticated just before its credential's
         revocation was announced is refused, not kept."""
         self._closing: set[asyncio.Task[None]] = set()
-        self._stop_listening: Callable[[], None] | None = None
+        self._stop_listening: list[Callable[[], None]] = []
         self._checker: asyncio.Task[None] | None = None
         self.sio.on("connect", self._connect)
         self.sio.on("disconnect", self._disconnect)
@@ -136,13 +139,13 @@ class RealtimeServer:
         self.relay.start()
         self.widget_rooms = WidgetRooms(self.sio, publisher, self.backend)
         self.widget_rooms.start()
-        self._stop_listening = publisher.on_revoke(self._on_revoke)
+        self._stop_listening = [publisher.on_revoke(self._on_revoke), publisher.on_notice(self._on_saved)]
         self._checker = asyncio.create_task(self._check_credentials(), name="flowdeck-live-credentials")
 
     async def stop(self) -> None:
-        if self._stop_listening is not None:
-            self._stop_listening()
-            self._stop_listening = None
+        for stop_listening in self._stop_listening:
+            stop_listening()
+        self._stop_listening = []
         if self._checker is not None:
             self._checker.cancel()
             await asyncio.gather(self._checker, return_exceptions=True)
@@ -285,20 +288,29 @@ class RealtimeServer:
             return {"ok": False, "error": "no such workflow"}  # unknown or another tenant's: the same answer
         if sid not in self._principals:
             return _NOT_CONNECTED  # revoked meanwhile
-        await self.sio.enter_room(sid, _workflow_room(workflow_id))
+        await self.sio.enter_room(sid, _workflow_room(principal.tenant_id, workflow_id))
         return {"ok": True}
 
     async def _workflow_leave(self, sid: str, data: Any = None) -> dict[str, Any]:
+        principal = self._principals.get(sid)
         workflow_id = data.get("workflowId") if isinstance(data, dict) else None
         if not isinstance(workflow_id, str):
             return {"ok": False, "error": "workflowId is required"}
-        await self.sio.leave_room(sid, _workflow_room(workflow_id))
+        if principal is not None:
+            await self.sio.leave_room(sid, _workflow_room(principal.tenant_id, workflow_id))
         return {"ok": True}
 
-    def workflow_saved(self, workflow_id: str, version: int, author: str | None, message: str | None) -> None:
-        """Tell the editors of the workflow (in this process) that a version was saved."""
-        payload = {"workflowId": workflow_id, "version": version, "author": author, "message": message}
-        task = asyncio.create_task(self.sio.emit(WORKFLOW_SAVED_EVENT, payload, room=_workflow_room(workflow_id)))
+    def _on_saved(self, notice: SavedNotice) -> None:
+        """Tell the editors of the workflow connected to this process that a version was saved (a publisher
+        listener: it never waits)."""
+        payload = {
+            "workflowId": notice.workflow_id,
+            "version": notice.version,
+            "author": notice.author,
+            "message": notice.message,
+        }
+        room = _workflow_room(notice.tenant_id, notice.workflow_id)
+        task = asyncio.get_running_loop().create_task(self.sio.emit(WORKFLOW_SAVED_EVENT, payload, room=room))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 

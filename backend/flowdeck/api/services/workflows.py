@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from litestar.exceptions import NotFoundException
@@ -23,6 +22,7 @@ from flowdeck.api.schemas import (
 from flowdeck.api.services.definition_checks import SaveChecks, definition_of, read_body
 from flowdeck.domain.problems import has_errors
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.publisher import SavedNotice
 from flowdeck.notifications.notifier import Notifier
 from flowdeck.storage.workflows import VersionNote, WorkflowRecord
 from flowdeck.validation.inputs import workflow_inputs
@@ -59,8 +59,6 @@ class WorkflowService:
         self.store = engine.workflows
         self.notifier = notifier
         self.checks = SaveChecks(engine, notifier)
-        self.on_saved: Callable[[str, str, int, VersionNote], None] = lambda *_: None
-        """Told of every saved version (the live notice to editors of the workflow: realtime/)."""
 
     async def create(self, tenant_id: str, body: WorkflowCreate, author: str | None = None) -> WorkflowOut:
         definition = definition_of(body)
@@ -105,7 +103,8 @@ class WorkflowService:
             raise _missing(workflow_id) from exc
         await self.notifier.saved(tenant_id, workflow_id, definition)
         saved = await self.get(tenant_id, workflow_id, version)
-        self.on_saved(tenant_id, workflow_id, version, note)
+        # the live notice to the workflow's editors, in every process (realtime/server.py, engine/fanout.py)
+        self.engine.publisher.notice(SavedNotice(tenant_id, workflow_id, version, note.author, note.message))
         return saved
 
     async def delete(self, tenant_id: str, workflow_id: str) -> None:
