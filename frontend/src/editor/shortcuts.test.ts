@@ -27,6 +27,14 @@ describe('shortcuts', () => {
     expect(describeBinding({ key: ',', mod: true }, false)).toBe('Ctrl+,');
   });
 
+  it('plain Enter opens the node details; Ctrl+Enter stays the test run; in a field Enter is a newline', () => {
+    expect(matchShortcut(key('Enter'))).toBe('openDetails');
+    expect(matchShortcut(key('Enter', { shiftKey: true }))).toBeNull();
+    expect(matchShortcut(key('Enter', { altKey: true }))).toBeNull();
+    expect(matchShortcut(key('Enter', { ctrlKey: true }))).toBe('testRun');
+    expect(matchShortcut(key('Enter'), true)).toBeNull();
+  });
+
   it('does not fire on plain typing or wrong modifiers', () => {
     expect(matchShortcut(key('z'))).toBeNull();
     expect(matchShortcut(key('l'))).toBeNull();

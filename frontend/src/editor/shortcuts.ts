@@ -20,6 +20,7 @@ export type ShortcutId =
   | 'settings'
   | 'searchNodes'
   | 'addNote'
+  | 'openDetails'
   | 'escape';
 
 export type KeyEventLike = {
@@ -61,6 +62,12 @@ export const SHORTCUTS: readonly Shortcut[] = [
   { id: 'pin', group: 'Edit', description: 'Pin / unpin the selected node’s last output', bindings: [{ key: 'p' }] },
   { id: 'searchNodes', group: 'Edit', description: 'Search the node panel (Enter adds the node)', bindings: [{ key: '/' }] },
   { id: 'addNote', group: 'Edit', description: 'Add a sticky note', bindings: [{ key: 'n', shift: true }] },
+  {
+    id: 'openDetails',
+    group: 'Canvas',
+    description: 'Open the selected node’s details: input, parameters and output (or double-click it)',
+    bindings: [{ key: 'Enter' }],
+  },
   { id: 'layout', group: 'Canvas', description: 'Auto-layout (tidy up)', bindings: [{ key: 'l', shift: true }] },
   { id: 'fitView', group: 'Canvas', description: 'Zoom to fit', bindings: [{ key: '1' }] },
   { id: 'zoomIn', group: 'Canvas', description: 'Zoom in', bindings: [{ key: '+' }, { key: '=' }] },

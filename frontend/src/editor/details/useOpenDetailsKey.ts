@@ -1,10 +1,12 @@
 /**
- * Enter opens the node details view of the inspected node (else of the one selected node) while the focus
- * is on the canvas or nowhere in particular, never while typing, on a button or with a dialog open.
+ * Enter (`openDetails` in the shortcut table, which the help overlay lists) opens the node details view of
+ * the inspected node (else of the one selected node) while the focus is on the canvas or nowhere in
+ * particular, never while typing, on a button or with a dialog open.
  */
 import { useEffect } from 'react';
 
 import type { EditorStore } from '../editorStore';
+import { matchShortcut } from '../shortcuts';
 
 function onCanvasOrNowhere(target: EventTarget | null): boolean {
   if (!(target instanceof HTMLElement)) return true;
@@ -15,7 +17,7 @@ function onCanvasOrNowhere(target: EventTarget | null): boolean {
 export function useOpenDetailsKey(store: EditorStore): void {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (e.key !== 'Enter' || e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || e.shiftKey) return;
+      if (e.defaultPrevented || matchShortcut(e) !== 'openDetails') return;
       if (document.querySelector('.modal') || !onCanvasOrNowhere(e.target)) return;
       const s = store.getState();
       const selected = s.nodes.filter((n) => n.selected);
