@@ -5,6 +5,7 @@ critical violation on any page, in the light and the dark theme; colour contrast
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,7 +37,7 @@ def audit(page: Page, name: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def seeded(server: Server) -> dict[str, str]:
+def seeded(server: Server) -> Iterator[dict[str, str]]:
     """A workflow with two runs, a data source and a query, so lists and tables have rows."""
     wf = server.create_workflow({**ORDER_TRIAGE, "title": "Accessible triage"})
     server.api("POST", f"/api/workflows/{wf['id']}/runs", {"input": {"items": [1]}})
@@ -66,8 +67,9 @@ def seeded(server: Server) -> dict[str, str]:
             "options": {"timeoutSeconds": 86_400},
         }
     )
-    server.api("POST", f"/api/workflows/{waiting['id']}/runs", {"input": {}})  # a card on the Approvals page
-    return {"workflow": wf["id"], "run": run["instanceId"], "source": source["id"]}
+    pending = server.api("POST", f"/api/workflows/{waiting['id']}/runs", {"input": {}})  # an Approvals card
+    yield {"workflow": wf["id"], "run": run["instanceId"], "source": source["id"]}
+    server.api("POST", f"/api/runs/{pending['instanceId']}/cancel")  # other tests count the approvals waiting
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
