@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 from playwright.sync_api import Locator, Page, expect
 
@@ -42,6 +43,7 @@ class EditorPage:
         for locator in (self.handle(source, handle), self.handle(target, "in")):
             expect(locator).to_be_visible()
             locator.scroll_into_view_if_needed()
+        self.wait_for_still_canvas()
         start = self.handle(source, handle).bounding_box()
         end = self.handle(target, "in").bounding_box()
         assert start is not None and end is not None
@@ -52,6 +54,19 @@ class EditorPage:
         mouse.move(end["x"] + end["width"] / 2, end["y"] + end["height"] / 2, steps=8)
         expect(self.page.locator(".react-flow__connectionline")).to_have_count(1)  # the drag is under way
         mouse.up()
+
+    def wait_for_still_canvas(self) -> None:
+        """Until the viewport has not moved for 0.6 s: a panel that opened pans the canvas to keep the
+        selected node in view (after a double-click's 450 ms), and a drag aimed before that would miss."""
+        viewport = self.page.locator(".react-flow__viewport")
+        last, still_since, deadline = None, time.monotonic(), time.monotonic() + 5
+        while time.monotonic() < deadline:
+            now = viewport.evaluate("el => el.style.transform")
+            if now != last:
+                last, still_since = now, time.monotonic()
+            elif time.monotonic() - still_since >= 0.6:
+                return
+            self.page.wait_for_timeout(100)
 
     def connect_drawing(self, source: str, handle: str, target: str, edges_after: int) -> None:
         """``connect``, for a connection that must be made; a drag that the loaded machine's Chromium
