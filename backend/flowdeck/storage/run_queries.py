@@ -175,6 +175,13 @@ def count_statement(tenant_id: str, filters: RunFilter) -> sa.Select[Any]:
     return sa.select(sa.func.count()).select_from(page.subquery())
 
 
+async def _rarest_label_first(conn: Any, tenant_id: str, filters: RunFilter) -> RunFilter:
+    """With several labels, the rarest drives the walk (its index has the fewest entries to read)."""
+    if len(filters.labels) < 2:
+        return filters
+    return replace(filters, labels=tuple(await rarest_first(conn, tenant_id, filters.labels)))
+
+
 class RunQueries:
     def __init__(self, db: Database, state: StateManager) -> None:
         self.db = db
@@ -190,8 +197,7 @@ class RunQueries:
     ) -> tuple[list[InstanceRecord], RunKey | None]:
         """Newest first; the second value is the key to pass as ``after`` for the next page (``None``: last page)."""
         async with self.db.read() as conn:
-            if len(filters.labels) > 1:
-                filters = replace(filters, labels=tuple(await rarest_first(conn, tenant_id, filters.labels)))
+            filters = await _rarest_label_first(conn, tenant_id, filters)
             rows = (await conn.execute(list_statement(tenant_id, filters, after, limit + 1))).all()
         records = [_record(row, with_payloads=False) for row in rows[:limit]]
         more = len(rows) > limit
@@ -204,8 +210,7 @@ class RunQueries:
         first page and never more than that many entries, whatever the tenant's history holds.
         """
         async with self.db.read() as conn:
-            if len(filters.labels) > 1:
-                filters = replace(filters, labels=tuple(await rarest_first(conn, tenant_id, filters.labels)))
+            filters = await _rarest_label_first(conn, tenant_id, filters)
             return int((await conn.execute(count_statement(tenant_id, filters))).scalar_one())
 
     async def labels_of(self, instance_ids: Iterable[str]) -> dict[str, dict[str, str]]:
