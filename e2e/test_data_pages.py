@@ -52,6 +52,8 @@ def test_a_sqlite_source_a_query_with_a_parameter_and_a_data_query_node(page: Pa
     queries = QueriesPage(page).open_from_nav()
     page.get_by_test_id("query-new").click()
     page.get_by_test_id("query-name").fill("Orders of a customer")
+    # Other tests' sources may come first in the list (the form picks the first): pick ours.
+    page.get_by_test_id("query-source").select_option(label="Shop (SQL)")
     page.get_by_test_id("query-sql").fill("SELECT id, total FROM orders WHERE customer = :customer ORDER BY id")
     expect(page.get_by_test_id("query-parameters")).to_have_value("customer")
     page.get_by_test_id("query-parameters").fill("customer, extra")
