@@ -19,6 +19,7 @@ from tests.api.conftest import Account, Server
 from tests.api.test_socketio import Watcher
 from tests.api.test_waits import is_waiting, until_seen
 from tests.support.graphs import definition, edge, end, node
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -375,10 +376,10 @@ async def test_a_counted_decision_is_announced_live(
     try:
         assert await watcher.join(run_id) == {"ok": True}
         assert (await decide(bob, approval_id, "approve", "fine by me")).json()["status"] == "pending"
-        deadline = time.monotonic() + 15
-        while not (seen := [d for _, d in watcher.of_run(run_id) if (d.get("waitingFor") or {}).get("decisions")]):
-            assert time.monotonic() < deadline, watcher.of_run(run_id)
-            await asyncio.sleep(0.05)
+        seen = await until(
+            lambda: [d for _, d in watcher.of_run(run_id) if (d.get("waitingFor") or {}).get("decisions")],
+            what="an update carrying the first decision",
+        )
         shown = seen[0]
         assert (shown["nodeID"], shown["status"]) == ("ok", "WAITING")
         assert shown["waitingFor"]["approvalId"] == approval_id and shown["waitingFor"]["required"] == 2

@@ -14,6 +14,7 @@ import pytest
 from tests.api.conftest import Account, Server
 from tests.api.test_socketio import Watcher
 from tests.support.graphs import definition, edge, end, node
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -50,13 +51,11 @@ async def until_seen(
     account: Account, run_id: str, check: Callable[[dict[str, Any]], bool], seconds: float = 15
 ) -> dict[str, Any]:
     """Poll the run until ``check`` holds (the event that proves it), or fail after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while True:
-        run = (await account.client.get(f"/api/runs/{run_id}")).json()
-        if check(run):
-            return run
-        assert time.monotonic() < deadline, run
-        await asyncio.sleep(0.05)
+
+    async def run() -> dict[str, Any]:
+        return dict((await account.client.get(f"/api/runs/{run_id}")).json())
+
+    return await until(run, check, timeout=seconds, what=f"run {run_id}")
 
 
 def is_waiting(node_id: str = "hold") -> Callable[[dict[str, Any]], bool]:
@@ -246,12 +245,10 @@ async def test_the_waiting_update_is_announced_live(server: Server, alice: Accou
         assert created.status_code == 202, created.text
         run_id = created.json()["instanceId"]
         assert await watcher.join(run_id) == {"ok": True}  # before the wait is reached: slow sleeps 0.5 s
-        deadline = time.monotonic() + 15
-        while not (
-            seen := [d for _, d in watcher.of_run(run_id) if d.get("nodeID") == "hold" and d["status"] == "WAITING"]
-        ):
-            assert time.monotonic() < deadline, watcher.of_run(run_id)
-            await asyncio.sleep(0.05)
+        seen = await until(
+            lambda: [d for _, d in watcher.of_run(run_id) if d.get("nodeID") == "hold" and d["status"] == "WAITING"],
+            what="the WAITING update of hold",
+        )
         assert (
             seen[0]["status"] == "WAITING"
             and seen[0]["waitingFor"]["resumeOn"] == "form"

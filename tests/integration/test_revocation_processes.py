@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import socket
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,32 +17,8 @@ from flowdeck.accounts.passwords import PasswordService
 from flowdeck.accounts.rate_limit import LoginRateLimiter
 from flowdeck.accounts.service import AccountsService
 from flowdeck.storage.database import Database
+from tests.support.flowdeck_processes import serving
 from tests.support.graphs import definition, edge, end, node
-
-
-def _flowdeck() -> str:
-    local = Path(sys.executable).parent / "flowdeck"
-    return str(local) if local.exists() else (shutil.which("flowdeck") or "flowdeck")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-async def _healthy(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    async with httpx.AsyncClient(timeout=1) as client:
-        for _ in range(400):
-            if proc.poll() is not None:
-                raise RuntimeError(f"flowdeck serve exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
-            try:
-                if (await client.get(url + "/api/health")).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            await asyncio.sleep(0.1)
-    raise RuntimeError(f"flowdeck serve did not answer:\n{log.read_text()[-3000:]}")
 
 
 @pytest.fixture
@@ -59,28 +31,8 @@ def processes(postgres_url: str, redis_url: str, tmp_path: Path) -> Iterator[lis
         "FLOWDECK_SANDBOX_WORKERS": "1",
         "FLOWDECK_SECRET_KEY": "revocation-test",
     }
-    started: list[tuple[subprocess.Popen[bytes], str, Path]] = []
-    try:
-        for name in ("a", "b"):
-            port, log = _free_port(), tmp_path / f"serve-{name}.log"
-            with log.open("wb") as out:
-                command = [_flowdeck(), "serve", "--host", "127.0.0.1", "--port", str(port)]
-                proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-            started.append((proc, f"http://127.0.0.1:{port}", log))
-
-        async def all_healthy() -> None:
-            await asyncio.gather(*(_healthy(url, proc, log) for proc, url, log in started))
-
-        asyncio.run(all_healthy())
-        yield [url for _, url, _ in started]
-    finally:
-        for proc, _, _ in started:
-            proc.terminate()
-        for proc, _, _ in started:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    with serving(env, tmp_path, "serve-a", "serve-b") as started:
+        yield [process.url for process in started]
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from flowdeck.accounts.passwords import PasswordService
 from flowdeck.accounts.rate_limit import LoginRateLimiter
 from flowdeck.accounts.service import AccountsService
 from flowdeck.storage.database import Database
-from tests.integration.test_revocation_processes import _flowdeck, _free_port, _healthy
+from tests.support.flowdeck_processes import serving
 from tests.support.graphs import definition, edge, end, node
 
 PEAK_RSS_LIMIT_MB = 600  # the target; before the budget serve reached 2.7 GB
@@ -42,20 +42,9 @@ def served(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], str]]
     env = {**os.environ, "FLOWDECK_DATABASE_URL": url, "FLOWDECK_SECRET_KEY": "budget-test"}
     for name in ("FLOWDECK_MAX_RUN_BYTES", "FLOWDECK_SANDBOX_WORKERS", "FLOWDECK_WORKER_CONCURRENCY"):
         env.pop(name, None)
-    port, log = _free_port(), tmp_path / "serve.log"
-    with log.open("wb") as out:
-        command = [_flowdeck(), "serve", "--host", "127.0.0.1", "--port", str(port)]
-        proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        asyncio.run(_healthy(f"http://127.0.0.1:{port}", proc, log))
-        yield f"http://127.0.0.1:{port}", proc, url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with serving(env, tmp_path) as (serve,):
+        assert serve.child is not None
+        yield serve.url, serve.child, url
 
 
 async def _token(database_url: str, tenant: str) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from flowdeck.accounts.passwords import PasswordService
 from flowdeck.accounts.rate_limit import LoginRateLimiter
 from flowdeck.accounts.service import AccountsService
 from flowdeck.storage.database import Database
-from tests.integration.test_revocation_processes import _flowdeck, _free_port, _healthy
+from tests.support.flowdeck_processes import serving
 from tests.support.graphs import definition, edge, end, node
 
 
@@ -36,28 +35,8 @@ def processes(request: pytest.FixtureRequest, postgres_url: str, tmp_path: Path)
     env.pop("FLOWDECK_REDIS_URL", None)
     if request.param == "redis":
         env["FLOWDECK_REDIS_URL"] = request.getfixturevalue("redis_url")
-    started: list[tuple[subprocess.Popen[bytes], str, Path]] = []
-    try:
-        for name in ("a", "b"):
-            port, log = _free_port(), tmp_path / f"serve-{name}.log"
-            with log.open("wb") as out:
-                command = [_flowdeck(), "serve", "--host", "127.0.0.1", "--port", str(port)]
-                proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-            started.append((proc, f"http://127.0.0.1:{port}", log))
-
-        async def all_healthy() -> None:
-            await asyncio.gather(*(_healthy(url, proc, log) for proc, url, log in started))
-
-        asyncio.run(all_healthy())
-        yield [url for _, url, _ in started]
-    finally:
-        for proc, _, _ in started:
-            proc.terminate()
-        for proc, _, _ in started:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    with serving(env, tmp_path, "serve-a", "serve-b") as started:
+        yield [process.url for process in started]
 
 
 @pytest.fixture

@@ -7,10 +7,7 @@ other tenant sees nothing of it.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +20,7 @@ from flowdeck.accounts.passwords import PasswordService
 from flowdeck.accounts.rate_limit import LoginRateLimiter
 from flowdeck.accounts.service import AccountsService
 from flowdeck.storage.database import Database
-from tests.integration.test_revocation_processes import _free_port, _healthy
+from tests.support.flowdeck_processes import serving
 from tests.support.graphs import definition, edge, end, node
 
 pytestmark = pytest.mark.slow
@@ -45,7 +42,6 @@ class Serve:
 @pytest.fixture
 def serve(database_url: str, tmp_path: Path) -> Iterator[Serve]:
     """``flowdeck serve`` on a free port with the default settings (and a secret key, for notifications)."""
-    port, log = _free_port(), tmp_path / "serve.log"
     env = {
         **os.environ,
         "FLOWDECK_DATABASE_URL": database_url,
@@ -53,19 +49,8 @@ def serve(database_url: str, tmp_path: Path) -> Iterator[Serve]:
         "FLOWDECK_SECRET_KEY": "url-attacks-test",
     }
     env.pop("FLOWDECK_HTTP_ALLOW", None)
-    with log.open("wb") as out:
-        command = [sys.executable, "-m", "flowdeck", "serve", "--host", "127.0.0.1", "--port", str(port)]
-        proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        asyncio.run(_healthy(f"http://127.0.0.1:{port}", proc, log))
-        yield Serve(f"http://127.0.0.1:{port}", log)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    with serving(env, tmp_path) as (serve,):
+        yield Serve(serve.url, serve.log)
 
 
 async def _token(database_url: str, who: str) -> str:

@@ -27,6 +27,7 @@ from flowdeck.accounts.service import AccountsService
 from flowdeck.storage.database import Database
 from tests.integration.test_worker_processes import _worker_children, serve
 from tests.support.graphs import definition, edge, end, node
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.slow
 
@@ -75,13 +76,10 @@ class Site:
         return str(started.json()["instanceId"])
 
     async def until(self, run_id: str, check: Callable[[dict[str, Any]], bool], seconds: float = 30) -> dict[str, Any]:
-        deadline = time.monotonic() + seconds
-        while True:
-            run = (await self.starter.get(f"/api/runs/{run_id}")).json()
-            if check(run):
-                return run
-            assert time.monotonic() < deadline, run
-            await asyncio.sleep(0.05)
+        async def run() -> dict[str, Any]:
+            return dict((await self.starter.get(f"/api/runs/{run_id}")).json())
+
+        return await until(run, check, timeout=seconds, what=f"run {run_id}")
 
     async def parked(self, run_id: str) -> dict[str, Any]:
         run = await self.until(run_id, lambda r: r["nodes"].get("hold", {}).get("status") == "WAITING")

@@ -5,7 +5,6 @@ child's wait, a resume racing a timeout, and tokens deleted with their run."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -19,6 +18,7 @@ from flowdeck.storage.waits import FORM_PATH, RESUME_PATH
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
 from tests.support.runs import Outcome, read_outcome, start
+from tests.support.waiting import until
 
 
 def waiting(**config: Any) -> dict[str, Any]:
@@ -39,16 +39,14 @@ def token_of(url: str) -> str:
 
 async def until_waiting(engine: Engine, instance_id: str, node_id: str = "hold", count: int = 1) -> list[str]:
     """Wait (for the event) until ``count`` views of the node are WAITING; their tokens."""
-    deadline = time.monotonic() + 15
-    while True:
-        outcome = await read_outcome(engine, instance_id)
-        view = outcome.nodes.get(node_id)
+
+    async def shown() -> list[dict[str, Any]]:
+        view = (await read_outcome(engine, instance_id)).nodes.get(node_id)
         views = ([view] if view and not view.iterations else list(view.iterations.values())) if view else []
-        shown = [v.waiting_for for v in views if v.status is NodeStatus.WAITING and v.waiting_for]
-        if len(shown) >= count:
-            return [token_of(w["url"]) for w in shown]
-        assert time.monotonic() < deadline, outcome.nodes
-        await asyncio.sleep(0.05)
+        return [v.waiting_for for v in views if v.status is NodeStatus.WAITING and v.waiting_for]
+
+    waiting = await until(shown, lambda found: len(found) >= count, what=f"{count} WAITING view(s) of {node_id}")
+    return [token_of(w["url"]) for w in waiting]
 
 
 async def finished(engine: Engine, instance_id: str) -> Outcome:
@@ -131,10 +129,7 @@ async def test_the_caller_waits_until_its_childs_wait_is_resumed(engine: Engine,
         timeoutSeconds=600,
     )
     parent_id = await start(engine, tenant_id, caller)
-    deadline = time.monotonic() + 15
-    while (child_run := _child_of(await read_outcome(engine, parent_id))) is None:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.05)
+    child_run = await until(lambda: _child_of(engine, parent_id), lambda found: found is not None, what="the child")
     token = (await until_waiting(engine, child_run))[0]
     parent = await read_outcome(engine, parent_id)
     assert parent.run.status is RunStatus.RUNNING and parent.status_of("call") == "RUNNING"
@@ -146,8 +141,8 @@ async def test_the_caller_waits_until_its_childs_wait_is_resumed(engine: Engine,
     assert outcome.run.output == {"fromChild": "approved"}
 
 
-def _child_of(outcome: Outcome) -> str | None:
-    view = outcome.nodes.get("call")
+async def _child_of(engine: Engine, parent_id: str) -> str | None:
+    view = (await read_outcome(engine, parent_id)).nodes.get("call")
     return None if view is None else view.child_instance_id
 
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 
@@ -53,6 +53,7 @@ class FlowdeckProcess:
         self.child: subprocess.Popen[bytes] | None = None
         self._log_offset = 0
         self.frozen = False
+        self.url = ""
 
     @property
     def alive(self) -> bool:
@@ -111,6 +112,18 @@ class FlowdeckProcess:
         self.signal(signal.SIGCONT)
         self.frozen = False
 
+    def terminate(self, timeout: float = 20.0) -> None:
+        """SIGTERM to the whole group (a graceful stop, as an operator's), SIGKILL if it has not ended in time."""
+        if not self.alive:
+            return
+        self.thaw()
+        self.signal(signal.SIGTERM)
+        assert self.child is not None
+        try:
+            self.child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
     def stop(self) -> None:
         """End it whatever its state (thawed first, so a frozen group dies too)."""
         if self.alive:
@@ -121,3 +134,31 @@ class FlowdeckProcess:
         if not self.log.exists():
             return ""
         return self.log.read_bytes()[-size:].decode(errors="replace")
+
+
+def serve_process(name: str, env: Mapping[str, str], log_dir: Path) -> FlowdeckProcess:
+    """``flowdeck serve`` on a free port of 127.0.0.1 (not started); its base URL is ``url``."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    args = ["serve", "--host", "127.0.0.1", "--port", str(port)]
+    process = FlowdeckProcess(name, args, env, log_dir / f"{name}.log", health_url=f"{url}/api/health")
+    process.url = url
+    return process
+
+
+@contextlib.contextmanager
+def serving(env: Mapping[str, str], log_dir: Path, *names: str) -> Iterator[list[FlowdeckProcess]]:
+    """``flowdeck serve`` processes (one per name, ``serve`` when none), each healthy before the block runs and
+    stopped by PID after it, whatever happened."""
+    started: list[FlowdeckProcess] = []
+    try:
+        for name in names or ("serve",):
+            process = serve_process(name, env, log_dir)
+            process.start()
+            started.append(process)
+        for process in started:
+            process.wait_ready()
+        yield started
+    finally:
+        for process in started:
+            process.terminate()

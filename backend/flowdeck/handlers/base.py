@@ -21,6 +21,19 @@ if TYPE_CHECKING:
 __all__ = ("ChildCall", "HandlerResult", "NodeHandler", "NodeHelpers", "Park")
 
 
+def entries_with(config: Mapping[str, Any], key: str, field: str) -> list[tuple[int, str]]:
+    """(index, value) of each entry of ``config[key]`` whose ``field`` is a string: what an unfinished config
+    already says (its other entries are reported by ``config_issues``)."""
+    entries = config.get(key)
+    if not isinstance(entries, list):
+        return []
+    return [
+        (index, entry[field])
+        for index, entry in enumerate(entries)
+        if isinstance(entry, dict) and isinstance(entry.get(field), str)
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class ChildCall:
     """A ``workflow`` node's request: start this saved workflow version with ``input`` and wait for it."""

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flowdeck.domain.errors import ConfigIssue, NodeError
-from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
+from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers, entries_with
 from flowdeck.sandbox.templates import TemplateError, evaluate, expression_issues
 
 __all__ = ("ConditionHandler",)
@@ -20,21 +20,11 @@ class ConditionHandler(NodeHandler):
     confined = True
 
     def output_handles(self, config: Mapping[str, Any]) -> tuple[str, ...]:
-        branches = config.get("branches")
-        ids = (
-            [b["id"] for b in branches if isinstance(b, dict) and isinstance(b.get("id"), str)]
-            if isinstance(branches, list)
-            else []
-        )
-        return (*ids, "else")
+        return (*(branch_id for _, branch_id in entries_with(config, "branches", "id")), "else")
 
     def expressions(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
-        branches = config.get("branches")
-        return [
-            (f"config.branches[{index}].expression", branch["expression"])
-            for index, branch in enumerate(branches if isinstance(branches, list) else [])
-            if isinstance(branch, dict) and isinstance(branch.get("expression"), str)
-        ]
+        found = entries_with(config, "branches", "expression")
+        return [(f"config.branches[{index}].expression", expression) for index, expression in found]
 
     def config_issues(self, config: Mapping[str, Any]) -> list[ConfigIssue]:
         branches = config.get("branches")

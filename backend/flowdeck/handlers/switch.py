@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from flowdeck.domain.errors import ConfigIssue, NodeError
-from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers
+from flowdeck.handlers.base import HandlerResult, NodeHandler, NodeHelpers, entries_with
 from flowdeck.handlers.switch_regex import pattern_problem, search_within_budget
 from flowdeck.sandbox.templates import TemplateError, evaluate, expression_issues
 
@@ -53,21 +53,11 @@ class SwitchHandler(NodeHandler):
     template_fields = ("value",)
 
     def output_handles(self, config: Mapping[str, Any]) -> tuple[str, ...]:
-        cases = config.get("cases")
-        handles = (
-            [c["handle"] for c in cases if isinstance(c, dict) and isinstance(c.get("handle"), str)]
-            if isinstance(cases, list)
-            else []
-        )
-        return (*dict.fromkeys(handles), "default")
+        return (*dict.fromkeys(handle for _, handle in entries_with(config, "cases", "handle")), "default")
 
     def expressions(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
-        cases = config.get("cases")
-        return [
-            (f"config.cases[{index}].expression", case["expression"])
-            for index, case in enumerate(cases if isinstance(cases, list) else [])
-            if isinstance(case, dict) and isinstance(case.get("expression"), str)
-        ]
+        found = entries_with(config, "cases", "expression")
+        return [(f"config.cases[{index}].expression", expression) for index, expression in found]
 
     def config_issues(self, config: Mapping[str, Any]) -> list[ConfigIssue]:
         issues: list[ConfigIssue] = []

@@ -88,20 +88,15 @@ export function FlowControlSection({
               </select>
             </Field>
           </div>
-          <Field
-            label="Per key (template)"
-            error={keyError(concurrency.key) ?? problems['options.concurrency.key']}
+          <KeyField
+            value={concurrency.key}
+            problem={problems['options.concurrency.key']}
             hint="Empty: one limit for all runs. E.g. {{ ctx.input.customerId }}: the limit holds per customer"
-          >
-            <input
-              className="input"
-              value={concurrency.key ?? ''}
-              placeholder="{{ ctx.input.customerId }}"
-              readOnly={readOnly}
-              data-testid="flow-concurrency-key"
-              onChange={(e) => setConcurrency({ ...concurrency, key: e.target.value })}
-            />
-          </Field>
+            placeholder="{{ ctx.input.customerId }}"
+            readOnly={readOnly}
+            testId="flow-concurrency-key"
+            onChange={(key) => setConcurrency({ ...concurrency, key })}
+          />
         </>
       )}
       <label className="check">
@@ -130,16 +125,14 @@ export function FlowControlSection({
               onChange={(v) => setDebounce({ ...debounce, seconds: v })}
             />
           </Field>
-          <Field label="Per key (template)" error={keyError(debounce.key) ?? problems['options.debounce.key']}>
-            <input
-              className="input"
-              value={debounce.key ?? ''}
-              placeholder="{{ ctx.input.documentId }}"
-              readOnly={readOnly}
-              data-testid="flow-debounce-key"
-              onChange={(e) => setDebounce({ ...debounce, key: e.target.value })}
-            />
-          </Field>
+          <KeyField
+            value={debounce.key}
+            problem={problems['options.debounce.key']}
+            placeholder="{{ ctx.input.documentId }}"
+            readOnly={readOnly}
+            testId="flow-debounce-key"
+            onChange={(key) => setDebounce({ ...debounce, key })}
+          />
         </div>
       )}
       <Field
@@ -159,5 +152,31 @@ export function FlowControlSection({
         />
       </Field>
     </section>
+  );
+}
+
+type KeyFieldProps = {
+  value: string | undefined;
+  problem: string | undefined;
+  hint?: string;
+  placeholder: string;
+  readOnly: boolean;
+  testId: string;
+  onChange: (key: string) => void;
+};
+
+/** The "per key" template of a flow-control rule: its own check first, then what the server said. */
+function KeyField({ value, problem, hint, placeholder, readOnly, testId, onChange }: KeyFieldProps) {
+  return (
+    <Field label="Per key (template)" error={keyError(value) ?? problem} hint={hint}>
+      <input
+        className="input"
+        value={value ?? ''}
+        placeholder={placeholder}
+        readOnly={readOnly}
+        data-testid={testId}
+        onChange={(e) => onChange(e.target.value)}
+      />
+    </Field>
   );
 }
