@@ -11,6 +11,8 @@ import time
 import uuid
 from typing import Any
 
+import sqlalchemy as sa
+
 from flowdeck.bench_history_build import copies_of
 from flowdeck.domain.retention import DAY_SECONDS
 from flowdeck.runtime import open_runtime
@@ -42,6 +44,7 @@ async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, jso
             await copies_of(engine.db, model, runs, first_at=time.time() - 400 * DAY_SECONDS, spacing=0.01)
             copy_seconds = time.perf_counter() - started
             print(f"copied {runs} runs in {copy_seconds:.1f} s", file=sys.stderr)  # noqa: T201
+            await _vacuum_after_copying(engine.db)
             alone = [await _round(bench) for _ in range(rounds)]
             batches: list[float] = []
             engine.pruner.listeners.append(lambda deleted: batches.append(deleted.seconds))
@@ -83,6 +86,26 @@ async def _round(bench: Any) -> float:
 
     result = await bench.concurrent(chain(5), 100, "100 concurrent chains of 5", "")
     return float(result.runs / result.seconds)
+
+
+_HOT_TABLES = ("instances", "instance_logs", "node_jobs")
+
+
+async def _vacuum_after_copying(db: Database) -> None:
+    """PostgreSQL: what autovacuum would have done after the copy (fresh statistics, no dead rows), so the
+    measurement starts from the state a running server is in. Said when autovacuum is off on this server:
+    the engine's queue tables then bloat during the benchmark (docs/operations.md, "Autovacuum")."""
+    if db.is_sqlite:
+        return
+    async with db.autocommit() as conn:
+        for table in _HOT_TABLES:
+            await conn.execute(sa.text(f"VACUUM (ANALYZE) {table}"))
+        autovacuum = (await conn.execute(sa.text("SHOW autovacuum"))).scalar()
+    if autovacuum != "on":
+        print(  # noqa: T201
+            "PostgreSQL's autovacuum is off on this server: node_jobs bloats while the benchmark runs",
+            file=sys.stderr,
+        )
 
 
 def _time_vacuum_steps(db: Database) -> list[float]:

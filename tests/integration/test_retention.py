@@ -201,3 +201,25 @@ async def test_child_test_runs_are_deleted_with_their_caller(engine: Engine, db:
     assert (pruned.production, pruned.test) == (0, 2)
     assert await existing(db, [parent, call.instance_id, newest]) == {newest}
     assert await log_rows(db, [parent, call.instance_id]) == 0
+
+
+async def test_a_pass_on_postgresql_without_autovacuum_says_so_once(
+    engine: Engine, db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    tenant_id = await engine.tenants.ensure("acme")
+    workflow = await engine.create_workflow(tenant_id, linear(1))
+    await engine.pruner.store.put(tenant_id, RetentionPolicy(max_age_days=0, test_max_age_days=0, max_runs=1), 0)
+    if db.is_sqlite:
+        off = False
+    else:
+        async with db.read() as conn:
+            off = (await conn.execute(sa.text("SHOW autovacuum"))).scalar() != "on"
+
+    for _ in range(2):
+        await finished_run(engine, tenant_id, workflow.id)
+        await finished_run(engine, tenant_id, workflow.id)
+        [pruned] = await engine.pruner.prune()
+        assert pruned.production >= 1
+
+    warnings = [r for r in caplog.records if "autovacuum is off" in r.getMessage()]
+    assert len(warnings) == (1 if off else 0)

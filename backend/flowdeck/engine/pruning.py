@@ -72,6 +72,7 @@ class Pruner:
         self._next_pass: float | None = None
         self._running = False
         self._task: asyncio.Task[None] | None = None
+        self._warned_autovacuum = False
 
     async def policy(self, tenant_id: str) -> tuple[RetentionPolicy, bool]:
         """The policy a tenant prunes by, and whether it is its own (``False``: the server's defaults)."""
@@ -116,6 +117,7 @@ class Pruner:
             if report and not dry_run:
                 log.info("pruned %d finished runs past their retention", sum(t.total for t in report))
                 await self._reclaim_space()
+                await self._warn_without_autovacuum()
             return report
         finally:
             self._running = False
@@ -158,6 +160,16 @@ class Pruner:
         """Pause after a step that began at ``started`` so that the pass works at most ``share`` of the
         time: the engine's own work (on SQLite, the same event loop and write lock) goes on meanwhile."""
         await asyncio.sleep((time.perf_counter() - started) * (1 / self.share - 1))
+
+    async def _warn_without_autovacuum(self) -> None:
+        """Once per process: PostgreSQL only makes deleted rows reusable by vacuuming (docs/operations.md)."""
+        if self._warned_autovacuum or not await self.store.autovacuum_off():
+            return
+        self._warned_autovacuum = True
+        log.warning(
+            "PostgreSQL's autovacuum is off: the rows pruning deletes stay as dead rows and the queue tables "
+            "bloat; turn autovacuum on or VACUUM instances, instance_logs and node_jobs regularly"
+        )
 
     async def _reclaim_space(self) -> None:
         """Hand the freed pages back in steps, until a step found fewer than a step's worth left and

@@ -100,6 +100,13 @@ class RetentionStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    async def autovacuum_off(self) -> bool:
+        """PostgreSQL without autovacuum: what the pruner deletes stays as dead rows, and the queue tables bloat."""
+        if self.db.is_sqlite:
+            return False
+        async with self.db.read(snapshot=False) as conn:
+            return (await conn.execute(sa.text("SHOW autovacuum"))).scalar() != "on"
+
     # -- policies -------------------------------------------------------------------------------------
     async def get(self, tenant_id: str) -> RetentionPolicy | None:
         """The tenant's own policy (``None``: it keeps the server's defaults)."""
