@@ -105,7 +105,7 @@ class RetentionStore:
         if self.db.is_sqlite:
             return False
         async with self.db.read(snapshot=False) as conn:
-            return (await conn.execute(sa.text("SHOW autovacuum"))).scalar() != "on"
+            return bool((await conn.execute(sa.text("SHOW autovacuum"))).scalar() != "on")
 
     # -- policies -------------------------------------------------------------------------------------
     async def get(self, tenant_id: str) -> RetentionPolicy | None:
