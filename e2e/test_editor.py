@@ -30,9 +30,7 @@ def test_build_a_workflow_by_drag_and_drop_and_test_run_it(page: Page, server: S
     editor.set_code("return {'value': ctx['input']['n'] * 2}")
 
     # rewire: start -> python -> end (remove the old start -> end edge first)
-    page.locator(".react-flow__edge").first.click(force=True)
-    page.keyboard.press("Delete")
-    expect(editor.edges()).to_have_count(0)
+    editor.delete_edge(editor.edges().first)
     editor.connect_drawing("start", "default", python_id, edges_after=1)  # drawn before the second drag starts
     editor.connect_drawing(python_id, "success", "end", edges_after=2)
     page.keyboard.press("Shift+L")  # tidy up

@@ -65,9 +65,7 @@ def test_an_http_node_built_on_the_canvas_calls_a_local_server(page: Page, serve
     query.get_by_label("name", exact=True).fill("name")
     query.get_by_label("value of name").fill("{{ ctx.input.who }}")
 
-    page.locator(".react-flow__edge").first.click(force=True)
-    page.keyboard.press("Delete")
-    expect(editor.edges()).to_have_count(0)
+    editor.delete_edge(editor.edges().first)
     editor.connect_drawing("start", "default", http_id, edges_after=1)
     editor.connect_drawing(http_id, "success", "end", edges_after=2)
     expect(page.get_by_test_id("problem-count")).to_have_text("0", timeout=5000)

@@ -49,9 +49,7 @@ def test_call_a_child_workflow_and_follow_the_links_between_the_runs(page: Page,
     expect(editor.node_card(call).get_by_test_id("node-called-workflow")).to_contain_text(child_title)
 
     # wire start -> workflow -> end instead of start -> end
-    page.locator(".react-flow__edge").first.click(force=True)
-    page.keyboard.press("Delete")
-    expect(editor.edges()).to_have_count(0)
+    editor.delete_edge(editor.edges().first)
     editor.connect_drawing("start", "default", call, edges_after=1)
     editor.connect_drawing(call, "success", "end", edges_after=2)
     page.keyboard.press("Shift+L")  # tidy up

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from graphs import edge, node
 from pages.editor_page import EditorPage
 from playwright.sync_api import Page, expect
@@ -13,11 +12,6 @@ from playwright.sync_api import Page, expect
 from conftest import Server, shot
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="quarantined 2026-11-26: after this session's merge the first drag from start to the switch starts no"
-    " connection line (the page looks right; other connect tests pass); to be found next session",
-)
 def test_switch_routes_to_a_set_node_and_skips_the_other_branch(page: Page, server: Server) -> None:
     wf = server.create_workflow(
         {
@@ -27,18 +21,17 @@ def test_switch_routes_to_a_set_node_and_skips_the_other_branch(page: Page, serv
         }
     )
     editor = EditorPage(page).open(wf["id"])
-    page.locator(".react-flow__edge").first.click(force=True)
-    page.keyboard.press("Delete")
-    expect(editor.edges()).to_have_count(0)
+    editor.delete_edge(editor.edges().first)
 
     before = editor.node_ids()
-    editor.drag_from_palette("switch", 380, 260)
+    # apart: the switch grows with its ports and its problem text, and must not cover start's output
+    editor.drag_from_palette("switch", 460, 260)
     route = editor.new_node_id("switch", before)
     before = editor.node_ids()
-    editor.drag_from_palette("set", 640, 140)
+    editor.drag_from_palette("set", 760, 130)
     vip = editor.new_node_id("set", before)
     before = editor.node_ids()
-    editor.drag_from_palette("set", 640, 420)
+    editor.drag_from_palette("set", 760, 440)
     other = editor.new_node_id("set", before)
 
     # the switch: its value and one case, "vip"; the canvas shows a port per case plus default

@@ -70,8 +70,14 @@ def test_a_connection_dropped_on_empty_canvas_opens_the_picker_and_connects_the_
     expect(picker).to_have_count(0)
 
     new = editor.new_node_id("python", before)
-    placed = editor.node(new).bounding_box()
-    assert placed is not None and abs(placed["x"] - drop["x"]) < 40 and abs(placed["y"] - (drop["y"] - 30)) < 60
+    # the inspector opens on the new node and may pan the canvas to keep it in view: measure from the
+    # handle it was drawn from, which moves with it, once the canvas is still
+    expect(editor.node(new)).to_be_visible()
+    editor.wait_for_still_canvas()
+    placed, moved = editor.node(new).bounding_box(), handle.bounding_box()
+    assert placed is not None and moved is not None
+    dx, dy = drop["x"] - start["x"], drop["y"] - start["y"]
+    assert abs(placed["x"] - (moved["x"] + dx)) < 40 and abs(placed["y"] - (moved["y"] + dy - 30)) < 60
     expect(page.get_by_test_id("inspector")).to_have_attribute("data-node-id", new)
     assert f"check:else->{new}" in edges_of(server, editor, wf["id"], 2)
     shot(page, "wiring-drop-on-canvas")
@@ -82,7 +88,7 @@ def test_the_plus_on_an_edge_inserts_a_node_between_its_ends_and_undo_restores_b
     editor = EditorPage(page).open(wf["id"])
     before = editor.node_ids()
     true_edge = page.locator('.react-flow__edge[data-id="e_check_done_true"]')
-    true_edge.click()  # a selected edge shows its "+" (hovering does too)
+    editor.select_edge(true_edge)  # a selected edge shows its "+" (hovering does too)
     plus = page.locator('[data-testid="edge-insert"][data-edge-id="e_check_done_true"]')
     expect(plus).to_be_visible()
     plus.click()
@@ -152,3 +158,36 @@ def test_code_completion_opens_on_ctx_dot_and_enter_types_a_newline(page: Page, 
     assert box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"]
     assert box["y"] >= 0 and box["y"] + box["height"] <= viewport["height"]
     shot(page, "completion-at-the-right-edge")
+
+
+def test_a_press_anywhere_on_an_input_dot_starts_a_wire_rather_than_moving_the_node(page: Page, server: Server) -> None:
+    # three output rows: the middle of the node's left side, where the input dot sits, is beside the first row
+    branches = [{"id": b, "label": b, "expression": f"ctx.input.{b}"} for b in ("a", "b")]
+    wf = server.create_workflow(
+        {
+            "title": "Three ways",
+            "nodes": [
+                node("start", "start", 0, 120),
+                node("check", "condition", 300, 120, config={"branches": branches}),
+                *(node(f"to_{h}", "end", 620, 40 + 120 * i) for i, h in enumerate(("a", "b", "else"))),
+            ],
+            "edges": [edge("start", "check"), *(edge("check", f"to_{h}", h) for h in ("a", "b", "else"))],
+        }
+    )
+    editor = EditorPage(page).open(wf["id"])
+    dot, card = editor.handle("check", "in"), editor.node("check")
+    expect(dot).to_be_visible()
+    editor.wait_for_still_canvas()
+    box, before = dot.bounding_box(), card.bounding_box()
+    assert box is not None and before is not None
+    # the dot's inner half, over the node's card
+    mouse = page.mouse
+    mouse.move(box["x"] + box["width"] * 0.8, box["y"] + box["height"] / 2)
+    mouse.down()
+    mouse.move(box["x"] - 120, box["y"] + 200, steps=8)
+    expect(page.locator(".react-flow__connectionline")).to_have_count(1)
+    mouse.up()
+    expect(page.get_by_test_id("node-picker")).to_be_visible()  # dropped on empty canvas: what leads into it?
+    page.keyboard.press("Escape")
+    expect(page.get_by_test_id("node-picker")).to_have_count(0)
+    assert card.bounding_box() == before

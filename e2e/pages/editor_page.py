@@ -5,7 +5,25 @@ from __future__ import annotations
 import re
 import time
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import FloatRect, Locator, Page, expect
+
+# What a pointer at the element's centre would reach instead of it (a short description), or null.
+_COVER_AT_CENTRE = """el => {
+  const r = el.getBoundingClientRect();
+  const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  if (hit === null) return 'nothing (off screen)';
+  if (el.contains(hit)) return null;
+  const node = hit.closest('.react-flow__node');
+  const cls = typeof hit.className === 'string' ? hit.className : hit.getAttribute('class');
+  return `<${hit.tagName.toLowerCase()} class="${cls}">` + (node ? ` of node ${node.dataset.id}` : '');
+}"""
+
+# The viewport point a quarter of the way along an SVG path.
+_QUARTER_ALONG = """path => {
+  const p = path.getPointAtLength(path.getTotalLength() / 4);
+  const m = path.getScreenCTM();
+  return { x: m.a * p.x + m.c * p.y + m.e, y: m.b * p.x + m.d * p.y + m.f };
+}"""
 
 
 class EditorPage:
@@ -44,9 +62,8 @@ class EditorPage:
             expect(locator).to_be_visible()
             locator.scroll_into_view_if_needed()
         self.wait_for_still_canvas()
-        start = self.handle(source, handle).bounding_box()
-        end = self.handle(target, "in").bounding_box()
-        assert start is not None and end is not None
+        start = self.reachable(self.handle(source, handle), f"{source}'s {handle!r} handle")
+        end = self.reachable(self.handle(target, "in"), f"{target}'s input handle")
         mouse = self.page.mouse
         mouse.move(start["x"] + start["width"] / 2, start["y"] + start["height"] / 2)
         mouse.down()
@@ -54,6 +71,41 @@ class EditorPage:
         mouse.move(end["x"] + end["width"] / 2, end["y"] + end["height"] / 2, steps=8)
         expect(self.page.locator(".react-flow__connectionline")).to_have_count(1)  # the drag is under way
         mouse.up()
+
+    def reachable(self, locator: Locator, name: str, timeout: float = 3.0) -> FloatRect:
+        """The element's box, once a pointer at its centre reaches it (``elementFromPoint`` is it or inside it).
+
+        A node placed close to another grows when it shows ports and problems and can then cover the other's
+        handle: a press there grabs the covering node and drags it, and no connection starts. That fails
+        here, naming what covers the handle, rather than as a missing connection line later.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            box = locator.bounding_box()
+            assert box is not None, f"{name} is not on the page"
+            cover = locator.evaluate(_COVER_AT_CENTRE)
+            if cover is None:
+                return box
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{name} is covered by {cover}: place the nodes apart")
+            self.page.wait_for_timeout(100)
+
+    def select_edge(self, edge: Locator) -> None:
+        """Select an edge by clicking its path a quarter of the way along.
+
+        Not its middle: hovering an editable edge shows the "+" (insert a node here) there, and a click
+        that lands on it opens the node picker instead of selecting the edge.
+        """
+        point = edge.locator(".react-flow__edge-path").evaluate(_QUARTER_ALONG)
+        self.page.mouse.click(point["x"], point["y"])
+        expect(edge).to_have_class(re.compile(r"\bselected\b"))
+
+    def delete_edge(self, edge: Locator) -> None:
+        """Select an edge (``select_edge``), then press Delete."""
+        count = self.edges().count()
+        self.select_edge(edge)
+        self.page.keyboard.press("Delete")
+        expect(self.edges()).to_have_count(count - 1)
 
     def wait_for_still_canvas(self) -> None:
         """Until the viewport has not moved for 0.6 s: a panel that opened pans the canvas to keep the
