@@ -71,14 +71,14 @@ async def test_a_refused_connection_costs_a_node_a_short_wait_not_its_lease(
     decision left its node leased until then)."""
     db = Database(limited_url, pool_size=12, reconnect_seconds=30)
     engine = Engine(db, make_test_registry(), concurrency=12, lease_seconds=60.0, poll_interval=0.05)
-    await engine.start()
     try:
         tenant_id = await engine.tenants.ensure("acme")
         graph = linear(2)
         for step in graph["nodes"][1:-1]:
             step["config"] = {"sleep": 0.1}  # the runs' nodes run side by side, then decide at about once
+        run_ids = [await start(engine, tenant_id, graph) for _ in range(12)]  # queued before the worker starts
         with caplog.at_level(logging.WARNING, logger="flowdeck.storage.database"):
-            run_ids = await asyncio.gather(*(start(engine, tenant_id, graph) for _ in range(12)))
+            await engine.start()  # claims the twelve start nodes at once
             runs = [await engine.wait_for_run(run_id, 20) for run_id in run_ids]  # a third of the lease
     finally:
         await engine.stop()
