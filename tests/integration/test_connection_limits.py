@@ -204,6 +204,7 @@ async def test_serve_and_workers_hold_the_connections_the_docs_promise(
         done.set()
         await sampler
         await admin.close()
+    print(f"peak connections by application_name, serve and {WORKERS} workers: {dict(peak)}")
     assert statuses == ["COMPLETED"] * 40
     assert peak["flowdeck-serve"] >= 3 and peak["flowdeck-worker"] >= WORKERS * 3  # every role was seen at work
     assert peak["flowdeck-serve"] <= serve_most, peak
