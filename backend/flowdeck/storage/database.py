@@ -117,11 +117,8 @@ class _InlineConnection:
         return fn(self._conn)
 
 
-_READ_ATTEMPTS = 5
-"""A read runs again on a fresh connection this many times at most (then ``_open`` has waited for one).
-Pooled connections found dead on the way do not count: a pool whose every connection PostgreSQL closed
-at once (``pg_terminate_backend`` of all backends, a restart, ``idle_session_timeout``) is walked through
-and discarded, however large, before a new connection failing counts as an attempt."""
+_BACKOFF_LIMIT = 1.0
+"""The longest pause between two attempts of a statement that lost its connection (from 20 ms, doubling)."""
 
 _Reopen = Callable[[], Awaitable[tuple[AsyncConnection, Any, bool]]]
 
@@ -136,7 +133,12 @@ class _AsyncpgConnection:
     With ``reopen``, a statement that fails because PostgreSQL closed the connection runs again on a
     fresh one: any statement of a read (reads change nothing), and a statement without a transaction
     only when it did not run (``unsent``: asyncpg refused before sending, or PostgreSQL said it closed
-    an idle session). ``fresh``: the connection was opened for this check-out (else it was pooled).
+    an idle session). It is taken again for up to ``patience`` seconds (FLOWDECK_DB_RECONNECT_SECONDS)
+    after the first loss, with a back-off between new connections; pooled connections found dead on the
+    way are skipped at once (a pool whose every connection PostgreSQL closed at once, by
+    ``pg_terminate_backend`` of all backends, a restart or ``idle_session_timeout``, is walked through
+    and discarded, however large). ``fresh``: the connection was opened for this check-out (else it was
+    pooled).
     """
 
     committed: asyncio.Future[None] | None = None
@@ -150,6 +152,7 @@ class _AsyncpgConnection:
         *,
         reads: bool = False,
         fresh: bool = False,
+        patience: float = 15.0,
     ) -> None:
         self._conn = conn
         self._raw = raw
@@ -157,21 +160,27 @@ class _AsyncpgConnection:
         self._reopen = reopen
         self._reads = reads
         self._fresh = fresh
+        self._patience = patience
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
         spent = 0
+        give_up: float | None = None
         while True:
             try:
                 return await self._execute(statement, parameters)
             except Exception as exc:
                 retry = is_disconnect(exc) if self._reads else unsent(exc)
-                if self._fresh:  # a pooled connection found dead costs no attempt: the next one is taken
-                    spent += 1
-                if self._reopen is None or not retry or spent >= _READ_ATTEMPTS:
+                if self._reopen is None or not retry:
                     raise
+                now = asyncio.get_running_loop().time()
+                give_up = now + self._patience if give_up is None else give_up
+                if self._fresh:  # a pooled connection found dead costs no wait: the next one is taken at once
+                    spent += 1
+                    if now >= give_up:
+                        raise
                 log.warning("a statement lost its PostgreSQL connection (%s); running it again on a fresh one", exc)
                 if spent:
-                    await asyncio.sleep(0.01 * 2**spent)
+                    await asyncio.sleep(min(0.01 * 2**spent, _BACKOFF_LIMIT))
                 self._conn, self._raw, self._fresh = await self._reopen()
 
     async def _execute(self, statement: Any, parameters: Any) -> Any:
@@ -413,6 +422,7 @@ class Database:
             None if transaction == "write" else reopen,
             reads=reads and transaction != "write",
             fresh=fresh,
+            patience=self.reconnect_seconds,
         )
         track = write_track.get()
         try:
@@ -490,7 +500,8 @@ class Database:
                 if failures == 1:
                     log.warning("PostgreSQL closed or refused the connection (%s); trying again", exc)
                 if failures >= 2:
-                    await asyncio.sleep(min(0.05 * 2 ** (failures - 2), 1.0, max(0.0, deadline - loop.time())))
+                    pause = min(0.05 * 2 ** (failures - 2), _BACKOFF_LIMIT)
+                    await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))
 
     async def reclaim_space(self, pages: int) -> int:
         """SQLite: hand up to ``pages`` free pages back to the file system (``auto_vacuum=INCREMENTAL``)
