@@ -158,7 +158,7 @@ def _child_env(settings: Settings) -> dict[str, str]:
 async def _workers(settings: Settings, count: int) -> AsyncIterator[WorkerProcesses]:
     """``count`` worker processes with the benchmark's node types, ready; stopped (drained) after."""
     env = _child_env(settings)
-    env["FLOWDECK_DB_POOL_SIZE"] = str(await pool_share(settings, count))  # within max_connections, this one's too
+    env["FLOWDECK_WORKER_DB_POOL_SIZE"] = str(await pool_share(settings, count))  # within max_connections
     children = WorkerProcesses(
         count,
         env=env,

@@ -77,14 +77,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host = args.host or settings.host
     port = args.port or settings.port
     workers = serve_worker_count(settings, args.workers)
-    settings = dataclasses.replace(settings, db_pool_size=connection_share(settings, workers))
+    settings = dataclasses.replace(settings, db_application_name="flowdeck-serve")
+    worker_pool = connection_share(settings, workers)
     beside = f", {workers} worker process{'es' if workers != 1 else ''} beside it" if workers else ""
     print(f"Flowdeck is starting on http://{host}:{port}/ (database: {_shown_url(settings.database_url)}{beside})")
     if settings.metrics and settings.metrics_addr is not None:
         from flowdeck.observability.listener import listener_url
 
         print(f"metrics on {listener_url(*settings.metrics_addr)}", flush=True)
-    children = serve_worker_processes(workers, _echo_line, settings.db_pool_size) if workers else None
+    children = serve_worker_processes(workers, _echo_line, worker_pool) if workers else None
     announce = _announce(_public_url(host, port))
 
     def ready(info: ReadyInfo) -> None:
@@ -161,6 +162,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     settings = Settings.from_env()
+    # A worker serves no HTTP: a small pool of its own (docs/operations.md "How many connections")
+    settings = replace(settings, db_pool_size=settings.worker_db_pool_size, db_application_name="flowdeck-worker")
     if args.lease_seconds:
         settings = replace(settings, lease_seconds=args.lease_seconds)
     asyncio.run(_worker(settings, supervised=args.supervised, bench_nodes=args.bench_nodes))

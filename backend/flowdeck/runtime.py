@@ -76,6 +76,7 @@ async def open_runtime(
         pool_size=settings.db_pool_size,
         sqlite_synchronous=settings.sqlite_synchronous,
         reconnect_seconds=settings.db_reconnect_seconds,
+        application_name=settings.db_application_name,
     )
     sandbox = SandboxPool(
         settings.sandbox_workers, max_size=settings.sandbox_max_workers, idle_seconds=settings.sandbox_idle_seconds
@@ -139,7 +140,7 @@ def _fanout(settings: Settings, engine: Engine, db: Database, *, with_worker: bo
     if settings.redis_url:
         transport: RedisTransport | PostgresTransport = RedisTransport(settings.redis_url)
     elif not settings.is_sqlite:
-        transport = PostgresTransport(settings.database_url)
+        transport = PostgresTransport(settings.database_url, application_name=settings.db_application_name)
     else:
         return None
     fanout = Fanout(transport, engine.publisher, resolve=read_back(db))

@@ -73,42 +73,49 @@ def serve_worker_count(settings: Settings, requested: int | None) -> int:
     return count
 
 
+_SPARE_CONNECTIONS = 5
+"""Left free, beyond those open when serve starts, for ``psql``, migrations and the CLI."""
+_FEWEST_CONNECTIONS = 2
+DEDICATED_CONNECTIONS = 2
+"""Held by each process beside its pool, on PostgreSQL without Redis: one LISTENs, one sends NOTIFYs
+(engine/pg_notify.py)."""
+
+
 def serve_worker_processes(count: int, echo: Callable[[str], None], pool_size: int) -> WorkerProcesses:
     """``count`` supervised ``flowdeck worker`` processes with serve's environment (FLOWDECK_METRICS_ADDR
     left out: each would bind the same address; ``serve`` listens there itself), each keeping at most
-    ``pool_size`` database connections."""
+    ``pool_size`` pooled database connections."""
     env = {k: v for k, v in os.environ.items() if k not in METRICS_LISTENER_VARIABLES}
-    env["FLOWDECK_DB_POOL_SIZE"] = str(pool_size)
+    env["FLOWDECK_WORKER_DB_POOL_SIZE"] = str(pool_size)
     return WorkerProcesses(count, env=env, echo=echo)
 
 
-_SPARE_CONNECTIONS = 5
-"""Left free for ``psql``, migrations and the CLI while serve and its workers run."""
-_FEWEST_CONNECTIONS = 3
-
-
 def connection_share(settings: Settings, workers: int) -> int:
-    """How many pooled connections each of serve's processes may keep (``pool_share``; from the CLI)."""
+    """The pool of each of serve's worker processes (``pool_share``; from the CLI)."""
     return asyncio.run(pool_share(settings, workers))
 
 
 async def pool_share(settings: Settings, workers: int) -> int:
-    """How many pooled connections each of ``workers`` + 1 processes may keep: FLOWDECK_DB_POOL_SIZE when set,
-    else PostgreSQL's ``max_connections`` less those already open and a few spare, shared equally (each
-    process also holds one for LISTEN/NOTIFY), at most the default of 20. A share too small to run is
-    refused with the figures, rather than failing later on "too many clients"."""
-    if settings.is_sqlite or not workers or os.environ.get("FLOWDECK_DB_POOL_SIZE"):
-        return settings.db_pool_size
+    """How many pooled connections each of ``workers`` worker processes beside serve may keep: the worker
+    pool (FLOWDECK_WORKER_DB_POOL_SIZE, 4) when set or when it fits, else what PostgreSQL's ``max_connections``
+    leaves once the connections already open, serve's own (its pool and 2 dedicated) and 5 spare are taken
+    off, shared equally (each worker also holds 2 dedicated ones). With the defaults serve and 8 workers
+    hold at most 22 + 8 x 6 = 70 of PostgreSQL's default 100 (docs/operations.md "How many connections").
+    A share too small to run is refused with the figures, rather than failing later on "too many clients"."""
+    if settings.is_sqlite or not workers or os.environ.get("FLOWDECK_WORKER_DB_POOL_SIZE"):
+        return settings.worker_db_pool_size
     limit, in_use = await _connection_figures(settings.database_url)
-    processes = workers + 1
-    share = (limit - in_use - _SPARE_CONNECTIONS - processes) // processes
+    room = limit - in_use - _SPARE_CONNECTIONS - (settings.db_pool_size + DEDICATED_CONNECTIONS)
+    share = room // workers - DEDICATED_CONNECTIONS
     if share < _FEWEST_CONNECTIONS:
         raise ValueError(
-            f"PostgreSQL allows {limit} connections and {in_use} are open: too few for {processes} processes"
-            f" ({_FEWEST_CONNECTIONS} or more each). Raise max_connections, start fewer workers"
-            " (--workers / FLOWDECK_SERVE_WORKERS) or set FLOWDECK_DB_POOL_SIZE"
+            f"PostgreSQL allows {limit} connections and {in_use} are open: too few for serve"
+            f" ({settings.db_pool_size} + {DEDICATED_CONNECTIONS}) and {workers} worker processes"
+            f" ({_FEWEST_CONNECTIONS} + {DEDICATED_CONNECTIONS} or more each) with {_SPARE_CONNECTIONS} spare."
+            " Raise max_connections, start fewer workers (--workers / FLOWDECK_SERVE_WORKERS) or set"
+            " FLOWDECK_DB_POOL_SIZE / FLOWDECK_WORKER_DB_POOL_SIZE"
         )
-    return min(settings.db_pool_size, share)
+    return min(settings.worker_db_pool_size, share)
 
 
 async def _connection_figures(database_url: str) -> tuple[int, int]:
@@ -117,7 +124,12 @@ async def _connection_figures(database_url: str) -> tuple[int, int]:
 
     url = make_url(database_url)
     conn = await asyncpg.connect(
-        host=url.host, port=url.port or 5432, user=url.username, password=url.password, database=url.database
+        host=url.host,
+        port=url.port or 5432,
+        user=url.username,
+        password=url.password,
+        database=url.database,
+        server_settings={"application_name": "flowdeck-serve"},
     )
     try:
         limit = int(await conn.fetchval("SHOW max_connections"))

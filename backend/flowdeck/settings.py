@@ -161,8 +161,16 @@ class Settings:
     """FLOWDECK_SQLITE_SYNCHRONOUS: ``FULL`` (every commit survives a power loss) or ``NORMAL`` (faster; a
     power loss may lose the last commits, never corrupt the database)."""
     db_pool_size: int = 20
-    """FLOWDECK_DB_POOL_SIZE (PostgreSQL): connections one process keeps; ``serve --workers`` shares
-    ``max_connections`` between its processes when it is unset (``serving.connection_share``)."""
+    """FLOWDECK_DB_POOL_SIZE (PostgreSQL): pooled connections ``serve`` (HTTP and its embedded worker),
+    ``run`` and ``bench`` keep at most; each process holds 2 more for LISTEN/NOTIFY (docs/operations.md
+    "How many connections")."""
+    worker_db_pool_size: int = 4
+    """FLOWDECK_WORKER_DB_POOL_SIZE (PostgreSQL): pooled connections a ``flowdeck worker`` process keeps at
+    most (it serves no HTTP: its nodes' decisions hold one for a millisecond or two); ``serve --workers``
+    gives its children less when ``max_connections`` cannot take that many (``serving.connection_share``)."""
+    db_application_name: str = "flowdeck"
+    """The ``application_name`` of this process's PostgreSQL connections (``flowdeck-serve``,
+    ``flowdeck-worker``): who holds which connection in ``pg_stat_activity``."""
     db_reconnect_seconds: float = 15.0
     """FLOWDECK_DB_RECONNECT_SECONDS (PostgreSQL): how long a statement waits for PostgreSQL to take
     connections again (a restart, a failover) before it fails (the API answers 503)."""
@@ -216,6 +224,7 @@ class Settings:
             sqlite_synchronous=_choice(env, "FLOWDECK_SQLITE_SYNCHRONOUS", "full", ("full", "normal")).upper(),
             serve_workers=_optional_int(env, "FLOWDECK_SERVE_WORKERS"),
             db_pool_size=_int(env, "FLOWDECK_DB_POOL_SIZE", 20),
+            worker_db_pool_size=_int(env, "FLOWDECK_WORKER_DB_POOL_SIZE", 4),
             db_reconnect_seconds=_float(env, "FLOWDECK_DB_RECONNECT_SECONDS", 15.0),
             max_run_bytes=_int(env, "FLOWDECK_MAX_RUN_BYTES", DEFAULT_MAX_RUN_BYTES, minimum=1024),
             max_tree_runs=_int(env, "FLOWDECK_MAX_TREE_RUNS", 1000),

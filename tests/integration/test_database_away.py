@@ -42,3 +42,14 @@ def test_the_setting_is_read_and_checked() -> None:
     assert Settings.from_env({**base, "FLOWDECK_DB_RECONNECT_SECONDS": "2.5"}).db_reconnect_seconds == 2.5
     with pytest.raises(ValueError, match="FLOWDECK_DB_RECONNECT_SECONDS"):
         Settings.from_env({**base, "FLOWDECK_DB_RECONNECT_SECONDS": "soon"})
+
+
+def test_the_pool_sizes_are_read_and_checked() -> None:
+    base = {"FLOWDECK_DATABASE_URL": "sqlite+aiosqlite:///x.db"}
+    defaults = Settings.from_env(base)
+    assert (defaults.db_pool_size, defaults.worker_db_pool_size) == (20, 4)
+    assert Settings.from_env({**base, "FLOWDECK_WORKER_DB_POOL_SIZE": "8"}).worker_db_pool_size == 8
+    with pytest.raises(ValueError, match="FLOWDECK_WORKER_DB_POOL_SIZE must be at least 1"):
+        Settings.from_env({**base, "FLOWDECK_WORKER_DB_POOL_SIZE": "0"})
+    with pytest.raises(ValueError, match="FLOWDECK_DB_POOL_SIZE must be an integer"):
+        Settings.from_env({**base, "FLOWDECK_DB_POOL_SIZE": "many"})

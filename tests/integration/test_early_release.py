@@ -195,7 +195,7 @@ async def test_a_group_that_fails_to_commit_is_a_crash_for_what_ran_on_it(
 ) -> None:
     failed: list[int] = []
 
-    class FailingOnce(database_module._Group):
+    class FailingOnce(database_module.Group):
         """The first group holding three early-released decisions fails to commit (a disk error)."""
 
         def __init__(self, conn: sa.Connection) -> None:
@@ -212,7 +212,7 @@ async def test_a_group_that_fails_to_commit_is_a_crash_for_what_ran_on_it(
 
             self.transaction = Transaction()  # type: ignore[assignment]
 
-    monkeypatch.setattr(database_module, "_Group", FailingOnce)
+    monkeypatch.setattr(database_module, "Group", FailingOnce)
     engine = await _engine(path, lease_seconds=1.0)
     slow = engine.registry.get("slow")
     assert isinstance(slow, _Slow)

@@ -239,12 +239,15 @@ def _gone(pid: int) -> bool:
 
 
 def test_serve_shares_postgres_connections_between_its_processes(postgres_url: str) -> None:
-    """Without FLOWDECK_DB_POOL_SIZE, serve gives each of its processes a share of what max_connections
-    leaves (at most 20 each), and refuses to start more processes than the server can take."""
+    """Without FLOWDECK_WORKER_DB_POOL_SIZE, serve gives each worker process the worker pool (4) when
+    max_connections can take it beside serve's own, less when not, and refuses to start more processes than
+    the server can take."""
     settings = Settings.from_env({"FLOWDECK_DATABASE_URL": postgres_url})
     share = connection_share(settings, 2)
-    assert 3 <= share <= 20
+    assert 2 <= share <= 4
     with pytest.raises(ValueError, match="max_connections"):
         connection_share(settings, 400)
-    sqlite = Settings.from_env({"FLOWDECK_DATABASE_URL": "sqlite+aiosqlite:///x.db", "FLOWDECK_DB_POOL_SIZE": "7"})
+    sqlite = Settings.from_env(
+        {"FLOWDECK_DATABASE_URL": "sqlite+aiosqlite:///x.db", "FLOWDECK_WORKER_DB_POOL_SIZE": "7"}
+    )
     assert connection_share(sqlite, 2) == 7

@@ -34,7 +34,7 @@ _RECONNECT_SECONDS = (0.1, 0.5, 1.0, 2.0, 5.0)
 class PostgresTransport:
     max_message_bytes: int | None = 7_900
 
-    def __init__(self, database_url: str, *, channel: str = CHANNEL) -> None:
+    def __init__(self, database_url: str, *, channel: str = CHANNEL, application_name: str = "flowdeck") -> None:
         url = make_url(database_url)
         self._connect_args: dict[str, Any] = {
             "host": url.host,
@@ -42,6 +42,7 @@ class PostgresTransport:
             "user": url.username,
             "password": url.password,
             "database": url.database,
+            "server_settings": {"application_name": application_name},
         }
         self.channel = channel
         self._deliver: Callable[[bytes], None] | None = None

@@ -286,15 +286,28 @@ class Worker:
                 current = successor
         except asyncio.CancelledError:
             raise
-        except Exception:
-            # The job keeps its lease until it expires; then any worker runs it again.
+        except Exception as exc:
             log.exception("node %s of run %s could not be finished", job.node_id, job.instance_id)
+            if current is not None and is_disconnect(exc):
+                await self._hand_back(current)
+            # else the job keeps its lease until it expires; then any worker runs it again
         finally:
             last = self._current.pop(task, None)
             if last is not None:
                 self._running.pop(last.id, None)
             if self._saturated or self._capped:  # a slot opened that a due job may be waiting for
                 self._wake.set()
+
+    async def _hand_back(self, job: Job) -> None:
+        """A node whose result PostgreSQL would not take (it refused connections, or closed them, past every
+        retry) is due again now rather than when its lease ends, if a connection can be had for that; its next
+        attempt runs it again, as after a takeover (docs/engine.md "Lost connections")."""
+        try:
+            await self.state.release_leases(self.id, job)
+        except Exception as exc:  # noqa: BLE001 -- the lease still brings it back
+            log.warning("node %s of run %s keeps its lease until it ends: %s", job.node_id, job.instance_id, exc)
+        else:
+            log.warning("node %s of run %s handed back: it is due again now", job.node_id, job.instance_id)
 
     async def _decide(self, job: Job, outcome: NodeOutcome, claim_for: str | None) -> Job | None:
         """The orchestrator's decision on a node's result, taken again when PostgreSQL closed the connection

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -44,15 +43,22 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
-import msgspec
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from flowdeck.storage.compiled import CompiledStatement
-from flowdeck.storage.disconnects import DatabaseUnavailableError, is_disconnect, unsent, write_track
+from flowdeck.storage.disconnects import (
+    DatabaseUnavailableError,
+    WriteTrack,
+    is_disconnect,
+    refused,
+    unsent,
+    write_track,
+)
+from flowdeck.storage.json_codec import json_dumps, json_loads
 from flowdeck.storage.schema import metadata
+from flowdeck.storage.sqlite_engine import GROUP_LIMIT, Group, sqlite_begin, sqlite_engine
 from flowdeck.storage.statements import statements_for
 
 T = TypeVar("T")
@@ -60,17 +66,6 @@ T = TypeVar("T")
 __all__ = ("Connection", "Database", "StatementCounter")
 
 log = logging.getLogger(__name__)
-
-_encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder()
-
-
-def _json_dumps(value: Any) -> str:
-    return _encoder.encode(value).decode()
-
-
-def _json_loads(value: str | bytes) -> Any:
-    return _decoder.decode(value)
 
 
 @dataclass(slots=True)
@@ -122,8 +117,10 @@ class _InlineConnection:
         return fn(self._conn)
 
 
-_READ_ATTEMPTS = 5
-"""A read runs again on a fresh connection this many times at most (then ``_open`` has waited for one)."""
+_BACKOFF_LIMIT = 1.0
+"""The longest pause between two attempts of a statement that lost its connection (from 20 ms, doubling)."""
+
+_Reopen = Callable[[], Awaitable[tuple[AsyncConnection, Any, bool]]]
 
 
 class _AsyncpgConnection:
@@ -135,7 +132,13 @@ class _AsyncpgConnection:
 
     With ``reopen``, a statement that fails because PostgreSQL closed the connection runs again on a
     fresh one: any statement of a read (reads change nothing), and a statement without a transaction
-    only when nothing of it was sent (``unsent``: asyncpg refused before sending).
+    only when it did not run (``unsent``: asyncpg refused before sending, or PostgreSQL said it closed
+    an idle session). It is taken again for up to ``patience`` seconds (FLOWDECK_DB_RECONNECT_SECONDS)
+    after the first loss, with a back-off between new connections; pooled connections found dead on the
+    way are skipped at once (a pool whose every connection PostgreSQL closed at once, by
+    ``pg_terminate_backend`` of all backends, a restart or ``idle_session_timeout``, is walked through
+    and discarded, however large). ``fresh``: the connection was opened for this check-out (else it was
+    pooled).
     """
 
     committed: asyncio.Future[None] | None = None
@@ -145,29 +148,40 @@ class _AsyncpgConnection:
         conn: AsyncConnection,
         raw: Any,
         counter: StatementCounter,
-        reopen: Callable[[], Awaitable[tuple[AsyncConnection, Any]]] | None = None,
+        reopen: _Reopen | None = None,
         *,
         reads: bool = False,
+        fresh: bool = False,
+        patience: float = 15.0,
     ) -> None:
         self._conn = conn
         self._raw = raw
         self._counter = counter
         self._reopen = reopen
         self._reads = reads
+        self._fresh = fresh
+        self._patience = patience
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
-        for attempt in itertools.count():
+        spent = 0
+        give_up: float | None = None
+        while True:
             try:
                 return await self._execute(statement, parameters)
             except Exception as exc:
                 retry = is_disconnect(exc) if self._reads else unsent(exc)
-                if self._reopen is None or not retry or attempt >= _READ_ATTEMPTS:
+                if self._reopen is None or not retry:
                     raise
+                now = asyncio.get_running_loop().time()
+                give_up = now + self._patience if give_up is None else give_up
+                if self._fresh:  # a pooled connection found dead costs no wait: the next one is taken at once
+                    spent += 1
+                    if now >= give_up:
+                        raise
                 log.warning("a statement lost its PostgreSQL connection (%s); running it again on a fresh one", exc)
-                if attempt:
-                    await asyncio.sleep(0.01 * 2**attempt)
-                self._conn, self._raw = await self._reopen()
-        raise AssertionError("unreachable")
+                if spent:
+                    await asyncio.sleep(min(0.01 * 2**spent, _BACKOFF_LIMIT))
+                self._conn, self._raw, self._fresh = await self._reopen()
 
     async def _execute(self, statement: Any, parameters: Any) -> Any:
         if isinstance(statement, CompiledStatement) and isinstance(parameters, list) and len(parameters) > 1:
@@ -181,26 +195,6 @@ class _AsyncpgConnection:
         return await self._conn.run_sync(fn)
 
 
-_GROUP_LIMIT = 64
-"""At most this many write transactions share one SQLite commit (a bound on how long the first waits)."""
-
-
-class _Group:
-    """An open SQLite write transaction that the queued write transactions share (group commit)."""
-
-    def __init__(self, conn: sa.Connection) -> None:
-        self.conn = conn
-        self.transaction = conn.begin()
-        self.members = 0
-        self.released = 0
-        """Members that went on without waiting for the commit (early release)."""
-        self.committed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.flush: asyncio.Task[None] | None = None
-        """The task that commits the group at the next turn of the event loop."""
-        self.timer: asyncio.TimerHandle | None = None
-        """Commits the group ``defer_seconds`` after its first early release, if nothing did before."""
-
-
 class Database:
     def __init__(
         self,
@@ -211,6 +205,7 @@ class Database:
         sqlite_synchronous: str = "FULL",
         defer_seconds: float = 0.002,
         reconnect_seconds: float = 15.0,
+        application_name: str = "flowdeck",
     ) -> None:
         """``one_statement`` (PostgreSQL): take the common decisions and write pairs as single statements
         (data-modifying CTEs). ``False`` writes the same rows with the portable statements SQLite uses;
@@ -218,7 +213,8 @@ class Database:
         ``sqlite_synchronous``: ``FULL`` (power-loss safe) or ``NORMAL`` (FLOWDECK_SQLITE_SYNCHRONOUS).
         ``defer_seconds``: how long an early-released SQLite group may stay open at most.
         ``reconnect_seconds`` (PostgreSQL): how long a caller waits for PostgreSQL to take connections
-        again (a restart, a failover) before its statement fails (FLOWDECK_DB_RECONNECT_SECONDS)."""
+        again (a restart, a failover) before its statement fails (FLOWDECK_DB_RECONNECT_SECONDS).
+        ``application_name`` (PostgreSQL): its connections' name in ``pg_stat_activity``."""
         self.url = url
         self.pool_size = pool_size
         self.reconnect_seconds = reconnect_seconds
@@ -230,17 +226,17 @@ class Database:
             if sqlite_synchronous not in ("FULL", "NORMAL"):
                 raise ValueError(f"sqlite_synchronous must be FULL or NORMAL, not {sqlite_synchronous!r}")
             self._sqlite_lock = asyncio.Lock()
-            self._group: _Group | None = None
+            self._group: Group | None = None
             self._defer_seconds = defer_seconds
-            self.sync_engine = _sqlite_engine(url, sqlite_synchronous)
+            self.sync_engine = sqlite_engine(url, sqlite_synchronous)
             # Reads have a connection of their own: in WAL mode they see what is committed, never wait for
             # a group to commit, and never make one commit early (docs/engine.md "Durable commits").
             self._read_lock = asyncio.Lock()
-            self._read_engine = _sqlite_engine(url, sqlite_synchronous)
+            self._read_engine = sqlite_engine(url, sqlite_synchronous)
             sa.event.listen(self._read_engine, "before_cursor_execute", self._count_statement)
             self._reader: sa.Connection | None = None
             """The reads' connection, kept open (a check-out and a BEGIN through SQLAlchemy cost ~100 us a read)."""
-            sa.event.listen(self.sync_engine, "begin", _sqlite_begin)
+            sa.event.listen(self.sync_engine, "begin", sqlite_begin)
         else:
             # A fixed pool: past it, callers wait for a connection instead of opening one. Overflow
             # connections are closed on return, and a new one costs about ten round trips (connect,
@@ -251,10 +247,12 @@ class Database:
                 url,
                 pool_size=pool_size,
                 max_overflow=0,
-                json_serializer=_json_dumps,
-                json_deserializer=_json_loads,
+                connect_args={"server_settings": {"application_name": application_name}},
+                json_serializer=json_dumps,
+                json_deserializer=json_loads,
             )
             self.sync_engine = self.engine.sync_engine
+            sa.event.listen(self.sync_engine, "connect", _mark_fresh)
         self.loss_listeners: list[Callable[[BaseException], None]] = []
         """Called when a group with early-released members failed to commit (their decisions are lost)."""
         sa.event.listen(self.sync_engine, "before_cursor_execute", self._count_statement)
@@ -281,7 +279,7 @@ class Database:
         async with self._sqlite_lock:
             group = self._group
             if group is None:
-                group = self._group = _Group(self.sync_engine.connect())
+                group = self._group = Group(self.sync_engine.connect())
             raw = group.conn.connection.driver_connection  # savepoints on sqlite3 itself: microseconds
             assert raw is not None
             raw.execute("SAVEPOINT flowdeck_member")
@@ -303,7 +301,7 @@ class Database:
                     if group.timer is None and group.flush is None:
                         loop = asyncio.get_running_loop()
                         group.timer = loop.call_later(self._defer_seconds, self._commit_soon, group)
-                if group.members >= _GROUP_LIMIT:
+                if group.members >= GROUP_LIMIT:
                     self._commit_group()
                 elif not defer:  # commit at the next turn: the writes ready by then join first
                     self._commit_soon(group)
@@ -327,11 +325,11 @@ class Database:
         if self.is_sqlite and self._group is not None:
             self._commit_soon(self._group)
 
-    def _commit_soon(self, group: _Group) -> None:
+    def _commit_soon(self, group: Group) -> None:
         if group.flush is None and self._group is group:
             group.flush = asyncio.get_running_loop().create_task(self._flush(group))
 
-    async def _flush(self, group: _Group) -> None:
+    async def _flush(self, group: Group) -> None:
         async with self._sqlite_lock:  # behind the writers already waiting: they join the group first
             if self._group is group:
                 self._commit_group()
@@ -409,16 +407,22 @@ class Database:
         its connection after BEGIN raises: it never committed, and the caller decides whether to take
         it again (docs/engine.md "Lost connections"); one that loses it at COMMIT may have committed.
         """
-        conn, raw, tx = await self._open(transaction)
+        conn, raw, tx, fresh = await self._open(transaction)
 
-        async def reopen() -> tuple[AsyncConnection, Any]:
+        async def reopen() -> tuple[AsyncConnection, Any, bool]:
             nonlocal conn, raw, tx
             await _discard(conn)
-            conn, raw, tx = await self._open(transaction)
-            return conn, raw
+            conn, raw, tx, again = await self._open(transaction)
+            return conn, raw, again
 
         wrapped = _AsyncpgConnection(
-            conn, raw, self.counter, None if transaction == "write" else reopen, reads=reads and transaction != "write"
+            conn,
+            raw,
+            self.counter,
+            None if transaction == "write" else reopen,
+            reads=reads and transaction != "write",
+            fresh=fresh,
+            patience=self.reconnect_seconds,
         )
         track = write_track.get()
         try:
@@ -438,9 +442,7 @@ class Database:
                 raise
             if transaction == "write":
                 self.counter.commits += 1
-                if track is not None:
-                    track.committed = True
-                await tx.commit()
+                await _commit(tx, track)
             else:
                 try:
                     await tx.rollback()
@@ -453,23 +455,29 @@ class Database:
             else:
                 await _shielded(conn.close())
 
-    async def _open(self, transaction: Literal["write", "read"] | None) -> tuple[AsyncConnection, Any, Any]:
-        """A pooled connection in autocommit mode, its transaction begun if asked, that PostgreSQL has not closed.
+    async def _open(self, transaction: Literal["write", "read"] | None) -> tuple[AsyncConnection, Any, Any, bool]:
+        """A pooled connection in autocommit mode, its transaction begun if asked, that PostgreSQL has not
+        closed, and whether it was opened for this check-out (``fresh``) rather than taken from the pool.
 
         asyncpg sees a connection close as soon as PostgreSQL closes it (it always reads its socket), so
         a pooled connection that was terminated is known dead for free (no ping round trip): it is
-        dropped and the next one tried. A BEGIN that fails on a lost connection is taken again on a
-        fresh one (nothing was sent but the BEGIN). While PostgreSQL refuses connections (a restart, a
-        failover) this waits, up to ``reconnect_seconds``, then raises.
+        dropped and the next one tried, at once and without counting, however many the pool holds. A
+        BEGIN that fails on a lost connection is taken again on a fresh one (nothing was sent but the
+        BEGIN). While PostgreSQL refuses connections (a restart, a failover, "too many clients") this
+        waits, with a back-off from 50 ms to 1 s, up to ``reconnect_seconds``, then raises.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.reconnect_seconds
-        for attempt in itertools.count():
+        failures = 0  # of new connections (a connection refused, or one that was lost at once)
+        while True:
             conn: AsyncConnection | None = None
+            fresh = True
             try:
                 conn = await self.engine.connect()
                 await conn.execution_options(isolation_level="AUTOCOMMIT")
-                raw = (await conn.get_raw_connection()).driver_connection
+                pooled = await conn.get_raw_connection()
+                fresh = bool(pooled.info.pop(_FRESH, False))
+                raw = pooled.driver_connection
                 assert raw is not None
                 if raw.is_closed():
                     raise asyncpg.ConnectionDoesNotExistError("the pooled connection was closed by PostgreSQL")
@@ -477,20 +485,23 @@ class Database:
                 if transaction is not None:
                     tx = raw.transaction()
                     await tx.start()
-                return conn, raw, tx
+                return conn, raw, tx, fresh
             except BaseException as exc:  # a cancelled task too: the connection is never left checked out
                 if conn is not None:
                     await _shielded(_discard(conn))
-                if not isinstance(exc, Exception) or not is_disconnect(exc):
+                if not isinstance(exc, Exception) or not (is_disconnect(exc) or refused(exc)):
                     raise
+                if not fresh:
+                    continue  # a pooled connection PostgreSQL closed: the next one, at once
                 if loop.time() >= deadline:
                     waited = f"FLOWDECK_DB_RECONNECT_SECONDS ({self.reconnect_seconds:g} s)"
                     raise DatabaseUnavailableError(f"PostgreSQL took no connection for {waited}: {exc}") from exc
-                if attempt == self.pool_size:  # the pool's connections are used up: PostgreSQL is away
+                failures += 1
+                if failures == 1:
                     log.warning("PostgreSQL closed or refused the connection (%s); trying again", exc)
-                if attempt >= self.pool_size:
-                    await asyncio.sleep(min(0.05 * 2 ** (attempt - self.pool_size), 1.0))
-        raise AssertionError("unreachable")
+                if failures >= 2:
+                    pause = min(0.05 * 2 ** (failures - 2), _BACKOFF_LIMIT)
+                    await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))
 
     async def reclaim_space(self, pages: int) -> int:
         """SQLite: hand up to ``pages`` free pages back to the file system (``auto_vacuum=INCREMENTAL``)
@@ -541,6 +552,30 @@ class Database:
         self.counter.commits += 1
 
 
+async def _commit(tx: Any, track: WriteTrack | None) -> None:
+    """COMMIT a write transaction. One that fails may have committed (the connection was cut while it was
+    under way) unless the failure says it did not run (``unsent``): then the unit of work's write counts as
+    lost, never committed, and the API runs the request again (api/replay.py). The engine takes its
+    decision again either way (its log writes are idempotent: docs/engine.md "Lost connections")."""
+    before = track is not None and track.committed
+    if track is not None:
+        track.committed = True  # from here it may have committed (a cancelled task too)
+    try:
+        await tx.commit()
+    except Exception as exc:
+        if track is not None and unsent(exc):
+            track.committed, track.lost = before, True
+        raise
+
+
+_FRESH = "flowdeck_fresh"
+"""Set on a pooled connection's record when it is opened; taken off at its first check-out (``_open``)."""
+
+
+def _mark_fresh(_dbapi_connection: Any, record: Any) -> None:
+    record.info[_FRESH] = True
+
+
 async def _shielded(closing: Coroutine[Any, Any, None]) -> None:
     """Give a connection back (or close it) even when the task is cancelled meanwhile, as SQLAlchemy's own
     ``async with engine.connect()`` does: a cancelled request never leaves a connection checked out."""
@@ -553,41 +588,3 @@ async def _discard(conn: AsyncConnection) -> None:
         await conn.invalidate()
     with contextlib.suppress(Exception):
         await conn.close()
-
-
-def _sqlite_engine(url: str, synchronous: str) -> sa.Engine:
-    """A synchronous engine on the database file (sqlite3), one connection per thread, set up by ``_sqlite_connect``."""
-    engine = sa.create_engine(
-        make_url(url).set(drivername="sqlite+pysqlite"),
-        poolclass=sa.pool.SingletonThreadPool,
-        json_serializer=_json_dumps,
-        json_deserializer=_json_loads,
-    )
-    sa.event.listen(engine, "connect", _sqlite_connect(synchronous))
-    return engine
-
-
-def _sqlite_connect(synchronous: str) -> Callable[[Any, Any], None]:
-    def connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # no implicit BEGIN: _sqlite_begin says which kind
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA busy_timeout=5000")  # first: the pragmas below may wait for another writer
-        if cursor.execute("PRAGMA page_count").fetchone()[0] == 0:
-            # A new database gives freed pages back (the pruner's incremental_vacuum); an existing one
-            # takes it from migration 0014's VACUUM. Only on an empty file: it must precede the first table,
-            # and on a database in use it would wait for the lock of a write transaction left open.
-            cursor.execute("PRAGMA auto_vacuum=INCREMENTAL")
-        for pragma in (
-            "PRAGMA journal_mode=WAL",
-            f"PRAGMA synchronous={synchronous}",
-            "PRAGMA foreign_keys=ON",
-            "PRAGMA cache_size=-65536",
-        ):
-            cursor.execute(pragma)
-        cursor.close()
-
-    return connect
-
-
-def _sqlite_begin(conn: sa.Connection) -> None:
-    conn.exec_driver_sql("BEGIN IMMEDIATE")  # writes only: the write lock up front

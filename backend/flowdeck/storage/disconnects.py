@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
 
-__all__ = ("DatabaseUnavailableError", "WriteTrack", "is_disconnect", "unsent", "write_track")
+__all__ = ("DatabaseUnavailableError", "WriteTrack", "is_disconnect", "refused", "unsent", "write_track")
 
 
 @dataclass(slots=True)
@@ -37,6 +37,8 @@ _DISCONNECTED = (
     asyncpg.AdminShutdownError,  # pg_terminate_backend, a fast shutdown
     asyncpg.CrashShutdownError,
     asyncpg.CannotConnectNowError,  # "the database system is starting up / shutting down"
+    asyncpg.IdleSessionTimeoutError,  # FATAL 57P05: the server closed a connection idle past idle_session_timeout
+    asyncpg.IdleInTransactionSessionTimeoutError,  # FATAL 25P03: idle_in_transaction_session_timeout
     ConnectionError,  # reset, refused, broken pipe
 )
 
@@ -71,8 +73,25 @@ def _closed(exc: BaseException) -> bool:
     return isinstance(exc, asyncpg.InterfaceError) and "connection is closed" in str(exc)
 
 
+_NOT_RUN = (
+    asyncpg.InternalClientError,  # "cannot switch to state ...; another operation is in progress"
+    asyncpg.IdleSessionTimeoutError,  # the server was idle (outside a transaction) when it closed: it read nothing
+    asyncpg.IdleInTransactionSessionTimeoutError,  # the server rolled the transaction back as it closed
+)
+
+
 def unsent(exc: BaseException) -> bool:
-    """A lost connection asyncpg noticed before sending anything (so a write did not happen): closed, or
-    "cannot switch to state ...; another operation is in progress" (the FATAL of a ``pg_terminate_backend``
-    that arrived while the connection was idle)."""
-    return any(isinstance(seen, asyncpg.InternalClientError) or _closed(seen) for seen in _causes(exc))
+    """A lost connection that did not run what was sent (so a write did not happen, its COMMIT included):
+    asyncpg noticed before sending anything (closed, or "cannot switch to state ...; another operation is
+    in progress": the FATAL of a ``pg_terminate_backend`` that arrived while the connection was idle), or
+    PostgreSQL's own answer says so: FATAL 57P05 (``idle_session_timeout``: the server closes only a
+    session that is idle outside a transaction, before it reads anything more) or 25P03
+    (``idle_in_transaction_session_timeout``: the transaction is rolled back)."""
+    return any(isinstance(seen, _NOT_RUN) or _closed(seen) for seen in _causes(exc))
+
+
+def refused(exc: BaseException) -> bool:
+    """PostgreSQL refused a new connection for want of room: "sorry, too many clients already", or "too many
+    connections for role/database" (SQLSTATE 53300). Like a server that is starting up, it is waited for
+    (``Database._open``): a connection given back by another caller, or freed elsewhere, ends the wait."""
+    return any(isinstance(seen, asyncpg.TooManyConnectionsError) for seen in _causes(exc))

@@ -150,23 +150,28 @@ class JobTable:
         params = {"p_ids": list(job_ids), "p_owner": owner, "p_until": self.now + lease_seconds}
         return {row[0] for row in await self.conn.execute(self.db.sql.extend_leases, params)}
 
-    async def release(self, owner: str) -> None:
-        """Give back every lease of ``owner`` at once (a clean shutdown): the jobs are due now.
+    async def release(self, owner: str, job: Job | None = None) -> None:
+        """Give back every lease of ``owner`` at once (a clean shutdown), or only ``job``'s at its attempt (a
+        node whose result could not reach the database): the jobs are due now.
 
         Whoever claims one next starts its next attempt (with its own NODE_STARTED row): the attempt
         handed back was started here. As with a takeover, ``retry_base`` moves with it (no retry is
-        spent) and ``takeovers`` counts it.
+        spent); ``takeovers`` counts a shutdown's, not a single job's (its worker is alive: the database
+        was away, which is no reason to fail the node once ``maxAttempts`` such hand-backs are reached).
         """
         j = node_jobs.c
+        held = j.lease_owner == owner
+        if job is not None:
+            held = held & (j.id == job.id) & (j.attempt == job.attempt)
         await self.conn.execute(
             node_jobs.update()
-            .where(j.lease_owner == owner)
+            .where(held)
             .values(
                 lease_owner=None,
                 available_at=self.now,
                 attempt=j.attempt + 1,
                 retry_base=j.retry_base + 1,
-                takeovers=j.takeovers + 1,
+                takeovers=j.takeovers + (1 if job is None else 0),
             )
         )
 

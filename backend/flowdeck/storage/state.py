@@ -592,6 +592,6 @@ class StateManager:
         async with self.transaction() as tx:
             return await tx.jobs.extend(owner, job_ids, lease_seconds)
 
-    async def release_leases(self, owner: str) -> None:
+    async def release_leases(self, owner: str, job: Job | None = None) -> None:
         async with self.transaction() as tx:
-            await tx.jobs.release(owner)
+            await tx.jobs.release(owner, job)
