@@ -116,6 +116,8 @@ class Orchestrator:
         is_test = test_definition is not None
         instance_id = instance_id or str(uuid.uuid4())
         plan = RunPlan(instance_id, tenant_id, workflow_id, is_test, graph, dict(pinned or {}) if is_test else {})
+        if flow is not None:  # its run_flow row holds the priority a reloaded plan reads
+            plan = dataclasses.replace(plan, priority=flow.priority)
         timeout = graph.definition.options.timeout_seconds
         timing = timing or RunTiming()
         now = None

@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from flowdeck.domain.flow_control import DEFAULT_PRIORITY, aged_at
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.database import Connection
 from flowdeck.storage.tables import instances, node_jobs, run_flow
@@ -29,6 +30,7 @@ __all__ = (
     "ready_rows",
     "release_start",
     "run_flow_of",
+    "run_priority",
     "take_waiting",
 )
 
@@ -64,10 +66,9 @@ class Waiting:
 
 
 def _aged(step_seconds: float) -> Any:
-    """The queue order: when the run became ready, lifted ``step_seconds`` per priority point above 50
-    (and lowered below): a higher priority goes first, and a lower one still goes before any run that
-    became ready more than the difference of their lifts after it, so none waits for ever."""
-    return _f.ready_at - (_f.priority - 50) * step_seconds
+    """The queue order: when the run became ready, aged by its priority (domain/flow_control.py ``aged_at``,
+    the rule node-job claims order by too)."""
+    return aged_at(_f.ready_at, _f.priority, step_seconds)
 
 
 async def lock_group(conn: Connection, *, is_sqlite: bool, name: str) -> None:
@@ -162,3 +163,9 @@ async def run_flow_of(conn: Connection, instance_id: str) -> FlowRow | None:
         await conn.execute(sa.select(*(_f[name] for name in FlowRow.__slots__)).where(_f.instance_id == instance_id))
     ).first()
     return None if row is None else FlowRow(*row)
+
+
+async def run_priority(conn: Connection, instance_id: str) -> int:
+    """The run's priority: its flow-control row's, else the default (a run without one was started at 50)."""
+    value = (await conn.execute(sa.select(_f.priority).where(_f.instance_id == instance_id))).scalar()
+    return DEFAULT_PRIORITY if value is None else int(value)
