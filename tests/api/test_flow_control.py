@@ -87,3 +87,39 @@ async def test_a_key_failing_on_the_input_is_a_400_naming_it(alice: Account) -> 
     response = await alice.client.post(f"/api/workflows/{workflow_id}/runs", json={"input": {"other": 1}})
     assert response.status_code == 400, response.text
     assert "options.debounce.key" in response.text
+
+
+async def _hook_secret(account: Account, workflow_id: str) -> str:
+    response = await account.client.post(f"/api/workflows/{workflow_id}/webhook/secret")
+    assert response.status_code == 201, response.text
+    return str(response.json()["secret"])
+
+
+async def test_a_webhook_run_takes_the_workflows_priority_or_its_query_parameter(
+    server: Server, alice: Account
+) -> None:
+    workflow_id = await create(alice, _sleeper(0.0, priority=70))
+    secret = await _hook_secret(alice, workflow_id)
+    async with server.client() as anonymous:
+        runs = {}
+        for query in ("", "?priority=95", "?priority=1"):
+            answer = await anonymous.post(
+                f"/hooks/{workflow_id}{query}", json={}, headers={"X-Flowdeck-Secret": secret}
+            )
+            assert answer.status_code == 202, answer.text
+            runs[query] = answer.json()["instanceId"]
+    for query, expected in (("", 70), ("?priority=95", 95), ("?priority=1", 1)):
+        detail = (await alice.client.get(f"/api/runs/{runs[query]}")).json()
+        assert detail["trigger"] == "webhook" and detail["priority"] == expected, (query, detail)
+
+
+@pytest.mark.parametrize("priority", ["0", "101", "2.5", "high"])
+async def test_a_bad_webhook_priority_is_a_400_naming_it(server: Server, alice: Account, priority: str) -> None:
+    workflow_id = await create(alice, _sleeper(0.0))
+    secret = await _hook_secret(alice, workflow_id)
+    async with server.client() as anonymous:
+        answer = await anonymous.post(
+            f"/hooks/{workflow_id}?priority={priority}", json={}, headers={"X-Flowdeck-Secret": secret}
+        )
+    assert answer.status_code == 400, answer.text
+    assert "priority" in answer.text
