@@ -27,8 +27,10 @@ __all__ = (
     "group_holders",
     "group_queue",
     "lock_group",
+    "park_jobs",
     "ready_rows",
     "release_start",
+    "replace_flow_row",
     "run_flow_of",
     "run_priority",
     "take_waiting",
@@ -79,6 +81,12 @@ async def lock_group(conn: Connection, *, is_sqlite: bool, name: str) -> None:
 async def add_flow_row(conn: Connection, row: FlowRow) -> None:
     values = {name: getattr(row, name) for name in FlowRow.__slots__}
     await conn.execute(run_flow.insert().values(**values))
+
+
+async def replace_flow_row(conn: Connection, row: FlowRow) -> None:
+    """A retried run's flow control, worked out afresh (its version's options may have changed)."""
+    await conn.execute(run_flow.delete().where(_f.instance_id == row.instance_id))
+    await add_flow_row(conn, row)
 
 
 async def group_holders(conn: Connection, workflow_id: str, group_key: str) -> list[str]:
@@ -150,11 +158,20 @@ async def clear_waiting(conn: Connection, instance_id: str) -> None:
 
 
 async def release_start(conn: Connection, instance_id: str, now: float) -> None:
-    """The parked start job of an admitted run falls due now."""
+    """The parked jobs of an admitted run fall due now (a new run's start job, a queued retry's jobs)."""
     await conn.execute(
         node_jobs.update()
         .where(node_jobs.c.instance_id == instance_id, node_jobs.c.lease_owner.is_(None))
         .values(available_at=now)
+    )
+
+
+async def park_jobs(conn: Connection, instance_id: str, until: float) -> None:
+    """A queued retry's jobs wait, unleased, until admission makes them due (``release_start``)."""
+    await conn.execute(
+        node_jobs.update()
+        .where(node_jobs.c.instance_id == instance_id, node_jobs.c.lease_owner.is_(None))
+        .values(available_at=until)
     )
 
 
