@@ -64,19 +64,21 @@ async def claim_plan(
     cap; the plain claim of its oldest jobs when one tenant alone waits with jobs of one priority (the
     common case, and cheap: ranking a 1,000-wide fan-out's due jobs on every claim made it twice as slow
     per node), the aged one when its jobs' priorities differ; the fair round-robin claim when several
-    tenants wait. ``statements``: the dialect's (``claim_one_tenant``/``claim_one_tenant_aged``/
-    ``claim_jobs``, or PostgreSQL's variants that also log NODE_STARTED)."""
+    tenants wait (aged when some tenant's jobs' priorities differ). ``statements``: the dialect's
+    (``claim_one_tenant``/``claim_jobs`` and their ``_aged`` variants, or PostgreSQL's that also log
+    NODE_STARTED)."""
     tenants = list(await conn.execute(statements.due_tenants, {"p_now": now}))
     if not tenants:
         return None
     params = claim_params(now, owner, limit, lease_seconds, share)
+    mixed = any(lowest != highest for _, lowest, highest in tenants)
     if len(tenants) > 1:
-        return statements.claim_jobs, params
-    tenant, lowest, highest = tenants[0]
+        return statements.claim_jobs_aged if mixed else statements.claim_jobs, params
+    tenant = tenants[0][0]
     room = min(limit, share.cap - share.held().get(tenant, 0))
     if room <= 0:
         return None
-    one = statements.claim_one_tenant if lowest == highest else statements.claim_one_tenant_aged
+    one = statements.claim_one_tenant_aged if mixed else statements.claim_one_tenant
     return one, {**params, "p_limit": room, "p_tenant": tenant}
 
 

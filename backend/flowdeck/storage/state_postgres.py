@@ -73,6 +73,7 @@ class PostgresStateTransaction(StateTransaction):
         statements = SimpleNamespace(
             due_tenants=self.db.sql.due_tenants,
             claim_jobs=one.claim_and_start,
+            claim_jobs_aged=one.claim_aged_and_start,
             claim_one_tenant=one.claim_one_and_start,
             claim_one_tenant_aged=one.claim_one_aged_and_start,
         )

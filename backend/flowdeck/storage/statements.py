@@ -55,6 +55,7 @@ class Statements:
     park_job: Any
     reschedule_job: Any
     claim_jobs: Any
+    claim_jobs_aged: Any
     claim_one_tenant: Any
     claim_one_tenant_aged: Any
     due_tenants: Any
@@ -157,15 +158,14 @@ def _held(is_sqlite: bool, tenant: Any) -> Any:
 
 
 def _due_tenants() -> Any:
-    """Up to two tenants with due jobs, each with the lowest and highest priority of its due jobs: one
-    tenant alone takes a one-tenant claim (the plain one when its due jobs share one priority), several
-    the fair one."""
+    """The tenants with due jobs, each with the lowest and highest priority of its due jobs: one tenant
+    alone takes a one-tenant claim, several the fair one; either ranks by ``_aged`` only when some
+    tenant's due jobs have different priorities (else the due order is the aged order)."""
     j = node_jobs.c
     return (
         sa.select(j.tenant_id, sa.func.min(j.priority), sa.func.max(j.priority))
         .where(j.available_at <= _p("p_now"))
         .group_by(j.tenant_id)
-        .limit(2)
     )
 
 
@@ -218,24 +218,26 @@ def _lease(chosen: Any) -> Any:
     )
 
 
-def _claim_jobs(is_sqlite: bool) -> Any:
+def _claim_jobs(is_sqlite: bool, *, aged: bool = False) -> Any:
     """Lease up to ``p_limit`` due jobs to ``p_owner``, round-robin across tenants, none past ``p_cap``.
 
-    Each due job is ranked within its tenant (by ``_aged``: higher priority first, lifted by age); a tenant's
-    rank counts on from the
-    running nodes the worker already holds of it (``p_held``), and a job is taken only while that
+    Each due job is ranked within its tenant (oldest first; ``aged``: by ``_aged``, higher priority first,
+    lifted by age, for when some tenant's due jobs have different priorities); a tenant's rank counts on
+    from the running nodes the worker already holds of it (``p_held``), and a job is taken only while that
     stays within ``p_cap``. The lowest ranks go first: one job of every waiting tenant, then a second
-    of each, and so on. The window function ranks in a subquery (PostgreSQL forbids FOR UPDATE beside
+    of each, and so on (within a round, the one due longest first: priority never lets a tenant jump
+    another's turn). The window function ranks in a subquery (PostgreSQL forbids FOR UPDATE beside
     it); PostgreSQL then locks the chosen rows with SKIP LOCKED in rank order, so competing workers
     take the next ones instead of waiting. ``_lease`` takes over jobs whose lease ran out.
     """
     j = node_jobs.c
     due = j.available_at <= _p("p_now")
-    aged = _aged().label("aged")
-    rank = sa.func.row_number().over(partition_by=j.tenant_id, order_by=(aged, j.id))
-    ranked = sa.select(j.id, j.tenant_id, aged, rank.label("rank")).where(due).subquery("ranked")
+    rank = sa.func.row_number().over(
+        partition_by=j.tenant_id, order_by=(_aged(), j.id) if aged else (j.available_at, j.id)
+    )
+    ranked = sa.select(j.id, j.tenant_id, j.available_at, rank.label("rank")).where(due).subquery("ranked")
     score = ranked.c.rank + _held(is_sqlite, ranked.c.tenant_id)
-    order = (score, ranked.c.aged, ranked.c.id)
+    order = (score, ranked.c.available_at, ranked.c.id)
     # A tenant's job ranked past p_limit can never be among the p_limit taken (its own earlier jobs come
     # first): leaving those out first keeps a wide fan-out's claim from scoring every due job.
     within = sa.and_(ranked.c.rank <= _p("p_limit"), score <= _p("p_cap"))
@@ -275,6 +277,7 @@ def statements_for(is_sqlite: bool) -> Statements:
         .values(attempt=_p("p_next"), available_at=_p("p_due"), lease_owner=None),
         park_job=node_jobs.update().where(*_this_job()).values(lease_owner=None, available_at=_p("p_until")),
         claim_jobs=claim_jobs,
+        claim_jobs_aged=_claim_jobs(is_sqlite, aged=True),
         claim_one_tenant=_claim_one_tenant(is_sqlite),
         claim_one_tenant_aged=_claim_one_tenant(is_sqlite, aged=True),
         due_tenants=_due_tenants(),
@@ -377,6 +380,7 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         park_job=c(core.park_job),
         reschedule_job=c(core.reschedule_job),
         claim_jobs=c(core.claim_jobs, json_names=["p_held"]),
+        claim_jobs_aged=c(core.claim_jobs_aged, json_names=["p_held"]),
         claim_one_tenant=c(core.claim_one_tenant),
         claim_one_tenant_aged=c(core.claim_one_tenant_aged),
         due_tenants=c(core.due_tenants),

@@ -44,6 +44,8 @@ class PostgresStatements:
     """Lease due jobs and log their NODE_STARTED rows."""
     claim_one_and_start: Any
     """The same when one tenant alone has due jobs (``statements._claim_one_tenant``)."""
+    claim_aged_and_start: Any
+    """``claim_and_start`` ranking each tenant's due jobs by aged priority (``statements._claim_jobs``)."""
     claim_one_aged_and_start: Any
     """The same when its due jobs' priorities differ (``statements._claim_one_tenant``, ``aged``)."""
     start_run: Any
@@ -480,6 +482,7 @@ def postgres_statements() -> PostgresStatements:
         dispatch_one=c(_dispatch_one(), ("p_payload",)),
         claim_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_jobs.core), ("p_held",)),
         claim_one_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_one_tenant.core), ()),
+        claim_aged_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_jobs_aged.core), ("p_held",)),
         claim_one_aged_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_one_tenant_aged.core), ()),
         start_run=c(_start_run(), ("p_input", "p_input_payload", "p_status_payload"), returns_rows=True),
         end_step=c(_end_step(), ("p_payload", "p_end_output", "p_status_payload"), returns_rows=True),
