@@ -123,3 +123,45 @@ async def test_a_bad_webhook_priority_is_a_400_naming_it(server: Server, alice: 
         )
     assert answer.status_code == 400, answer.text
     assert "priority" in answer.text
+
+
+def _flaky_group(strategy: str) -> dict[str, Any]:
+    """``work`` fails its first ``input.fail`` attempts (no automatic retry) after ``input.sleep`` seconds."""
+    work = node(
+        "work",
+        config={"failTimes": "{{ ctx.input.fail }}", "sleep": "{{ ctx.input.sleep }}"},
+        retry={"maxAttempts": 1},
+    )
+    return definition(
+        [node("start", "start"), work, end()],
+        [edge("start", "work"), edge("work", "end", "success")],
+        concurrency={"limit": 1, "strategy": strategy},
+    )
+
+
+async def _failed_and_holder(server: Server, alice: Account, strategy: str) -> tuple[str, str]:
+    workflow_id = await create(alice, _flaky_group(strategy))
+    runs = []
+    for body in ({"fail": 1, "sleep": 0}, {"fail": 0, "sleep": 3}):
+        response = await alice.client.post(f"/api/workflows/{workflow_id}/runs", json={"input": body})
+        assert response.status_code == 202, response.text
+        runs.append(response.json()["instanceId"])
+        if len(runs) == 1:
+            assert (await server.engine.wait_for_run(runs[0], 30)).status.value == "FAILED"
+    return runs[0], runs[1]
+
+
+async def test_a_retry_past_the_limit_queues_saying_why_or_is_a_409(server: Server, alice: Account) -> None:
+    failed, holder = await _failed_and_holder(server, alice, "queue")
+    response = await alice.client.post(f"/api/runs/{failed}/retry")
+    assert response.status_code == 202, response.text
+    queued = (await alice.client.get(f"/api/runs/{failed}")).json()
+    assert queued["status"] == "PENDING" and "options.concurrency allows 1 run(s)" in queued["waitingReason"]
+    assert (await server.engine.wait_for_run(failed, 30)).status.value == "COMPLETED"
+
+    failed, holder = await _failed_and_holder(server, alice, "cancel_newest")
+    refused = await alice.client.post(f"/api/runs/{failed}/retry")
+    assert refused.status_code == 409, refused.text
+    assert "was not retried" in refused.text and "options.concurrency.limit (1)" in refused.text
+    assert (await alice.client.get(f"/api/runs/{failed}")).json()["status"] == "FAILED"
+    assert (await server.engine.wait_for_run(holder, 30)).status.value == "COMPLETED"
