@@ -196,7 +196,8 @@ class Settings:
     """FLOWDECK_MAX_LABEL_CHARS: characters of one label's value (at most 1000: values are indexed)."""
     priority_step_seconds: float = 1.0
     """FLOWDECK_PRIORITY_STEP_SECONDS: the seconds of waiting one point of priority is worth in a flow-control
-    queue (engine/flow_control.py): a run of priority 60 goes before one of 50 queued up to 10 steps earlier."""
+    queue (engine/flow_control.py) and in the claim of a tenant's due node jobs (storage/statements.py): a run
+    of priority 60 goes before one of 50 that became ready up to 10 steps earlier."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -87,3 +87,81 @@ async def test_a_key_failing_on_the_input_is_a_400_naming_it(alice: Account) -> 
     response = await alice.client.post(f"/api/workflows/{workflow_id}/runs", json={"input": {"other": 1}})
     assert response.status_code == 400, response.text
     assert "options.debounce.key" in response.text
+
+
+async def _hook_secret(account: Account, workflow_id: str) -> str:
+    response = await account.client.post(f"/api/workflows/{workflow_id}/webhook/secret")
+    assert response.status_code == 201, response.text
+    return str(response.json()["secret"])
+
+
+async def test_a_webhook_run_takes_the_workflows_priority_or_its_query_parameter(
+    server: Server, alice: Account
+) -> None:
+    workflow_id = await create(alice, _sleeper(0.0, priority=70))
+    secret = await _hook_secret(alice, workflow_id)
+    async with server.client() as anonymous:
+        runs = {}
+        for query in ("", "?priority=95", "?priority=1"):
+            answer = await anonymous.post(
+                f"/hooks/{workflow_id}{query}", json={}, headers={"X-Flowdeck-Secret": secret}
+            )
+            assert answer.status_code == 202, answer.text
+            runs[query] = answer.json()["instanceId"]
+    for query, expected in (("", 70), ("?priority=95", 95), ("?priority=1", 1)):
+        detail = (await alice.client.get(f"/api/runs/{runs[query]}")).json()
+        assert detail["trigger"] == "webhook" and detail["priority"] == expected, (query, detail)
+
+
+@pytest.mark.parametrize("priority", ["0", "101", "2.5", "high"])
+async def test_a_bad_webhook_priority_is_a_400_naming_it(server: Server, alice: Account, priority: str) -> None:
+    workflow_id = await create(alice, _sleeper(0.0))
+    secret = await _hook_secret(alice, workflow_id)
+    async with server.client() as anonymous:
+        answer = await anonymous.post(
+            f"/hooks/{workflow_id}?priority={priority}", json={}, headers={"X-Flowdeck-Secret": secret}
+        )
+    assert answer.status_code == 400, answer.text
+    assert "priority" in answer.text
+
+
+def _flaky_group(strategy: str) -> dict[str, Any]:
+    """``work`` fails its first ``input.fail`` attempts (no automatic retry) after ``input.sleep`` seconds."""
+    work = node(
+        "work",
+        config={"failTimes": "{{ ctx.input.fail }}", "sleep": "{{ ctx.input.sleep }}"},
+        retry={"maxAttempts": 1},
+    )
+    return definition(
+        [node("start", "start"), work, end()],
+        [edge("start", "work"), edge("work", "end", "success")],
+        concurrency={"limit": 1, "strategy": strategy},
+    )
+
+
+async def _failed_and_holder(server: Server, alice: Account, strategy: str) -> tuple[str, str]:
+    workflow_id = await create(alice, _flaky_group(strategy))
+    runs = []
+    for body in ({"fail": 1, "sleep": 0}, {"fail": 0, "sleep": 3}):
+        response = await alice.client.post(f"/api/workflows/{workflow_id}/runs", json={"input": body})
+        assert response.status_code == 202, response.text
+        runs.append(response.json()["instanceId"])
+        if len(runs) == 1:
+            assert (await server.engine.wait_for_run(runs[0], 30)).status.value == "FAILED"
+    return runs[0], runs[1]
+
+
+async def test_a_retry_past_the_limit_queues_saying_why_or_is_a_409(server: Server, alice: Account) -> None:
+    failed, holder = await _failed_and_holder(server, alice, "queue")
+    response = await alice.client.post(f"/api/runs/{failed}/retry")
+    assert response.status_code == 202, response.text
+    queued = (await alice.client.get(f"/api/runs/{failed}")).json()
+    assert queued["status"] == "PENDING" and "options.concurrency allows 1 run(s)" in queued["waitingReason"]
+    assert (await server.engine.wait_for_run(failed, 30)).status.value == "COMPLETED"
+
+    failed, holder = await _failed_and_holder(server, alice, "cancel_newest")
+    refused = await alice.client.post(f"/api/runs/{failed}/retry")
+    assert refused.status_code == 409, refused.text
+    assert "was not retried" in refused.text and "options.concurrency.limit (1)" in refused.text
+    assert (await alice.client.get(f"/api/runs/{failed}")).json()["status"] == "FAILED"
+    assert (await server.engine.wait_for_run(holder, 30)).status.value == "COMPLETED"

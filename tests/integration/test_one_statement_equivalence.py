@@ -3,7 +3,7 @@
 On PostgreSQL the common decisions (a chain's step, the node ending a loop iteration, a top-level
 end, a production run's start) and several write pairs are single data-modifying statements
 (storage/statements_postgres.py, and the chain step in storage/chain_batches.py) that restate the
-engine's rules in SQL. The 22 topologies below (among them what the generated test does not draw:
+engine's rules in SQL. The 25 topologies below (among them what the generated test does not draw:
 pins, output budgets, scheduled starts, deadlines) run here twice on the same database, once with
 those statements (``Database(url)``) and once with the portable path SQLite takes
 (``Database(url, one_statement=False)``), driven the same deterministic way: one node at a time in a
@@ -52,6 +52,8 @@ class Topology:
     """A scheduled start and/or a deadline (``availableAt``, ``deadlineAt``) for the production run."""
     max_run_bytes: int = 64 * 1024 * 1024
     """FLOWDECK_MAX_RUN_BYTES: a small one makes a step fail at the output budget."""
+    priority: int | None = None
+    """The run's priority (``POST …/runs``): its jobs, the chain's next ones included, carry it."""
 
 
 def _condition_skip() -> dict[str, Any]:
@@ -252,6 +254,13 @@ TOPOLOGIES = [
     Topology("nested loops", _nested_loops(), {"groups": [[1, 2], [3], []]}),
     Topology("end-output merge", _end_merge()),
     Topology("delay", _delay()),
+    Topology("a chain at priority 73 (its next jobs keep it)", linear(3), priority=73),
+    Topology(
+        "a loop with a chain body at priority 1",
+        _loop([1, 2, 3], [node("a"), node("b")], [edge("a", "b")], concurrency=2),
+        priority=1,
+    ),
+    Topology("a diamond at priority 100", diamond(3, "all"), priority=100),
     Topology("a deadline before the timeout", linear(2), timing=RunTiming(deadline_at=FakeClock().now + 600)),
     Topology(
         "a scheduled start with a deadline",
@@ -350,7 +359,7 @@ async def _run(url: str, topology: Topology, *, one_statement: bool) -> Trace:
             if topology.pinned is None:
                 workflow = await engine.create_workflow(tenant_id, topology.definition)
                 instance_id = await engine.start_workflow_run(
-                    tenant_id, workflow.id, topology.run_input, timing=topology.timing
+                    tenant_id, workflow.id, topology.run_input, timing=topology.timing, priority=topology.priority
                 )
             else:
                 instance_id = await engine.start_test_run(

@@ -11,9 +11,12 @@ import sqlalchemy as sa
 
 from flowdeck.domain.schedules import Schedule, parse_schedules
 from flowdeck.engine.engine import DefinitionInvalidError, Engine
-from flowdeck.storage.tables import instances
+from flowdeck.storage.database import Database
+from flowdeck.storage.flow import run_priority
+from flowdeck.storage.tables import instances, node_jobs
 from flowdeck.triggers.schedules import Scheduler, fire_id
 from tests.support.graphs import definition, edge, end, node
+from tests.support.handlers import make_test_registry
 
 EVERY_5_MIN = "*/5 * * * *"
 
@@ -196,3 +199,19 @@ async def test_a_saved_or_deleted_schedule_reaches_a_running_scheduler_at_once(e
         assert await indexed_soon(record.id, wanted=False)
     finally:
         await scheduler.stop()
+
+
+async def test_a_scheduled_run_takes_its_workflows_priority(db: Database) -> None:
+    """Schedules have no priority of their own: the run, and so its node jobs, is at options.priority."""
+    engine = Engine(db, make_test_registry())  # no worker: its start job stays queued to be read
+    tenant_id = await engine.tenants.ensure("acme")
+    graph = definition([node("start", "start"), end()], [edge("start", "end")], priority=85)
+    graph["options"]["schedules"] = [{"cron": EVERY_5_MIN}]
+    record = await engine.create_workflow(tenant_id, graph)
+    due = next_due(EVERY_5_MIN, time.time())
+    run_id = fire_id(record.id, 0, due)
+    assert await Scheduler(engine).tick(due + 1) == [run_id]
+    async with engine.db.read() as conn:
+        assert await run_priority(conn, run_id) == 85
+        jobs = (await conn.execute(sa.select(node_jobs.c.node_id, node_jobs.c.priority))).all()
+    assert [tuple(job) for job in jobs] == [("start", 85)]

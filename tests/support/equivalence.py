@@ -182,7 +182,7 @@ async def _start(engine: Engine, copy: _Copy, example: Example) -> str:
         child = await engine.create_workflow(copy.tenant_id, example.child)
         raw = json.loads(json.dumps(raw).replace("{{child}}", child.id))
     workflow = await engine.create_workflow(copy.tenant_id, raw)
-    return await engine.start_workflow_run(copy.tenant_id, workflow.id, example.run_input)
+    return await engine.start_workflow_run(copy.tenant_id, workflow.id, example.run_input, priority=example.priority)
 
 
 async def _drive(world: _World, example: Example, updates: Any) -> None:

@@ -33,6 +33,8 @@ class Example:
     """The workflow the ``workflow`` nodes call (its id is filled in as ``{{child}}``)."""
     run_input: dict[str, Any]
     schedule: list[tuple[str, int]]
+    priority: int = 50
+    """The run's priority (``POST …/runs``): its jobs carry it, on every path alike."""
 
 
 @dataclasses.dataclass
@@ -164,7 +166,8 @@ def examples(draw: st.DrawFn) -> Example:
     workflow = draw(_workflow())
     calls = any(n["type"] == "workflow" for n in workflow["nodes"])
     schedule = draw(st.lists(_MOVE, max_size=40))
-    return Example(workflow, _child() if calls else None, {"n": draw(st.integers(0, 5))}, schedule)
+    priority = draw(st.sampled_from((50, 50, 1, 73, 100)))
+    return Example(workflow, _child() if calls else None, {"n": draw(st.integers(0, 5))}, schedule, priority)
 
 
 def render_test_case(example: Example) -> str:

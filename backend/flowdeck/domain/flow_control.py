@@ -22,6 +22,7 @@ __all__ = (
     "STRATEGIES",
     "ConcurrencyOptions",
     "DebounceOptions",
+    "aged_at",
     "flow_control_problems",
     "priority_problem",
 )
@@ -48,6 +49,16 @@ class ConcurrencyOptions(msgspec.Struct, frozen=True, rename="camel"):
 class DebounceOptions(msgspec.Struct, frozen=True, rename="camel"):
     seconds: float
     key: str | None = None
+
+
+def aged_at(at: Any, priority: Any, step_seconds: Any) -> Any:
+    """The one aging rule of every queue (flow-control runs and node jobs alike): the time to order by,
+    ascending. ``at`` (when it became ready) moves ``step_seconds`` earlier per point of ``priority`` above
+    50 (and later below), so effective priority = priority + age / step_seconds: a higher priority goes
+    first, yet a lower one that became ready more than the difference of their lifts earlier goes before
+    it, so none waits for ever (FLOWDECK_PRIORITY_STEP_SECONDS). Plain arithmetic: it builds the SQL
+    expression from columns (storage/flow.py, storage/statements.py) and the number from floats."""
+    return at - (priority - DEFAULT_PRIORITY) * step_seconds
 
 
 def _int_in(value: Any, low: int, high: int) -> bool:

@@ -285,6 +285,7 @@ class Decision:
                     lease_owner=owner if i == 0 else None,
                     lease_seconds=self.lease_seconds,
                     tenant_id=plan.tenant_id,
+                    priority=plan.priority,
                 )
                 for i, d in enumerate(queued)
             ]
@@ -320,6 +321,7 @@ class Decision:
                 lease_owner=owner,
                 lease_seconds=self.lease_seconds,
                 tenant_id=self.plan.tenant_id,
+                priority=self.plan.priority,
             )
         )
         if job is None:

@@ -112,6 +112,7 @@ class Engine:
             poll_interval=poll_interval,
             worker_id=worker_id,
             clock=clock,
+            priority_step_seconds=priority_step_seconds,
         )
         self.children = ChildRuns(db)
         self.cascade = ChildCascade(self.children, self.orchestrator.cancel_run)

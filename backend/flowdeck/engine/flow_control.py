@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -25,18 +26,32 @@ from flowdeck.domain.flow_control import DEFAULT_PRIORITY, MAX_GROUP_CHARS
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.engine.decision import end_run
 from flowdeck.engine.effects import Effects
+from flowdeck.engine.outcomes import RunStateError
 from flowdeck.engine.publisher import LocalPublisher, RunUpdate, Subscription, Update
 from flowdeck.sandbox.templates import TemplateError, render
 from flowdeck.storage import flow
 from flowdeck.storage.flow import CONCURRENCY, DEBOUNCE, FlowRow, Waiting
 from flowdeck.storage.state import StateManager, StateTransaction
 
-__all__ = ("PARKED_SECONDS", "FlowAdmission", "FlowKeyError", "FlowRequest", "flow_request", "place_new_run")
+__all__ = (
+    "PARKED_SECONDS",
+    "FlowAdmission",
+    "FlowKeyError",
+    "FlowRequest",
+    "RetryRefusedError",
+    "flow_request",
+    "place_new_run",
+    "place_retry",
+)
 
 log = logging.getLogger(__name__)
 
 PARKED_SECONDS: Final = 10 * 365 * 24 * 3600.0
 """How far ahead a waiting run's start job is parked: admission makes it due (it is never reached)."""
+
+
+class RetryRefusedError(RunStateError):
+    """A partial retry refused by ``options.concurrency`` (strategy ``cancel_newest``, the group full)."""
 
 
 class FlowKeyError(ValueError):
@@ -169,25 +184,35 @@ async def place_new_run(
     elif concurrency is not None and available_at is not None and available_at > now:
         placement = Placement(CONCURRENCY, available_at)  # a scheduled start takes its slot when it is due
     elif concurrency is not None:
-        assert request.group_key is not None
-        name = _group_lock(request.workflow_id, CONCURRENCY, request.group_key)
-        await flow.lock_group(tx.conn, is_sqlite=tx.db.is_sqlite, name=name)
-        queue = await flow.group_queue(tx.conn, request.workflow_id, request.group_key, 0.0)
-        verdict = await _claim_slot(
-            tx,
-            effects,
-            instance_id=instance_id,
-            workflow_id=request.workflow_id,
-            group_key=request.group_key,
-            limit=concurrency.limit,
-            strategy=concurrency.strategy,
-            queue_empty=not queue,
-        )
-        if verdict == "queue":
-            placement = Placement(CONCURRENCY, now)
-        elif verdict is not None:
-            placement = Placement(None, now, cancel_reason=verdict)
-    row = FlowRow(
+        placement = await _place_in_group(tx, effects, request, instance_id)
+    return placement, _flow_row(request, instance_id, placement)
+
+
+async def _place_in_group(tx: StateTransaction, effects: Effects, request: FlowRequest, instance_id: str) -> Placement:
+    """With its group locked: the run takes a slot now, queues, or (``cancel_newest``) is cancelled."""
+    concurrency = request.options.concurrency
+    assert concurrency is not None and request.group_key is not None
+    name = _group_lock(request.workflow_id, CONCURRENCY, request.group_key)
+    await flow.lock_group(tx.conn, is_sqlite=tx.db.is_sqlite, name=name)
+    queue = await flow.group_queue(tx.conn, request.workflow_id, request.group_key, 0.0)
+    verdict = await _claim_slot(
+        tx,
+        effects,
+        instance_id=instance_id,
+        workflow_id=request.workflow_id,
+        group_key=request.group_key,
+        limit=concurrency.limit,
+        strategy=concurrency.strategy,
+        queue_empty=not [w for w in queue if w.instance_id != instance_id],
+    )
+    if verdict == "queue":
+        return Placement(CONCURRENCY, tx.now)
+    return Placement(None, tx.now, cancel_reason=verdict)
+
+
+def _flow_row(request: FlowRequest, instance_id: str, placement: Placement) -> FlowRow:
+    concurrency = request.options.concurrency
+    return FlowRow(
         instance_id=instance_id,
         workflow_id=request.workflow_id,
         group_key=request.group_key,
@@ -198,7 +223,23 @@ async def place_new_run(
         waiting=placement.waiting,
         ready_at=placement.ready_at,
     )
-    return placement, row
+
+
+async def place_retry(tx: StateTransaction, effects: Effects, request: FlowRequest, instance_id: str) -> FlowRow:
+    """A partial retry of a FAILED run takes its group's slot as a new run would (inside the retry's
+    transaction): now (``cancel_in_progress`` cancelling the oldest holders), or queued in order (the
+    caller parks the retried jobs until admission releases them). ``cancel_newest`` refuses the retry
+    (``RetryRefusedError``): the run stays FAILED, to be retried when its group has room. Debounce does
+    not apply: a retry is asked for once. The run's flow-control row is replaced by the returned one."""
+    placement = await _place_in_group(tx, effects, dataclasses.replace(request, debounce_key=None), instance_id)
+    if placement.cancel_reason is not None:
+        raise RetryRefusedError(
+            f"run {instance_id} was not retried: {placement.cancel_reason.removeprefix('cancelled at once: ')};"
+            " retry it when one of them ends"
+        )
+    row = _flow_row(dataclasses.replace(request, debounce_key=None), instance_id, placement)
+    await flow.replace_flow_row(tx.conn, row)
+    return row
 
 
 def waiting_reason(row: FlowRow | None, status: RunStatus) -> str | None:

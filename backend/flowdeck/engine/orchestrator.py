@@ -20,27 +20,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from flowdeck.domain.graph import Graph
-from flowdeck.domain.scopes import child_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from flowdeck.engine.batching import Batcher, Delivery
 from flowdeck.engine.calls import record_call
 from flowdeck.engine.cas import Cas, DuplicateDeliveryError
-from flowdeck.engine.decision import Decision, Dispatch, end_run, fail_run
+from flowdeck.engine.decision import Decision, end_run, fail_run
 from flowdeck.engine.effects import Announcer, Effects
 from flowdeck.engine.flow_control import FlowRequest
 from flowdeck.engine.one_statement import OneStatementSteps
 from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome, Parked, RunStateError
+from flowdeck.engine.partial_retry import apply_retry, retry_flow
 from flowdeck.engine.plans import PlanCache, RunPlan
 from flowdeck.engine.publisher import Publisher
-from flowdeck.engine.retry_plan import plan_retry
 from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits
 from flowdeck.engine.run_start import open_run
-from flowdeck.engine.run_timing import RunTiming, deadline_for
+from flowdeck.engine.run_timing import RunTiming
 from flowdeck.engine.sla import arm_sla
 from flowdeck.engine.waits import has_waits, park_wait
 from flowdeck.storage.children import ParentRef
 from flowdeck.storage.jobs import TenantShare
-from flowdeck.storage.log_fold import RETRY_REASON
 from flowdeck.storage.records import Job
 from flowdeck.storage.state import StateManager, StateTransaction
 from flowdeck.storage.steps import RunStart
@@ -116,6 +114,8 @@ class Orchestrator:
         is_test = test_definition is not None
         instance_id = instance_id or str(uuid.uuid4())
         plan = RunPlan(instance_id, tenant_id, workflow_id, is_test, graph, dict(pinned or {}) if is_test else {})
+        if flow is not None:  # its run_flow row holds the priority a reloaded plan reads
+            plan = dataclasses.replace(plan, priority=flow.priority)
         timeout = graph.definition.options.timeout_seconds
         timing = timing or RunTiming()
         now = None
@@ -350,44 +350,21 @@ class Orchestrator:
         plan = await self.plans.get(instance_id)
         if target is not None:
             plan = dataclasses.replace(plan, graph=target[1])
+        flow = await retry_flow(self.state, plan)
 
         async def decide(tx: StateTransaction, status: RunStatus, effects: Effects) -> list[str]:
             if status is not RunStatus.FAILED:
                 raise RunStateError(f"only a FAILED run can be retried; run {instance_id} is {status.value}")
-            graph = plan.graph
-            moved = {} if target is None else {"version": target[0]}
-            if target is not None:
-                await tx.set_workflow_version(instance_id, target[0])
-            decision = self._decision(tx, plan, effects)
-            retry = plan_retry(graph, await tx.node_rows(instance_id), await tx.loop_states(instance_id))
-            await tx.replace_barriers(instance_id, retry.barriers)
-            for (loop_id, scope), finished in retry.loop_finished.items():
-                await tx.set_loop_finished(instance_id, loop_id, scope, finished)
-            for scope, node_id in retry.skip:
-                await decision.skip(scope, [node_id])
-            requested = RunTiming.from_payload(await tx.first_status_payload(instance_id)).deadline_at
-            still_ahead = requested if requested is not None and requested > tx.now else None
-            deadline = deadline_for(tx.now, graph.definition.options.timeout_seconds, still_ahead)
-            await tx.set_run_status(
-                instance_id, RunStatus.RUNNING, reason=RETRY_REASON, deadline_at=deadline, extra=moved
-            )
-            effects.run(instance_id, RunStatus.RUNNING)
-            for scope, node_id, attempt in retry.dispatch:
-                await decision.dispatch(scope, [Dispatch(node_id, attempt)], None)
-            for loop_id, scope, index in retry.start_iterations:
-                await decision.advance(child_scope(scope, index), [(loop_id, "loop")], None)
-            for loop_id, scope in retry.complete_loops:
-                count, _, attempt = (await tx.loop_states(instance_id))[(loop_id, scope)]
-                await decision.complete_loop(loop_id, scope, count, attempt)
-                await decision.settle(scope, graph.loop_of(loop_id))
-            await decision.settle("", None)
-            return [node_id for _, node_id, _ in retry.dispatch]
+            return await apply_retry(self._decision(tx, plan, effects), None if target is None else target[0], flow)
 
-        if target is None:
-            return await self._cas.decide(instance_id, decide) or []
-        self.plans.remember(plan)  # before the commit announces the jobs: this process must run them on it
+        if target is not None:
+            self.plans.remember(plan)  # before the commit announces the jobs: this process must run them on it
         try:
-            return await self._cas.decide(instance_id, decide) or []
+            started = await self._cas.decide(instance_id, decide) or []
         except BaseException:
-            self.plans.forget(instance_id)
+            if target is not None:
+                self.plans.forget(instance_id)
             raise
+        if flow is not None:  # a queued (PENDING) run's next decision must read its status: general path
+            self._cas.versions.forget(instance_id)
+        return started

@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from flowdeck.domain.flow_control import DEFAULT_PRIORITY
 from flowdeck.domain.graph import Graph
 from flowdeck.storage.children import ParentRef
+from flowdeck.storage.flow import run_priority
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager
 from flowdeck.storage.workflows import WorkflowStore
 
@@ -35,6 +37,8 @@ class RunPlan:
     parent: ParentRef | None = None
     """The ``workflow`` node attempt that started this run (sub-workflows)."""
     depth: int = 0
+    priority: int = DEFAULT_PRIORITY
+    """Its node jobs' priority (storage/flow.py ``run_priority``): claims take them in aged-priority order."""
 
 
 K = TypeVar("K")
@@ -92,6 +96,10 @@ class PlanCache:
             self._graphs.put((workflow_id, version), graph)
         return graph
 
+    async def _priority(self, instance_id: str) -> int:
+        async with self._state.db.read(snapshot=False) as conn:
+            return await run_priority(conn, instance_id)
+
     async def get(self, instance_id: str) -> RunPlan:
         plan = self._plans.get(instance_id)
         if plan is not None:
@@ -126,6 +134,7 @@ class PlanCache:
             pinned,
             parent,
             instance.depth,
+            await self._priority(instance_id),
         )
         self._plans.put(instance_id, plan)
         return plan

@@ -65,6 +65,7 @@ class Worker:
         sweep_interval: float = 1.0,
         worker_id: str | None = None,
         clock: Callable[[], float] = time.time,
+        priority_step_seconds: float = 1.0,
     ) -> None:
         self.state = state
         self.clock = clock
@@ -74,6 +75,8 @@ class Worker:
         self.concurrency = concurrency
         self.tenant_concurrency = tenant_concurrency or max(1, concurrency // 2)
         """At most this many running nodes of one tenant here (FLOWDECK_TENANT_CONCURRENCY)."""
+        self.priority_step_seconds = priority_step_seconds
+        """A tenant's due jobs are claimed in aged-priority order (FLOWDECK_PRIORITY_STEP_SECONDS)."""
         self.lease_seconds = lease_seconds
         self.poll_interval = poll_interval
         self.sweep_interval = sweep_interval
@@ -204,7 +207,7 @@ class Worker:
     # -- claiming and running ------------------------------------------------------------------------
     def share(self) -> TenantShare:
         """This worker's share per tenant, for a claim (live: a claim inside a decision adds to it)."""
-        return TenantShare(self.tenant_concurrency, self._running)
+        return TenantShare(self.tenant_concurrency, self._running, self.priority_step_seconds)
 
     async def _claim_loop(self) -> None:
         while not self._stopping:

@@ -64,9 +64,9 @@ WITH input AS (
         CAST(:p_iterations AS VARCHAR[]), CAST(:p_attempts AS INTEGER[]), CAST(:p_jobs AS BIGINT[]),
         CAST(:p_output_variables AS VARCHAR[]), CAST(:p_successors AS VARCHAR[]), CAST(:p_owners AS VARCHAR[]),
         CAST(:p_tenant_ids AS VARCHAR[]), CAST(:p_lease_untils AS DOUBLE PRECISION[]),
-        CAST(:p_charges AS BIGINT[]), CAST(:p_budgets AS BIGINT[])
+        CAST(:p_charges AS BIGINT[]), CAST(:p_budgets AS BIGINT[]), CAST(:p_priorities AS INTEGER[])
     ) WITH ORDINALITY AS t(instance_id, expected, node_id, iteration, attempt, job, output_variable, successor,
-        owner, tenant_id, lease_until, charge, budget, n)
+        owner, tenant_id, lease_until, charge, budget, priority, n)
     JOIN jsonb_array_elements(CAST(:p_payloads AS JSONB)) WITH ORDINALITY AS p(payload, n) ON p.n = t.n
 ), cas AS (
     UPDATE instances SET version = input.expected + 1, {add_charge("instances.output_bytes", "input.charge")},
@@ -110,7 +110,7 @@ WITH input AS (
 ), job AS (
     INSERT INTO node_jobs ({_JOBS})
     SELECT dispatched.instance_id, dispatched.node_id, dispatched.iteration, 1, 1, input.lease_until, input.owner,
-        CAST(:p_now AS DOUBLE PRECISION), input.tenant_id, 0
+        CAST(:p_now AS DOUBLE PRECISION), input.tenant_id, 0, input.priority
     FROM dispatched JOIN input ON input.instance_id = dispatched.instance_id
     ON CONFLICT DO NOTHING
     RETURNING {_JOB_OUT}
@@ -220,6 +220,7 @@ class ChainStepBatcher:
             "p_lease_untils": [now + s.lease_seconds for s in steps],
             "p_charges": [s.charge for s in steps],
             "p_budgets": [s.budget for s in steps],
+            "p_priorities": [s.job.priority for s in steps],
             "p_payloads": [s.payload for s in steps],
             "p_now": now,
         }

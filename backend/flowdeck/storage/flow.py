@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from flowdeck.domain.flow_control import DEFAULT_PRIORITY, aged_at
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.database import Connection
 from flowdeck.storage.tables import instances, node_jobs, run_flow
@@ -26,9 +27,12 @@ __all__ = (
     "group_holders",
     "group_queue",
     "lock_group",
+    "park_jobs",
     "ready_rows",
     "release_start",
+    "replace_flow_row",
     "run_flow_of",
+    "run_priority",
     "take_waiting",
 )
 
@@ -64,10 +68,9 @@ class Waiting:
 
 
 def _aged(step_seconds: float) -> Any:
-    """The queue order: when the run became ready, lifted ``step_seconds`` per priority point above 50
-    (and lowered below): a higher priority goes first, and a lower one still goes before any run that
-    became ready more than the difference of their lifts after it, so none waits for ever."""
-    return _f.ready_at - (_f.priority - 50) * step_seconds
+    """The queue order: when the run became ready, aged by its priority (domain/flow_control.py ``aged_at``,
+    the rule node-job claims order by too)."""
+    return aged_at(_f.ready_at, _f.priority, step_seconds)
 
 
 async def lock_group(conn: Connection, *, is_sqlite: bool, name: str) -> None:
@@ -78,6 +81,12 @@ async def lock_group(conn: Connection, *, is_sqlite: bool, name: str) -> None:
 async def add_flow_row(conn: Connection, row: FlowRow) -> None:
     values = {name: getattr(row, name) for name in FlowRow.__slots__}
     await conn.execute(run_flow.insert().values(**values))
+
+
+async def replace_flow_row(conn: Connection, row: FlowRow) -> None:
+    """A retried run's flow control, worked out afresh (its version's options may have changed)."""
+    await conn.execute(run_flow.delete().where(_f.instance_id == row.instance_id))
+    await add_flow_row(conn, row)
 
 
 async def group_holders(conn: Connection, workflow_id: str, group_key: str) -> list[str]:
@@ -149,11 +158,20 @@ async def clear_waiting(conn: Connection, instance_id: str) -> None:
 
 
 async def release_start(conn: Connection, instance_id: str, now: float) -> None:
-    """The parked start job of an admitted run falls due now."""
+    """The parked jobs of an admitted run fall due now (a new run's start job, a queued retry's jobs)."""
     await conn.execute(
         node_jobs.update()
         .where(node_jobs.c.instance_id == instance_id, node_jobs.c.lease_owner.is_(None))
         .values(available_at=now)
+    )
+
+
+async def park_jobs(conn: Connection, instance_id: str, until: float) -> None:
+    """A queued retry's jobs wait, unleased, until admission makes them due (``release_start``)."""
+    await conn.execute(
+        node_jobs.update()
+        .where(node_jobs.c.instance_id == instance_id, node_jobs.c.lease_owner.is_(None))
+        .values(available_at=until)
     )
 
 
@@ -162,3 +180,9 @@ async def run_flow_of(conn: Connection, instance_id: str) -> FlowRow | None:
         await conn.execute(sa.select(*(_f[name] for name in FlowRow.__slots__)).where(_f.instance_id == instance_id))
     ).first()
     return None if row is None else FlowRow(*row)
+
+
+async def run_priority(conn: Connection, instance_id: str) -> int:
+    """The run's priority: its flow-control row's, else the default (a run without one was started at 50)."""
+    value = (await conn.execute(sa.select(_f.priority).where(_f.instance_id == instance_id))).scalar()
+    return DEFAULT_PRIORITY if value is None else int(value)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowdeck.domain.flow_control import DEFAULT_PRIORITY
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.records import Job
 from flowdeck.storage.tables import node_jobs
@@ -21,7 +22,8 @@ __all__ = ("NO_SHARE", "JobTable", "NewJob", "TenantShare", "claim_params")
 
 @dataclass(frozen=True, slots=True)
 class TenantShare:
-    """A worker's fair share per tenant: at most ``cap`` running nodes of one tenant.
+    """A worker's fair share per tenant: at most ``cap`` running nodes of one tenant, and the order a
+    tenant's due jobs are taken in (``priority_step``).
 
     ``running`` (job id -> tenant) is the worker's own live record of what it runs; a claim inside a
     decision adds the job it takes at once, so the next claim of the same batch counts it.
@@ -29,6 +31,9 @@ class TenantShare:
 
     cap: int = 2**31 - 1
     running: dict[int, str] = field(default_factory=dict)
+    priority_step: float = 1.0
+    """Within a tenant's turn, due jobs go in aged-priority order: seconds of waiting per point of
+    priority (FLOWDECK_PRIORITY_STEP_SECONDS; domain/flow_control.py ``aged_at``)."""
 
     def held(self) -> dict[str, int]:
         return dict(Counter(self.running.values()))
@@ -48,6 +53,7 @@ def claim_params(now: float, owner: str, limit: int, lease_seconds: float, share
         "p_until": now + lease_seconds,
         "p_cap": share.cap,
         "p_held": share.held(),
+        "p_step": share.priority_step,
     }
 
 
@@ -55,20 +61,25 @@ async def claim_plan(
     conn: Connection, statements: Any, now: float, owner: str, limit: int, lease_seconds: float, share: TenantShare
 ) -> tuple[Any, dict[str, Any]] | None:
     """Which claim to run, and with what: none when nothing is due or the one waiting tenant is at its
-    cap; the plain claim of its oldest jobs when one tenant alone waits (the common case, and cheap:
-    ranking a 1,000-wide fan-out's due jobs on every claim made it twice as slow per node); the fair
-    round-robin claim when several do. ``statements``: the dialect's (``claim_one_tenant``/``claim_jobs``,
-    or PostgreSQL's variants that also log NODE_STARTED)."""
-    tenants = [row[0] for row in await conn.execute(statements.due_tenants, {"p_now": now})]
+    cap; the plain claim of its oldest jobs when one tenant alone waits with jobs of one priority (the
+    common case, and cheap: ranking a 1,000-wide fan-out's due jobs on every claim made it twice as slow
+    per node), the aged one when its jobs' priorities differ; the fair round-robin claim when several
+    tenants wait (aged when some tenant's jobs' priorities differ). ``statements``: the dialect's
+    (``claim_one_tenant``/``claim_jobs`` and their ``_aged`` variants, or PostgreSQL's that also log
+    NODE_STARTED)."""
+    tenants = list(await conn.execute(statements.due_tenants, {"p_now": now}))
     if not tenants:
         return None
     params = claim_params(now, owner, limit, lease_seconds, share)
+    mixed = any(lowest != highest for _, lowest, highest in tenants)
     if len(tenants) > 1:
-        return statements.claim_jobs, params
-    room = min(limit, share.cap - share.held().get(tenants[0], 0))
+        return statements.claim_jobs_aged if mixed else statements.claim_jobs, params
+    tenant = tenants[0][0]
+    room = min(limit, share.cap - share.held().get(tenant, 0))
     if room <= 0:
         return None
-    return statements.claim_one_tenant, {**params, "p_limit": room, "p_tenant": tenants[0]}
+    one = statements.claim_one_tenant_aged if mixed else statements.claim_one_tenant
+    return one, {**params, "p_limit": room, "p_tenant": tenant}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +94,8 @@ class NewJob:
     """Set when the dispatching worker runs the job itself right away (no claim round trip)."""
     lease_seconds: float = 0.0
     tenant_id: str = ""
+    priority: int = DEFAULT_PRIORITY
+    """The run's priority (storage/flow.py ``run_priority``)."""
 
 
 class JobTable:
@@ -107,6 +120,7 @@ class JobTable:
                 "created_at": self.now,
                 "tenant_id": j.tenant_id,
                 "takeovers": 0,
+                "priority": j.priority,
             }
             for j in jobs
         ]

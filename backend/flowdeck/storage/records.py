@@ -85,3 +85,5 @@ class Job:
     """The worker holding the lease, once claimed."""
     takeovers: int = 0
     """How many times another worker took this job over after a lease expired."""
+    priority: int = 50
+    """The run's priority (1-100): claims take a tenant's due jobs in aged-priority order."""

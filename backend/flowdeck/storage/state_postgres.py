@@ -59,6 +59,7 @@ class PostgresStateTransaction(StateTransaction):
             "p_available_at": self.jobs.due_at(job),
             "p_lease_owner": job.lease_owner,
             "p_tenant_id": job.tenant_id,
+            "p_priority": job.priority,
             "p_now": self.now,
             "p_payload": None if due is None else {"dueAt": due},
         }
@@ -72,7 +73,9 @@ class PostgresStateTransaction(StateTransaction):
         statements = SimpleNamespace(
             due_tenants=self.db.sql.due_tenants,
             claim_jobs=one.claim_and_start,
+            claim_jobs_aged=one.claim_aged_and_start,
             claim_one_tenant=one.claim_one_and_start,
+            claim_one_tenant_aged=one.claim_one_aged_and_start,
         )
         plan = await claim_plan(self.conn, statements, self.now, owner, limit, lease_seconds, share)
         if plan is None:

@@ -16,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from flowdeck.domain.flow_control import aged_at
 from flowdeck.domain.statuses import EventType
 from flowdeck.storage.compiled import compile_statement
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
@@ -36,6 +37,7 @@ JOB_COLUMNS = (
     node_jobs.c.tenant_id,
     node_jobs.c.lease_owner,
     node_jobs.c.takeovers,
+    node_jobs.c.priority,
 )
 
 _p = sa.bindparam
@@ -53,7 +55,9 @@ class Statements:
     park_job: Any
     reschedule_job: Any
     claim_jobs: Any
+    claim_jobs_aged: Any
     claim_one_tenant: Any
+    claim_one_tenant_aged: Any
     due_tenants: Any
     extend_leases: Any
     bump_barrier: Any
@@ -154,20 +158,35 @@ def _held(is_sqlite: bool, tenant: Any) -> Any:
 
 
 def _due_tenants() -> Any:
-    """Up to two tenants with due jobs: one alone takes the plain claim, several the fair one."""
-    due = node_jobs.c.available_at <= _p("p_now")
-    return sa.select(node_jobs.c.tenant_id).where(due).distinct().limit(2)
+    """The tenants with due jobs, each with the lowest and highest priority of its due jobs: one tenant
+    alone takes a one-tenant claim, several the fair one; either ranks by ``_aged`` only when some
+    tenant's due jobs have different priorities (else the due order is the aged order)."""
+    j = node_jobs.c
+    return (
+        sa.select(j.tenant_id, sa.func.min(j.priority), sa.func.max(j.priority))
+        .where(j.available_at <= _p("p_now"))
+        .group_by(j.tenant_id)
+    )
 
 
-def _claim_one_tenant(is_sqlite: bool) -> Any:
-    """``_claim_jobs`` when one tenant alone has due jobs: its oldest ``p_limit`` (the caller already
-    took its running nodes off the cap), with no ranking: a wide fan-out's claim stays a short index
-    range instead of ranking every due job."""
+def _aged() -> Any:
+    """A job's place in its tenant's turn: its due time aged by its run's priority (``p_step``: seconds per
+    point, FLOWDECK_PRIORITY_STEP_SECONDS), the rule flow-control queues order by (domain/flow_control.py)."""
+    j = node_jobs.c
+    return aged_at(j.available_at, j.priority, _p("p_step", type_=sa.Double()))
+
+
+def _claim_one_tenant(is_sqlite: bool, *, aged: bool = False) -> Any:
+    """``_claim_jobs`` when one tenant alone has due jobs: its first ``p_limit`` (the caller already took
+    its running nodes off the cap), with no ranking. When its due jobs share one priority the aged order
+    is the due order, so the plain claim walks ``ix_node_jobs_tenant_available`` and stops at its limit (a
+    wide fan-out's claim stays a short index range); ``aged``: their priorities differ, and the tenant's
+    due jobs are sorted by ``_aged``."""
     j = node_jobs.c
     chosen = (
         sa.select(j.id)
         .where(j.tenant_id == _p("p_tenant"), j.available_at <= _p("p_now"))
-        .order_by(j.available_at, j.id)
+        .order_by(*((_aged(), j.id) if aged else (j.available_at, j.id)))
         .limit(_p("p_limit"))
     )
     if not is_sqlite:
@@ -199,19 +218,23 @@ def _lease(chosen: Any) -> Any:
     )
 
 
-def _claim_jobs(is_sqlite: bool) -> Any:
+def _claim_jobs(is_sqlite: bool, *, aged: bool = False) -> Any:
     """Lease up to ``p_limit`` due jobs to ``p_owner``, round-robin across tenants, none past ``p_cap``.
 
-    Each due job is ranked within its tenant (oldest first); a tenant's rank counts on from the
-    running nodes the worker already holds of it (``p_held``), and a job is taken only while that
+    Each due job is ranked within its tenant (oldest first; ``aged``: by ``_aged``, higher priority first,
+    lifted by age, for when some tenant's due jobs have different priorities); a tenant's rank counts on
+    from the running nodes the worker already holds of it (``p_held``), and a job is taken only while that
     stays within ``p_cap``. The lowest ranks go first: one job of every waiting tenant, then a second
-    of each, and so on. The window function ranks in a subquery (PostgreSQL forbids FOR UPDATE beside
+    of each, and so on (within a round, the one due longest first: priority never lets a tenant jump
+    another's turn). The window function ranks in a subquery (PostgreSQL forbids FOR UPDATE beside
     it); PostgreSQL then locks the chosen rows with SKIP LOCKED in rank order, so competing workers
     take the next ones instead of waiting. ``_lease`` takes over jobs whose lease ran out.
     """
     j = node_jobs.c
     due = j.available_at <= _p("p_now")
-    rank = sa.func.row_number().over(partition_by=j.tenant_id, order_by=(j.available_at, j.id))
+    rank = sa.func.row_number().over(
+        partition_by=j.tenant_id, order_by=(_aged(), j.id) if aged else (j.available_at, j.id)
+    )
     ranked = sa.select(j.id, j.tenant_id, j.available_at, rank.label("rank")).where(due).subquery("ranked")
     score = ranked.c.rank + _held(is_sqlite, ranked.c.tenant_id)
     order = (score, ranked.c.available_at, ranked.c.id)
@@ -254,7 +277,9 @@ def statements_for(is_sqlite: bool) -> Statements:
         .values(attempt=_p("p_next"), available_at=_p("p_due"), lease_owner=None),
         park_job=node_jobs.update().where(*_this_job()).values(lease_owner=None, available_at=_p("p_until")),
         claim_jobs=claim_jobs,
+        claim_jobs_aged=_claim_jobs(is_sqlite, aged=True),
         claim_one_tenant=_claim_one_tenant(is_sqlite),
+        claim_one_tenant_aged=_claim_one_tenant(is_sqlite, aged=True),
         due_tenants=_due_tenants(),
         extend_leases=node_jobs.update()
         .where(node_jobs.c.id.in_(_p("p_ids", expanding=True)), node_jobs.c.lease_owner == _p("p_owner"))
@@ -355,7 +380,9 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         park_job=c(core.park_job),
         reschedule_job=c(core.reschedule_job),
         claim_jobs=c(core.claim_jobs, json_names=["p_held"]),
+        claim_jobs_aged=c(core.claim_jobs_aged, json_names=["p_held"]),
         claim_one_tenant=c(core.claim_one_tenant),
+        claim_one_tenant_aged=c(core.claim_one_tenant_aged),
         due_tenants=c(core.due_tenants),
         bump_barrier=c(core.bump_barrier, _BARRIER_VALUES),
         finish_iteration=c(core.finish_iteration),

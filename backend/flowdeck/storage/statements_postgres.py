@@ -20,6 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
+from flowdeck.domain.flow_control import DEFAULT_PRIORITY
 from flowdeck.domain.statuses import EventType, NodeStatus, RunStatus
 from flowdeck.storage.compiled import compile_statement
 from flowdeck.storage.run_bytes import add_charge, charge_fits
@@ -43,6 +44,10 @@ class PostgresStatements:
     """Lease due jobs and log their NODE_STARTED rows."""
     claim_one_and_start: Any
     """The same when one tenant alone has due jobs (``statements._claim_one_tenant``)."""
+    claim_aged_and_start: Any
+    """``claim_and_start`` ranking each tenant's due jobs by aged priority (``statements._claim_jobs``)."""
+    claim_one_aged_and_start: Any
+    """The same when its due jobs' priorities differ (``statements._claim_one_tenant``, ``aged``)."""
     start_run: Any
     """A production run's creation (see ``_start_run``)."""
     end_step: Any
@@ -135,6 +140,7 @@ def _dispatch_one() -> Any:
                 typed("p_now", _J.created_at),
                 typed("p_tenant_id", _J.tenant_id),
                 sa.literal(0),
+                typed("p_priority", _J.priority),
             ),
         )
         .on_conflict_do_nothing()
@@ -327,7 +333,8 @@ _LOGGED_RESULT = f""", logged AS (
 _LEASED_JOB_STARTED = f""", job AS (
     INSERT INTO node_jobs ({_NEW_JOB_COLUMNS})
     SELECT instance_id, node_id, iteration, 1, 1, CAST(:p_lease_until AS DOUBLE PRECISION),
-        CAST(:p_owner AS VARCHAR), CAST(:p_now AS DOUBLE PRECISION), CAST(:p_tenant_id AS VARCHAR), 0
+        CAST(:p_owner AS VARCHAR), CAST(:p_now AS DOUBLE PRECISION), CAST(:p_tenant_id AS VARCHAR), 0,
+        CAST(:p_priority AS INTEGER)
     FROM dispatched
     ON CONFLICT DO NOTHING
     RETURNING {_JOB_RETURNING}
@@ -420,7 +427,8 @@ FROM cas LEFT JOIN job ON TRUE
 
 def _start_run() -> Any:
     """A production run created in one statement: the instance, its INPUT_SET and RUN_STATUS rows, and
-    its start node's NODE_DISPATCHED row and job (due now), as the general path writes them.
+    its start node's NODE_DISPATCHED row and job (due now), as the general path writes them. Only a run
+    without flow control takes it (engine/orchestrator.py), so its job has the default priority.
 
     Restates: ``Orchestrator.start_run`` (engine/orchestrator.py) through ``StateTransaction.create_instance``."""
     i = instances.c
@@ -454,7 +462,7 @@ WITH instance AS (
 )
 INSERT INTO node_jobs ({_NEW_JOB_COLUMNS})
 SELECT id, CAST(:p_start_id AS VARCHAR), '', 1, 1, CAST(:p_now AS DOUBLE PRECISION), NULL,
-    CAST(:p_now AS DOUBLE PRECISION), CAST(:p_tenant_id AS VARCHAR), 0
+    CAST(:p_now AS DOUBLE PRECISION), CAST(:p_tenant_id AS VARCHAR), 0, {DEFAULT_PRIORITY}
 FROM instance
 RETURNING {_JOB_RETURNING}
 """
@@ -474,6 +482,8 @@ def postgres_statements() -> PostgresStatements:
         dispatch_one=c(_dispatch_one(), ("p_payload",)),
         claim_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_jobs.core), ("p_held",)),
         claim_one_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_one_tenant.core), ()),
+        claim_aged_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_jobs_aged.core), ("p_held",)),
+        claim_one_aged_and_start=c(_claim_and_start(statements_for(is_sqlite=False).claim_one_tenant_aged.core), ()),
         start_run=c(_start_run(), ("p_input", "p_input_payload", "p_status_payload"), returns_rows=True),
         end_step=c(_end_step(), ("p_payload", "p_end_output", "p_status_payload"), returns_rows=True),
         iteration_step=c(_iteration_step(), ("p_payload",), returns_rows=True),

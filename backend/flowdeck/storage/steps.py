@@ -44,6 +44,7 @@ class NodeResult:
             "p_attempt": job.attempt,
             "p_job": job.id,
             "p_tenant_id": job.tenant_id,
+            "p_priority": job.priority,
             "p_charge": self.charge,
             "p_budget": self.budget,
         }

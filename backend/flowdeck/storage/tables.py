@@ -179,6 +179,9 @@ node_jobs = sa.Table(
     sa.Column("tenant_id", Id, nullable=False, server_default=""),
     # How many times a worker's lease on this job expired and another worker took it over.
     sa.Column("takeovers", sa.Integer, nullable=False, server_default="0"),
+    # The run's priority (its run_flow row's, else 50): a tenant's due jobs are claimed in aged-priority
+    # order (domain/flow_control.py ``aged_at``); a chain's next job keeps it, as it keeps tenant_id.
+    sa.Column("priority", sa.Integer, nullable=False, server_default="50"),
     sa.Index("uq_node_jobs_node", "instance_id", "node_id", "iteration", unique=True),
     sa.Index("ix_node_jobs_available", "available_at"),
     sa.Index("ix_node_jobs_lease_owner", "lease_owner"),

@@ -128,11 +128,19 @@ class WebhookService:
         wait: float | None,
         timing: RunTiming | None = None,
         labels: Mapping[str, str] | None = None,
+        priority: int | None = None,
     ) -> HookOutcome:
-        """Start a production run (with ``labels``); with ``wait``, wait up to that many seconds for it to finish."""
+        """Start a production run (with ``labels``; ``priority`` 1-100, checked by the caller, else the
+        workflow's ``options.priority``); with ``wait``, wait up to that many seconds for it to finish."""
         try:
             instance_id = await self.engine.start_workflow_run(
-                target.tenant_id, target.workflow_id, run_input, trigger=TRIGGER, timing=timing, labels=labels
+                target.tenant_id,
+                target.workflow_id,
+                run_input,
+                trigger=TRIGGER,
+                timing=timing,
+                labels=labels,
+                priority=priority,
             )
         except LookupError as exc:  # deleted in between
             raise WebhookNotFoundError(target.workflow_id) from exc

@@ -7457,6 +7457,8 @@ export interface operations {
                 availableAt?: number | null;
                 /** @description epoch seconds: the run fails then */
                 deadlineAt?: number | null;
+                /** @description 1-100 (default: the workflow's options.priority, else 50): higher is taken first */
+                priority?: number | null;
             };
             header?: never;
             path: {

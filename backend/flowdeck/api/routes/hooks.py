@@ -21,6 +21,7 @@ from flowdeck.api.inputs import check_json
 from flowdeck.api.openapi import SIGNED_IN, errors
 from flowdeck.api.schemas import HookFinished, HookPending, RunAccepted, WebhookOut, WebhookSecretOut
 from flowdeck.api.services.runs import checked_timing
+from flowdeck.domain.flow_control import MAX_PRIORITY, MIN_PRIORITY
 from flowdeck.domain.labels import label_filters
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.triggers.webhooks import (
@@ -49,6 +50,14 @@ AvailableAt = Annotated[
 ]
 DeadlineAt = Annotated[
     float | None, QueryParameter(name="deadlineAt", ge=0, le=1e11, description="epoch seconds: the run fails then")
+]
+Priority = Annotated[
+    int | None,
+    QueryParameter(
+        ge=MIN_PRIORITY,
+        le=MAX_PRIORITY,
+        description="1-100 (default: the workflow's options.priority, else 50): higher is taken first",
+    ),
 ]
 
 
@@ -119,12 +128,15 @@ class HookController(Controller):
         wait: Wait = None,
         available_at: AvailableAt = None,
         deadline_at: DeadlineAt = None,
+        priority: Priority = None,
     ) -> Response[Any]:
         """Start a production run (trigger ``webhook``) with the JSON body as its input.
 
         ``?availableAt=`` and ``?deadlineAt=`` (epoch seconds) schedule its start and set its deadline,
         as for ``POST /api/workflows/{id}/runs`` (the body is all input, so they are query parameters);
-        so are labels: ``?label.customer=acme`` (up to FLOWDECK_MAX_RUN_LABELS).
+        so are labels: ``?label.customer=acme`` (up to FLOWDECK_MAX_RUN_LABELS), and ``?priority=`` (1-100,
+        default the workflow's ``options.priority``): its place in the flow-control queue and its node jobs'
+        order within the tenant's turn.
 
         Authenticated by the workflow's webhook secret in ``X-Flowdeck-Secret`` or by an API token of the
         workflow's tenant. Answers 202 ``{instanceId}``; with ``wait``, 200 ``{instanceId, status, output,
@@ -138,7 +150,7 @@ class HookController(Controller):
             run_input = _body_input(await request.body())
             timing = checked_timing(RunTiming(available_at, deadline_at))
             labels = label_filters(request.query_params, services.engine.label_limits)
-            outcome = await hooks.trigger(target, run_input, wait, timing, labels)
+            outcome = await hooks.trigger(target, run_input, wait, timing, labels, priority)
         except WebhookNotFoundError as exc:
             raise _not_found(exc) from exc
         except WebhookUnauthorizedError as exc:
