@@ -88,7 +88,7 @@ async def _pool_idle(database: Database, timeout: float = 5.0) -> None:
     child cascade of a run a sweep just failed, in a test that never stops its engine) gives its connection
     back before the pool closes; closing under it left an unclosed connection for a later test's GC."""
     deadline = time.monotonic() + timeout
-    while database.idle.in_use(database.engine) and time.monotonic() < deadline:
+    while database.engine.pool.checkedout() and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
 
 

@@ -52,7 +52,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from flowdeck.storage.compiled import CompiledStatement
 from flowdeck.storage.disconnects import DatabaseUnavailableError, is_disconnect, unsent, write_track
-from flowdeck.storage.pg_idle import IdleConnections
 from flowdeck.storage.schema import metadata
 from flowdeck.storage.statements import statements_for
 
@@ -256,7 +255,6 @@ class Database:
                 json_deserializer=_json_loads,
             )
             self.sync_engine = self.engine.sync_engine
-            self.idle = IdleConnections()  # checked out between statements (storage/pg_idle.py)
         self.loss_listeners: list[Callable[[BaseException], None]] = []
         """Called when a group with early-released members failed to commit (their decisions are lost)."""
         sa.event.listen(self.sync_engine, "before_cursor_execute", self._count_statement)
@@ -452,7 +450,7 @@ class Database:
         finally:
             if raw.is_closed() or raw.is_in_transaction():  # never pool a connection mid-transaction
                 await _shielded(_discard(conn))
-            elif not self.idle.keep(conn, raw):
+            else:
                 await _shielded(conn.close())
 
     async def _open(self, transaction: Literal["write", "read"] | None) -> tuple[AsyncConnection, Any, Any]:
@@ -469,14 +467,10 @@ class Database:
         for attempt in itertools.count():
             conn: AsyncConnection | None = None
             try:
-                idle = self.idle.take()
-                if idle is not None:
-                    conn, raw = idle
-                else:
-                    conn = await self.idle.connect(self.engine)
-                    await conn.execution_options(isolation_level="AUTOCOMMIT")
-                    raw = (await conn.get_raw_connection()).driver_connection
-                    assert raw is not None
+                conn = await self.engine.connect()
+                await conn.execution_options(isolation_level="AUTOCOMMIT")
+                raw = (await conn.get_raw_connection()).driver_connection
+                assert raw is not None
                 if raw.is_closed():
                     raise asyncpg.ConnectionDoesNotExistError("the pooled connection was closed by PostgreSQL")
                 tx = None
@@ -532,7 +526,6 @@ class Database:
                 self._reader = None
             self._read_engine.dispose()
         else:
-            await asyncio.gather(*(_shielded(conn.close()) for conn in self.idle.drain()))
             await self.engine.dispose()
 
     def _count_statement(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
