@@ -69,19 +69,7 @@ class PostgresStateTransaction(StateTransaction):
     async def claim_and_start(
         self, owner: str, limit: int, lease_seconds: float, share: TenantShare = NO_SHARE
     ) -> list[Job]:
-        one = postgres_statements()
-        statements = SimpleNamespace(
-            due_tenants=self.db.sql.due_tenants,
-            claim_jobs=one.claim_and_start,
-            claim_jobs_aged=one.claim_aged_and_start,
-            claim_one_tenant=one.claim_one_and_start,
-            claim_one_tenant_aged=one.claim_one_aged_and_start,
-        )
-        plan = await claim_plan(self.conn, statements, self.now, owner, limit, lease_seconds, share)
-        if plan is None:
-            return []
-        statement, params = plan
-        return [Job(*row) for row in await self.conn.execute(statement, params)]
+        return await _claim_and_start(self.conn, self.db, self.now, owner, limit, lease_seconds, share)
 
     async def set_run_status(
         self,
@@ -118,6 +106,16 @@ class PostgresStateManager(StateManager):
 
     async def close(self) -> None:
         await self.chain_batches.close()
+
+    async def claim_jobs(
+        self, owner: str, limit: int, lease_seconds: float, share: TenantShare = NO_SHARE
+    ) -> list[Job]:
+        """The worker's claim without BEGIN and COMMIT (two round trips fewer): the claim is one statement
+        that logs its NODE_STARTED rows itself, and the read before it (which tenants wait) sees nothing
+        more inside a transaction than outside one at PostgreSQL's READ COMMITTED (each statement takes
+        its own snapshot either way)."""
+        async with self.db.autocommit() as conn:
+            return await _claim_and_start(conn, self.db, self.clock(), owner, limit, lease_seconds, share)
 
     async def chain_step(self, step: ChainStepInput) -> ChainStep:
         """With the chain steps of other runs ready at the same moment, in one statement (storage/chain_batches.py)."""
@@ -199,3 +197,22 @@ class PostgresStateManager(StateManager):
                 continue  # PostgreSQL closed the connection mid-statement: it may have committed (see above)
             return now
         raise AssertionError("unreachable")
+
+
+async def _claim_and_start(
+    conn: Any, db: Database, now: float, owner: str, limit: int, lease_seconds: float, share: TenantShare
+) -> list[Job]:
+    """Lease due jobs and log their NODE_STARTED rows in one statement (``jobs.claim_plan`` picks which)."""
+    one = postgres_statements()
+    statements = SimpleNamespace(
+        due_tenants=db.sql.due_tenants,
+        claim_jobs=one.claim_and_start,
+        claim_jobs_aged=one.claim_aged_and_start,
+        claim_one_tenant=one.claim_one_and_start,
+        claim_one_tenant_aged=one.claim_one_aged_and_start,
+    )
+    plan = await claim_plan(conn, statements, now, owner, limit, lease_seconds, share)
+    if plan is None:
+        return []
+    statement, params = plan
+    return [Job(*row) for row in await conn.execute(statement, params)]

@@ -202,7 +202,7 @@ class WorkflowStore:
 
     async def latest_version(self, tenant_id: str, workflow_id: str) -> int | None:
         """The latest version number of a workflow of this tenant (``None``: no such workflow)."""
-        async with self.db.read() as conn:
+        async with self.db.read(snapshot=False) as conn:  # one statement: no BEGIN and ROLLBACK around it
             version = (await conn.execute(_LATEST_VERSION, {"p_id": workflow_id, "p_tenant": tenant_id})).scalar()
         return None if version is None else int(version)
 
