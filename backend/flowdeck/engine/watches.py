@@ -1,0 +1,182 @@
+"""Who listens to which run's node updates, across processes: the fan-out sends a node update only to the
+processes that have a live client watching its run (``engine/fanout.py`` carries the messages).
+
+Each process keeps the whole registry in memory, told over the fan-out's shared topic:
+
+- a process whose client starts watching a run (the first on that process) announces ``watch`` and waits
+  until every other live process has acknowledged it (at most ``ack_seconds``) before the client reads
+  the run's snapshot: an update a process published before it knew is then already in that snapshot,
+  and every later one is sent (subscribe, then snapshot: no gap);
+- the last client leaving announces ``unwatch``;
+- every process announces itself every ``heartbeat_seconds`` with its whole watch list; a process not
+  heard for three heartbeats is taken for dead and its watches vanish (a clean stop says so at once);
+- a process starting says ``hello`` and every other answers with its heartbeat at once. Until it has
+  been up for a heartbeat and a half (the ``grace``: by then every live process was heard), it sends the
+  node updates of runs it knows no watcher for to every process instead of to none.
+
+A watch of ``None`` is every run (``flowdeck run``'s progress, tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+
+__all__ = ("ALL_RUNS", "Watches")
+
+ALL_RUNS = "*"
+"""On the wire, a watch of every run (run ids never contain ``*``)."""
+
+
+def wire(instance_id: str | None) -> str:
+    return ALL_RUNS if instance_id is None else instance_id
+
+
+class Watches:
+    """The registry of one process. ``announce(body)`` sends a message on the shared topic (it may not wait)."""
+
+    def __init__(
+        self,
+        origin: str,
+        announce: Callable[[dict[str, object]], None],
+        *,
+        heartbeat_seconds: float = 2.0,
+        ack_seconds: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.origin = origin
+        self.heartbeat_seconds = heartbeat_seconds
+        self.ack_seconds = ack_seconds
+        self._announce = announce
+        self._clock = clock
+        self._started = clock()
+        self._local: dict[str, int] = {}
+        """Runs watched here (``*``: all) -> how many of this process's clients watch it."""
+        self._ready: dict[str, tuple[int, asyncio.Future[None]]] = {}
+        """Runs whose watch is announced but not yet acknowledged by every live process."""
+        self._pending: dict[int, tuple[set[str], asyncio.Future[None]]] = {}
+        self._seq = 0
+        self._alive: dict[str, float] = {}
+        """Other processes -> until when they count as alive."""
+        self._remote: dict[str, set[str]] = {}
+        """Run (``*``: all) -> the other processes watching it."""
+        self._by_origin: dict[str, set[str]] = {}
+
+    # -- this process's clients ------------------------------------------------------------------------
+    async def watch(self, instance_id: str | None) -> None:
+        """From when this returns, every process sends this one the run's node updates (every run's: None)."""
+        run = wire(instance_id)
+        self._local[run] = self._local.get(run, 0) + 1
+        if self._local[run] == 1 and run not in self._ready:
+            self._seq += 1
+            ready = asyncio.get_running_loop().create_future()
+            self._ready[run] = (self._seq, ready)
+            others = {origin for origin in self._alive if self._is_alive(origin)}
+            self._pending[self._seq] = (others, ready)
+            self._announce({"watch": [run], "seq": self._seq})
+            if not others:
+                self._settle(self._seq)
+        entry = self._ready.get(run)
+        if entry is None:
+            return
+        seq, ready = entry
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), self.ack_seconds)
+        except TimeoutError:
+            # A process that does not answer in time is busy or dying: what it sends later still comes.
+            self._settle(seq)
+        finally:
+            if self._ready.get(run) is entry:
+                del self._ready[run]
+
+    def unwatch(self, instance_id: str | None) -> None:
+        run = wire(instance_id)
+        count = self._local.get(run, 0) - 1
+        if count > 0:
+            self._local[run] = count
+            return
+        if self._local.pop(run, None) is not None:
+            self._announce({"unwatch": [run]})
+
+    @property
+    def watched(self) -> list[str]:
+        return list(self._local)
+
+    # -- what the other processes said -------------------------------------------------------------------
+    def heard(self, origin: str) -> None:
+        """Any message from ``origin``: it is alive."""
+        self._alive[origin] = self._clock() + 3 * self.heartbeat_seconds
+
+    def add(self, origin: str, runs: Iterable[str], *, replace: bool = False) -> None:
+        """Record ``origin``'s watches (``replace``: they are all it watches)."""
+        if replace:
+            self._drop_watches(origin)
+        mine = self._by_origin.setdefault(origin, set())
+        for run in runs:
+            if isinstance(run, str):
+                mine.add(run)
+                self._remote.setdefault(run, set()).add(origin)
+
+    def remove(self, origin: str, runs: Iterable[str]) -> None:
+        mine = self._by_origin.get(origin, set())
+        for run in runs:
+            mine.discard(run)
+            watchers = self._remote.get(run)
+            if watchers is not None:
+                watchers.discard(origin)
+                if not watchers:
+                    del self._remote[run]
+
+    def acknowledged(self, origin: str, seq: int) -> None:
+        entry = self._pending.get(seq)
+        if entry is not None:
+            entry[0].discard(origin)
+            if not entry[0]:
+                self._settle(seq)
+
+    def gone(self, origin: str) -> None:
+        """``origin`` stopped (or was not heard for too long): its watches vanish, no ack is awaited from it."""
+        self._alive.pop(origin, None)
+        self._drop_watches(origin)
+        for seq, (waiting, _) in list(self._pending.items()):
+            waiting.discard(origin)
+            if not waiting:
+                self._settle(seq)
+
+    # -- the sender's questions ----------------------------------------------------------------------------
+    def targets(self, instance_id: str) -> set[str]:
+        """The live processes that want this run's node updates."""
+        found = self._remote.get(instance_id, set()) | self._remote.get(ALL_RUNS, set())
+        return {origin for origin in found if self._is_alive(origin)}
+
+    def others_alive(self) -> bool:
+        return any(self._is_alive(origin) for origin in self._alive)
+
+    @property
+    def in_grace(self) -> bool:
+        """Whether this process may not yet have heard every live process (it started a moment ago)."""
+        return self._clock() - self._started < 1.5 * self.heartbeat_seconds
+
+    def expire(self) -> None:
+        """Forget the processes not heard for three heartbeats."""
+        now = self._clock()
+        for origin, until in list(self._alive.items()):
+            if until < now:
+                self.gone(origin)
+
+    # -- inside ---------------------------------------------------------------------------------------------
+    def _is_alive(self, origin: str) -> bool:
+        until = self._alive.get(origin)
+        return until is not None and until >= self._clock()
+
+    def _drop_watches(self, origin: str) -> None:
+        self.remove(origin, list(self._by_origin.pop(origin, ())))
+
+    def _settle(self, seq: int) -> None:
+        entry = self._pending.pop(seq, None)
+        if entry is None:
+            return
+        ready = entry[1]
+        if not ready.done():
+            ready.set_result(None)
