@@ -16,8 +16,7 @@ from sqlalchemy.engine import make_url
 
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
-from flowdeck.engine.fanout import Fanout
-from flowdeck.engine.fanout import SHARED
+from flowdeck.engine.fanout import SHARED, Fanout
 from flowdeck.engine.pg_notify import PostgresTransport
 from flowdeck.engine.publisher import NodeUpdate, RunUpdate, Update
 from flowdeck.storage.database import Database
