@@ -59,6 +59,7 @@ def test_a_goodbye_drops_the_watches_at_once_and_a_full_heartbeat_replaces_them(
 async def test_a_watch_returns_once_every_live_process_acknowledged_it_and_is_announced_once() -> None:
     clock, said = Clock(), list[dict[str, object]]()
     watches = registry(clock, said)
+    clock.now += 1.5  # past its start-up grace: it has heard every live process
     for origin in ("worker-1", "worker-2"):
         watches.heard(origin)
     first = asyncio.create_task(watches.watch("run-1"))
@@ -74,12 +75,29 @@ async def test_a_watch_returns_once_every_live_process_acknowledged_it_and_is_an
     assert said == [{"watch": ["run-1"], "seq": 1}]
     for _ in range(3):
         watches.unwatch("run-1")
+    assert watches.watched == []
     assert said[-1] == {"unwatch": ["run-1"]} and len(said) == 2
 
 
 async def test_a_watch_no_process_answers_returns_after_its_timeout() -> None:
     clock = Clock()
     watches = Watches("here", lambda _: None, heartbeat_seconds=1.0, ack_seconds=0.05, clock=clock)
+    clock.now += 1.5
     watches.heard("stuck")
     await asyncio.wait_for(watches.watch(None), 1)
     assert watches.watched == ["*"]
+
+
+async def test_a_watch_in_the_start_up_grace_also_waits_for_the_processes_heard_meanwhile() -> None:
+    clock, said = Clock(), list[dict[str, object]]()
+    watches = Watches("here", said.append, heartbeat_seconds=0.1, clock=clock)
+    watching = asyncio.create_task(watches.watch("run-1"))  # no other process known yet
+    await asyncio.sleep(0)
+    watches.heard("worker-1")  # its answer to this process's hello, a moment later
+    clock.now += 0.15  # the grace is over: every live process has been heard
+    async with asyncio.timeout(5):
+        while watches.awaiting() != {"worker-1"}:  # the grace's end: it waits for worker-1 now
+            await asyncio.sleep(0.01)
+    assert not watching.done()
+    watches.acknowledged("worker-1", 1)
+    await asyncio.wait_for(watching, 1)

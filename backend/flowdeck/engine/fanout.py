@@ -155,7 +155,7 @@ class Fanout:
         publisher: LocalPublisher,
         *,
         resolve: Resolver | None = None,
-        heartbeat_seconds: float = 2.0,
+        heartbeat_seconds: float = 1.0,
         ack_seconds: float = 2.0,
     ) -> None:
         self.transport = transport

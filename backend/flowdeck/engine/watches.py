@@ -20,6 +20,7 @@ A watch of ``None`` is every run (``flowdeck run``'s progress, tests).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 
@@ -41,7 +42,7 @@ class Watches:
         origin: str,
         announce: Callable[[dict[str, object]], None],
         *,
-        heartbeat_seconds: float = 2.0,
+        heartbeat_seconds: float = 1.0,
         ack_seconds: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -53,8 +54,9 @@ class Watches:
         self._started = clock()
         self._local: dict[str, int] = {}
         """Runs watched here (``*``: all) -> how many of this process's clients watch it."""
-        self._ready: dict[str, tuple[int, asyncio.Future[None]]] = {}
+        self._ready: dict[str, asyncio.Future[None]] = {}
         """Runs whose watch is announced but not yet acknowledged by every live process."""
+        self._acks: dict[int, set[str]] = {}
         self._pending: dict[int, tuple[set[str], asyncio.Future[None]]] = {}
         self._seq = 0
         self._alive: dict[str, float] = {}
@@ -70,25 +72,35 @@ class Watches:
         self._local[run] = self._local.get(run, 0) + 1
         if self._local[run] == 1 and run not in self._ready:
             self._seq += 1
-            ready = asyncio.get_running_loop().create_future()
-            self._ready[run] = (self._seq, ready)
-            others = {origin for origin in self._alive if self._is_alive(origin)}
-            self._pending[self._seq] = (others, ready)
+            self._acks[self._seq] = set()
             self._announce({"watch": [run], "seq": self._seq})
-            if not others:
-                self._settle(self._seq)
-        entry = self._ready.get(run)
-        if entry is None:
+            self._ready[run] = asyncio.ensure_future(self._confirmed(self._seq))
+        confirming = self._ready.get(run)
+        if confirming is None:
             return
-        seq, ready = entry
         try:
-            await asyncio.wait_for(asyncio.shield(ready), self.ack_seconds)
-        except TimeoutError:
-            # A process that does not answer in time is busy or dying: what it sends later still comes.
-            self._settle(seq)
+            await asyncio.shield(confirming)
         finally:
-            if self._ready.get(run) is entry:
+            if confirming.done() and self._ready.get(run) is confirming:
                 del self._ready[run]
+
+    async def _confirmed(self, seq: int) -> None:
+        """Until every other live process acknowledged watch ``seq`` (at most ``ack_seconds`` after this
+        process knows them all: in its start-up grace it may not yet)."""
+        try:
+            grace_left = 1.5 * self.heartbeat_seconds - (self._clock() - self._started)
+            if grace_left > 0:
+                await asyncio.sleep(grace_left)
+            waiting = {origin for origin in self._alive if self._is_alive(origin)} - self._acks[seq]
+            if waiting:
+                ready = asyncio.get_running_loop().create_future()
+                self._pending[seq] = (waiting, ready)
+                with contextlib.suppress(TimeoutError):
+                    # A process that does not answer in time is busy or dying: what it sends later still comes.
+                    await asyncio.wait_for(ready, self.ack_seconds)
+        finally:
+            self._pending.pop(seq, None)
+            self._acks.pop(seq, None)
 
     def unwatch(self, instance_id: str | None) -> None:
         run = wire(instance_id)
@@ -129,6 +141,9 @@ class Watches:
                     del self._remote[run]
 
     def acknowledged(self, origin: str, seq: int) -> None:
+        acks = self._acks.get(seq)
+        if acks is not None:
+            acks.add(origin)
         entry = self._pending.get(seq)
         if entry is not None:
             entry[0].discard(origin)
@@ -143,6 +158,10 @@ class Watches:
             waiting.discard(origin)
             if not waiting:
                 self._settle(seq)
+
+    def awaiting(self) -> set[str]:
+        """The processes whose acknowledgement of a watch this process waits for now."""
+        return {origin for waiting, _ in self._pending.values() for origin in waiting}
 
     # -- the sender's questions ----------------------------------------------------------------------------
     def targets(self, instance_id: str) -> set[str]:
