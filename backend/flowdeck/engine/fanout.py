@@ -155,7 +155,7 @@ class Fanout:
         publisher: LocalPublisher,
         *,
         resolve: Resolver | None = None,
-        heartbeat_seconds: float = 1.0,
+        heartbeat_seconds: float = 0.5,
         ack_seconds: float = 2.0,
     ) -> None:
         self.transport = transport
@@ -185,6 +185,7 @@ class Fanout:
     async def start(self) -> None:
         # fails here, at start-up, when the transport is unreachable
         await self.transport.open(self._deliver, (self.origin, SHARED))
+        self.watches.begin()
         self._outgoing = self._publisher.subscribe(maxsize=_QUEUED)
         self._stop_revocations = self._publisher.on_revoke(self._revocation_listener)
         self._stop_notices = self._publisher.on_notice(self._notice_listener)
@@ -199,6 +200,9 @@ class Fanout:
             asyncio.create_task(self._receive(), name="flowdeck-fanout-in"),
             asyncio.create_task(self._beat(), name="flowdeck-fanout-heartbeat"),
         ]
+        # Until every live process was heard (their answers to the hello, or their heartbeats), this one
+        # does not know who watches what: its engine starts after that.
+        await asyncio.sleep(self.watches.grace_left())
 
     async def stop(self) -> None:
         for task in self._tasks:

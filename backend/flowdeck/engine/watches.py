@@ -9,10 +9,11 @@ Each process keeps the whole registry in memory, told over the fan-out's shared 
   and every later one is sent (subscribe, then snapshot: no gap);
 - the last client leaving announces ``unwatch``;
 - every process announces itself every ``heartbeat_seconds`` with its whole watch list; a process not
-  heard for three heartbeats is taken for dead and its watches vanish (a clean stop says so at once);
-- a process starting says ``hello`` and every other answers with its heartbeat at once. Until it has
-  been up for a heartbeat and a half (the ``grace``: by then every live process was heard), it sends the
-  node updates of runs it knows no watcher for to every process instead of to none.
+  heard for ten heartbeats is taken for dead and its watches vanish (a clean stop says so at once);
+- a process starting says ``hello`` and every other answers with its heartbeat at once. Its fan-out's
+  start returns only after a heartbeat and a half (the ``grace``: by then every live process was heard),
+  before its engine runs anything; should an update be published in the grace all the same, it goes to
+  every process.
 
 A watch of ``None`` is every run (``flowdeck run``'s progress, tests).
 """
@@ -25,6 +26,9 @@ import time
 from collections.abc import Callable, Iterable
 
 __all__ = ("ALL_RUNS", "Watches")
+
+_MISSED_HEARTBEATS = 10
+"""A process not heard for this many heartbeats is taken for dead (a stall of a loaded process is not)."""
 
 ALL_RUNS = "*"
 """On the wire, a watch of every run (run ids never contain ``*``)."""
@@ -42,7 +46,7 @@ class Watches:
         origin: str,
         announce: Callable[[dict[str, object]], None],
         *,
-        heartbeat_seconds: float = 1.0,
+        heartbeat_seconds: float = 0.5,
         ack_seconds: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -64,6 +68,10 @@ class Watches:
         self._remote: dict[str, set[str]] = {}
         """Run (``*``: all) -> the other processes watching it."""
         self._by_origin: dict[str, set[str]] = {}
+
+    def begin(self) -> None:
+        """The fan-out started listening now: the grace counts from here."""
+        self._started = self._clock()
 
     # -- this process's clients ------------------------------------------------------------------------
     async def watch(self, instance_id: str | None) -> None:
@@ -88,9 +96,8 @@ class Watches:
         """Until every other live process acknowledged watch ``seq`` (at most ``ack_seconds`` after this
         process knows them all: in its start-up grace it may not yet)."""
         try:
-            grace_left = 1.5 * self.heartbeat_seconds - (self._clock() - self._started)
-            if grace_left > 0:
-                await asyncio.sleep(grace_left)
+            if self.grace_left() > 0:
+                await asyncio.sleep(self.grace_left())
             waiting = {origin for origin in self._alive if self._is_alive(origin)} - self._acks[seq]
             if waiting:
                 ready = asyncio.get_running_loop().create_future()
@@ -118,7 +125,7 @@ class Watches:
     # -- what the other processes said -------------------------------------------------------------------
     def heard(self, origin: str) -> None:
         """Any message from ``origin``: it is alive."""
-        self._alive[origin] = self._clock() + 3 * self.heartbeat_seconds
+        self._alive[origin] = self._clock() + _MISSED_HEARTBEATS * self.heartbeat_seconds
 
     def add(self, origin: str, runs: Iterable[str], *, replace: bool = False) -> None:
         """Record ``origin``'s watches (``replace``: they are all it watches)."""
@@ -172,13 +179,16 @@ class Watches:
     def others_alive(self) -> bool:
         return any(self._is_alive(origin) for origin in self._alive)
 
+    def grace_left(self) -> float:
+        """How long this process may not yet have heard every live process (it started a moment ago)."""
+        return max(0.0, 1.5 * self.heartbeat_seconds - (self._clock() - self._started))
+
     @property
     def in_grace(self) -> bool:
-        """Whether this process may not yet have heard every live process (it started a moment ago)."""
-        return self._clock() - self._started < 1.5 * self.heartbeat_seconds
+        return self.grace_left() > 0
 
     def expire(self) -> None:
-        """Forget the processes not heard for three heartbeats."""
+        """Forget the processes not heard for ten heartbeats."""
         now = self._clock()
         for origin, until in list(self._alive.items()):
             if until < now:
