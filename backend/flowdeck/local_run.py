@@ -55,6 +55,7 @@ async def run_file(settings: Settings, path: Path, run_input: Any, *, timeout: f
         if has_errors(problems):
             return 2
         tenant_id = await engine.tenants.ensure("default")
+        await engine.publisher.watches.watch(None)  # nodes other processes run are shown too
         with engine.publisher.subscribe() as updates:
             started = time.time()
             instance_id = await engine.start_test_run(tenant_id, definition, run_input)

@@ -115,9 +115,9 @@ async def open_runtime(
     try:
         if with_worker:
             await sandbox.start()
-        await engine.start(with_worker=with_worker)
-        if bridge is not None:
+        if bridge is not None:  # before the worker: the nodes it runs reach the processes that watch them
             await bridge.start()
+        await engine.start(with_worker=with_worker)
         if scheduler is not None:
             engine.definition_listeners.append(scheduler.poke)  # a new or changed schedule counts at once
             await scheduler.start()

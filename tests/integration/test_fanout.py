@@ -14,7 +14,7 @@ import pytest
 
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
-from flowdeck.engine.fanout import Fanout, Transport, encode_notice, read_back
+from flowdeck.engine.fanout import SHARED, Fanout, Transport, encode_notice, read_back
 from flowdeck.engine.pg_notify import PostgresTransport
 from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, SavedNotice, Update
 from flowdeck.engine.redis_bridge import RedisTransport
@@ -63,6 +63,7 @@ async def test_a_process_sees_the_updates_of_nodes_another_process_ran(
     ]
     for fanout in fanouts:
         await fanout.start()
+    await serve_publisher.watches.watch(None)  # a client of serve watches every run
     await worker.start()
     try:
         with serve_publisher.subscribe() as watched, worker.publisher.subscribe() as local:
@@ -193,12 +194,12 @@ async def test_a_malformed_notice_from_the_channel_is_dropped_and_later_ones_sti
     heard: asyncio.Queue[SavedNotice] = asyncio.Queue()
     publisher.on_notice(heard.put_nowait)
     await fanout.start()
-    await sender.open(lambda _: None)
+    await sender.open(lambda _: None, [SHARED])
     good = SavedNotice("acme", "wf-1", 4)
     try:
         bad = {"tenantId": "acme", "workflowId": "wf-1", "version": "four"}
-        await sender.send(msgspec.json.encode({"from": "elsewhere", "notices": [bad]}))
-        await sender.send(msgspec.json.encode({"from": "elsewhere", "notices": [encode_notice(good)]}))
+        await sender.send(SHARED, msgspec.json.encode({"from": "elsewhere", "notices": [bad]}))
+        await sender.send(SHARED, msgspec.json.encode({"from": "elsewhere", "notices": [encode_notice(good)]}))
         assert await asyncio.wait_for(heard.get(), 5) == good
     finally:
         await sender.close()

@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
-from flowdeck.engine.fanout import Fanout
+from flowdeck.engine.fanout import SHARED, Fanout
 from flowdeck.engine.pg_notify import PostgresTransport
 from flowdeck.engine.publisher import NodeUpdate, RunUpdate, Update
 from flowdeck.storage.database import Database
@@ -42,9 +42,10 @@ async def sqlite_db(tmp_path: Path) -> AsyncIterator[Database]:
 
 
 async def listeners(admin: asyncpg.Connection, channel: str) -> set[int]:
-    """The backends LISTENing on the channel (their last statement was the LISTEN)."""
+    """The backends LISTENing on the channel's shared topic (their last statement was that LISTEN)."""
     rows = await admin.fetch(
-        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = $1", f'LISTEN "{channel}"'
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = $1",
+        f'LISTEN "{channel}_{SHARED}"',
     )
     return {row["pid"] for row in rows}
 
@@ -70,6 +71,7 @@ async def test_updates_still_arrive_after_the_fanout_connections_were_terminated
     ]
     for fanout in fanouts:
         await fanout.start()
+    await serve.publisher.watches.watch(None)  # a client of serve watches every run
     await worker.start()
     try:
         tenant_id = await worker.tenants.ensure("acme")
@@ -109,6 +111,7 @@ async def test_a_message_sent_as_its_connection_is_terminated_is_sent_on_a_new_o
     ]
     for fanout in fanouts:
         await fanout.start()
+    await serve.publisher.watches.watch(None)  # a client of serve watches every run
     await worker.start()
     try:
         tenant_id = await worker.tenants.ensure("acme")

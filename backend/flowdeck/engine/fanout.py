@@ -7,6 +7,11 @@ their jobs. So the Socket.IO relay of ``flowdeck serve`` sees the nodes that ``f
 processes ran, a token revoked through one process closes its connections in every process, an editor
 connected to any process hears a save made through another, and a job queued anywhere starts at once.
 
+Node updates are the bulk, and only a process with a client watching their run needs them: each goes
+only to those processes (``engine/watches.py`` keeps who watches what), on that process's own topic. All
+else goes on the shared topic every process hears. So a ``flowdeck worker`` never hears a node update,
+and a process nobody watches sends none.
+
 The transport is PostgreSQL ``LISTEN/NOTIFY`` by default (``engine/pg_notify.py``) or Redis pub/sub
 (``engine/redis_bridge.py``). Neither keeps history: a process that is down misses messages, which
 the log still holds (clients read it through the run's snapshot). A transport with a size limit gets
@@ -20,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -28,26 +33,33 @@ import msgspec
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, SavedNotice, Subscription, Update
+from flowdeck.engine.watches import Watches
 from flowdeck.storage.database import Database
 from flowdeck.storage.live_refs import node_result, run_result
 
-__all__ = ("Fanout", "Transport", "read_back")
+__all__ = ("SHARED", "Fanout", "Transport", "read_back")
 
 log = logging.getLogger(__name__)
 
 _BATCH = 500
 _QUEUED = 100_000
 _DUE_TIMES_PER_MESSAGE = 50
+_RUNS_PER_MESSAGE = 100  # a run id is at most 64 characters: 100 fit any transport
+
+SHARED = "all"
+"""The topic every process hears; each also hears its own (its origin, 32 hex digits)."""
 
 
 class Transport(Protocol):
     max_message_bytes: int | None
     """The largest message it carries (None: no limit worth minding)."""
 
-    async def open(self, deliver: Callable[[bytes], None]) -> None:
-        """Connect and subscribe; every message any process sends (this one's too) goes to ``deliver``."""
+    async def open(self, deliver: Callable[[bytes], None], topics: Sequence[str]) -> None:
+        """Connect and subscribe to ``topics``; every message any process sends to one of them (this
+        process's too) goes to ``deliver``, in the order each sender sent them."""
 
-    async def send(self, message: bytes) -> None: ...
+    async def send(self, topic: str, message: bytes) -> None:
+        """Send to the processes subscribed to ``topic`` (none: nothing happens)."""
 
     async def close(self) -> None: ...
 
@@ -137,15 +149,28 @@ def decode_notice(item: Any) -> SavedNotice:
 
 
 class Fanout:
-    def __init__(self, transport: Transport, publisher: LocalPublisher, *, resolve: Resolver | None = None) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        publisher: LocalPublisher,
+        *,
+        resolve: Resolver | None = None,
+        heartbeat_seconds: float = 0.5,
+        ack_seconds: float = 2.0,
+    ) -> None:
         self.transport = transport
         self.origin = uuid.uuid4().hex
         self.wake_listeners: list[Callable[[float], None]] = []
         """Told the due times of jobs other processes queued (this process's worker, if it runs one)."""
+        self.watches = Watches(
+            self.origin, self._announce, heartbeat_seconds=heartbeat_seconds, ack_seconds=ack_seconds
+        )
         self._publisher = publisher
         self._resolve = resolve
         self._incoming: asyncio.Queue[bytes] = asyncio.Queue(maxsize=_QUEUED)
         self._outgoing: Subscription | None = None
+        self._control: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+        self._send_lock = asyncio.Lock()  # sends leave in the order they were decided
         self._revoked: asyncio.Queue[tuple[str, ...]] = asyncio.Queue(maxsize=10_000)
         self._revocation_listener = self._queue_revocation  # one object: the publisher skips it by identity
         self._stop_revocations: Callable[[], None] | None = None
@@ -155,25 +180,38 @@ class Fanout:
         self._due: set[float] = set()
         self._due_queued = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._alone = publisher.watches
 
     async def start(self) -> None:
-        await self.transport.open(self._deliver)  # fails here, at start-up, when the transport is unreachable
+        # fails here, at start-up, when the transport is unreachable
+        await self.transport.open(self._deliver, (self.origin, SHARED))
+        self.watches.begin()
         self._outgoing = self._publisher.subscribe(maxsize=_QUEUED)
         self._stop_revocations = self._publisher.on_revoke(self._revocation_listener)
         self._stop_notices = self._publisher.on_notice(self._notice_listener)
+        self._publisher.watches = self.watches
+        self._heartbeat(hello=True)
         self._tasks = [
+            asyncio.create_task(self._forward_control(), name="flowdeck-fanout-control"),
             asyncio.create_task(self._forward_updates(self._outgoing), name="flowdeck-fanout-updates"),
             asyncio.create_task(self._forward_revocations(), name="flowdeck-fanout-revocations"),
             asyncio.create_task(self._forward_notices(), name="flowdeck-fanout-notices"),
             asyncio.create_task(self._forward_due_times(), name="flowdeck-fanout-wakeups"),
             asyncio.create_task(self._receive(), name="flowdeck-fanout-in"),
+            asyncio.create_task(self._beat(), name="flowdeck-fanout-heartbeat"),
         ]
+        # Until every live process was heard (their answers to the hello, or their heartbeats), this one
+        # does not know who watches what: its engine starts after that.
+        await asyncio.sleep(self.watches.grace_left())
 
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        await self._send(SHARED, {"bye": 1})  # the others forget this process's watches at once
+        if self._publisher.watches is self.watches:
+            self._publisher.watches = self._alone
         if self._stop_revocations is not None:
             self._stop_revocations()
             self._stop_revocations = None
@@ -191,19 +229,70 @@ class Fanout:
         self._due_queued.set()
 
     # -- out ------------------------------------------------------------------------------------------
-    async def _send(self, body: dict[str, Any]) -> None:
+    async def _send(self, topic: str, body: dict[str, Any]) -> None:
+        message = msgspec.json.encode({"from": self.origin, **body})
         try:
-            await self.transport.send(msgspec.json.encode({"from": self.origin, **body}))
+            async with self._send_lock:
+                await self.transport.send(topic, message)
         except Exception:
             log.exception("could not send a live message to the other processes")
+
+    def _announce(self, body: dict[str, Any], topic: str = SHARED) -> None:
+        self._control.put_nowait((topic, body))
+
+    async def _forward_control(self) -> None:
+        while True:
+            topic, body = await self._control.get()
+            await self._send(topic, body)
+
+    def _heartbeat(self, *, hello: bool = False) -> None:
+        """Say this process is alive, with all it watches (in parts: the first replaces what was known)."""
+        runs = self.watches.watched
+        for start in range(0, max(len(runs), 1), _RUNS_PER_MESSAGE):
+            body: dict[str, Any] = {"alive": 1, "watch": runs[start : start + _RUNS_PER_MESSAGE], "full": not start}
+            if hello and not start:
+                body["hello"] = 1
+            self._announce(body)
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(self.watches.heartbeat_seconds)
+            self.watches.expire()
+            self._heartbeat()
 
     async def _forward_updates(self, outgoing: Subscription) -> None:
         while True:
             batch = [await outgoing.get()]
             while len(batch) < _BATCH and not outgoing.queue.empty():
                 batch.append(outgoing.queue.get_nowait())
-            for part in self._fitting([encode_update(update) for update in batch], batch):
-                await self._send({"updates": part})
+            for topics, part in self._route(batch):  # decided at once, then sent in that order
+                for topic in topics:
+                    await self._send_updates(topic, part)
+
+    def _route(self, batch: list[Update]) -> list[tuple[tuple[str, ...], list[Update]]]:
+        """The batch cut into runs of updates going to the same topics, in order: a run update to every
+        process (if any other is alive), a node update only to the processes watching its run (to every
+        process while this one may not yet know them all: in the grace after it started)."""
+        routed: list[tuple[tuple[str, ...], list[Update]]] = []
+        watches, grace = self.watches, self.watches.in_grace
+        for update in batch:
+            topics: tuple[str, ...]
+            if isinstance(update, RunUpdate):
+                topics = (SHARED,) if grace or watches.others_alive() else ()
+            else:
+                targets = watches.targets(update.instance_id)
+                topics = tuple(sorted(targets)) if targets or not grace else (SHARED,)
+            if not topics:
+                continue
+            if routed and routed[-1][0] == topics:
+                routed[-1][1].append(update)
+            else:
+                routed.append((topics, [update]))
+        return routed
+
+    async def _send_updates(self, topic: str, updates: Sequence[Update]) -> None:
+        for part in self._fitting([encode_update(update) for update in updates], list(updates)):
+            await self._send(topic, {"updates": part})
 
     def _fitting(self, encoded: list[dict[str, Any]], updates: list[Update]) -> list[list[dict[str, Any]]]:
         """The batch cut into messages the transport carries; an update too large alone goes by reference."""
@@ -227,7 +316,7 @@ class Fanout:
             while not self._revoked.empty():
                 keys.extend(self._revoked.get_nowait())
             for start in range(0, len(keys), 50):  # a key is about 70 bytes: 50 fit any transport
-                await self._send({"revoked": keys[start : start + 50]})
+                await self._send(SHARED, {"revoked": keys[start : start + 50]})
 
     def _queue_notice(self, notice: SavedNotice) -> None:
         if self._notices.full():
@@ -238,14 +327,14 @@ class Fanout:
     async def _forward_notices(self) -> None:
         while True:
             notice = await self._notices.get()
-            await self._send({"notices": [encode_notice(notice)]})
+            await self._send(SHARED, {"notices": [encode_notice(notice)]})
 
     async def _forward_due_times(self) -> None:
         while True:
             await self._due_queued.wait()
             self._due_queued.clear()
             due, self._due = sorted(self._due), set()
-            await self._send({"due": due[:_DUE_TIMES_PER_MESSAGE]})
+            await self._send(SHARED, {"due": due[:_DUE_TIMES_PER_MESSAGE]})
 
     # -- in -------------------------------------------------------------------------------------------
     def _deliver(self, message: bytes) -> None:
@@ -265,9 +354,14 @@ class Fanout:
     async def _handle(self, message: bytes) -> None:
         with contextlib.suppress(msgspec.DecodeError, KeyError, ValueError, TypeError, AttributeError):
             body = msgspec.json.decode(message)
-            if body["from"] == self.origin:
+            origin = body["from"]
+            if origin == self.origin:
                 return
-            if "revoked" in body:
+            self.watches.heard(origin)
+            if "updates" in body:
+                updates = [await self._complete(*decode_update(item)) for item in body["updates"]]
+                self._publisher.publish(updates, relayed_from=self._outgoing)
+            elif "revoked" in body:
                 keys = [key for key in body["revoked"] if isinstance(key, str)]
                 self._publisher.revoke(keys, skip=self._revocation_listener)
             elif "notices" in body:
@@ -278,8 +372,23 @@ class Fanout:
                     for wake in self.wake_listeners:
                         wake(float(at))
             else:
-                updates = [await self._complete(*decode_update(item)) for item in body["updates"]]
-                self._publisher.publish(updates, relayed_from=self._outgoing)
+                self._handle_watches(origin, body)
+
+    def _handle_watches(self, origin: str, body: dict[str, Any]) -> None:
+        """What another process said of the runs it watches (``engine/watches.py``)."""
+        if "alive" in body:
+            self.watches.add(origin, body["watch"], replace=body["full"])
+            if "hello" in body:
+                self._heartbeat()  # the newcomer learns at once who watches what
+        elif "watch" in body:
+            self.watches.add(origin, body["watch"])
+            self._announce({"ack": body["seq"]}, topic=origin)
+        elif "unwatch" in body:
+            self.watches.remove(origin, body["unwatch"])
+        elif "ack" in body:
+            self.watches.acknowledged(origin, int(body["ack"]))
+        elif "bye" in body:
+            self.watches.gone(origin)
 
     async def _complete(self, update: Update, by_reference: bool) -> Update:
         if not by_reference or self._resolve is None:

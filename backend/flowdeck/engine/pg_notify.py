@@ -1,8 +1,10 @@
 """PostgreSQL ``LISTEN/NOTIFY`` as the fan-out transport: the default wherever processes share a
 PostgreSQL database and no Redis is configured. What travels and why: ``engine/fanout.py``.
 
-Two connections of their own per process (one listens, one sends), outside the engine's pool: a
-listening connection must stay open, and a NOTIFY must not wait behind the engine's transactions.
+Each topic is a channel of its own (``<channel>_<topic>``), so PostgreSQL delivers a message only to the
+processes that LISTEN on its topic. Two connections of their own per process (one listens, one sends),
+outside the engine's pool: a listening connection must stay open, and a NOTIFY must not wait behind the
+engine's transactions.
 A NOTIFY payload is at most 8,000 bytes; larger updates go by reference (``max_message_bytes``).
 If the listening connection drops, it is opened again and LISTENs again (messages sent meanwhile are
 missed, as on Redis: the worker's poll finds the jobs they announced, clients read the log through the
@@ -15,7 +17,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -46,19 +48,24 @@ class PostgresTransport:
         }
         self.channel = channel
         self._deliver: Callable[[bytes], None] | None = None
+        self._topics: tuple[str, ...] = ()
         self._listener: asyncpg.Connection | None = None
         self._sender: asyncpg.Connection | None = None
         self._send_lock = asyncio.Lock()
         self._watch: asyncio.Task[None] | None = None
         self._lost = asyncio.Event()
 
-    async def open(self, deliver: Callable[[bytes], None]) -> None:
+    def channel_of(self, topic: str) -> str:
+        return f"{self.channel}_{topic}"  # at most 63 bytes: "flowdeck_updates_" and 32 hex digits fit
+
+    async def open(self, deliver: Callable[[bytes], None], topics: Sequence[str]) -> None:
         self._deliver = deliver
+        self._topics = tuple(topics)
         await self._listen()
         self._sender = await asyncpg.connect(**self._connect_args)
         self._watch = asyncio.create_task(self._reconnect_when_lost(), name="flowdeck-notify-watch")
 
-    async def send(self, message: bytes) -> None:
+    async def send(self, topic: str, message: bytes) -> None:
         """Send on the sending connection, opened again if PostgreSQL closed it; a send that lost its
         connection is sent once more on a new one (at worst a message arrives twice: receivers take
         an update again as it is)."""
@@ -67,7 +74,7 @@ class PostgresTransport:
                 try:
                     if self._sender is None or self._sender.is_closed():
                         self._sender = await asyncpg.connect(**self._connect_args)
-                    await self._sender.execute("SELECT pg_notify($1, $2)", self.channel, message.decode())
+                    await self._sender.execute("SELECT pg_notify($1, $2)", self.channel_of(topic), message.decode())
                     return
                 except Exception as exc:
                     if attempt or not is_disconnect(exc):
@@ -91,7 +98,8 @@ class PostgresTransport:
     async def _listen(self) -> None:
         connection = await asyncpg.connect(**self._connect_args)
         connection.add_termination_listener(lambda _: self._lost.set())
-        await connection.add_listener(self.channel, self._on_notify)
+        for topic in self._topics:
+            await connection.add_listener(self.channel_of(topic), self._on_notify)
         self._listener = connection
 
     def _on_notify(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:

@@ -32,6 +32,7 @@ __all__ = (
     "SavedNotice",
     "Subscription",
     "Update",
+    "Watches",
 )
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,26 @@ NoticeListener = Callable[[SavedNotice], None]
 """Told every saved version; must not block or raise (it may start a task)."""
 
 
+class Watches(Protocol):
+    """Which runs' node updates this process's clients want from the other processes (``engine/watches.py``
+    when a fan-out joins processes; one process alone has nothing to ask)."""
+
+    async def watch(self, instance_id: str | None) -> None:
+        """From when this returns, the other processes send this one the run's node updates (every run's:
+        ``None``). Call it before reading the run's snapshot."""
+
+    def unwatch(self, instance_id: str | None) -> None:
+        """One ``watch`` fewer for the run."""
+
+
+class _Alone:
+    async def watch(self, instance_id: str | None) -> None:
+        return None
+
+    def unwatch(self, instance_id: str | None) -> None:
+        return None
+
+
 class Publisher(Protocol):
     def publish(self, updates: list[Update]) -> None:
         """Hand over updates in order. Must not block or raise."""
@@ -132,6 +153,8 @@ class LocalPublisher:
         (metrics count each update once across a fleet). A tap must be quick and must not raise."""
         self._revocation_listeners: list[RevocationListener] = []
         self._notice_listeners: list[NoticeListener] = []
+        self.watches: Watches = _Alone()
+        """Where a client says which runs' node updates it wants from other processes (the fan-out's)."""
 
     def subscribe(
         self, instance_id: str | None = None, *, maxsize: int = 10_000, runs_only: bool = False

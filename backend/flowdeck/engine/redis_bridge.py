@@ -1,11 +1,12 @@
 """Redis pub/sub as the fan-out transport (``FLOWDECK_REDIS_URL``), for fleets larger than one database's
-LISTEN/NOTIFY comfortably serves. What travels and why: ``engine/fanout.py``."""
+LISTEN/NOTIFY comfortably serves. What travels and why: ``engine/fanout.py``. Each topic is a channel of
+its own (``<channel>:<topic>``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis.asyncio as redis
@@ -25,15 +26,19 @@ class RedisTransport:
         self._pubsub: Any = None
         self._listening: asyncio.Task[None] | None = None
 
-    async def open(self, deliver: Callable[[bytes], None]) -> None:
+    def channel_of(self, topic: str) -> str:
+        return f"{self.channel}:{topic}"
+
+    async def open(self, deliver: Callable[[bytes], None], topics: Sequence[str]) -> None:
         self._client = redis.from_url(self.url)
         self._pubsub = self._client.pubsub()
-        await self._pubsub.subscribe(self.channel)  # fails here, at start-up, when Redis is unreachable
+        # fails here, at start-up, when Redis is unreachable
+        await self._pubsub.subscribe(*(self.channel_of(topic) for topic in topics))
         self._listening = asyncio.create_task(self._listen(self._pubsub, deliver), name="flowdeck-redis-in")
 
-    async def send(self, message: bytes) -> None:
+    async def send(self, topic: str, message: bytes) -> None:
         assert self._client is not None
-        await self._client.publish(self.channel, message)
+        await self._client.publish(self.channel_of(topic), message)
 
     async def close(self) -> None:
         if self._listening is not None:

@@ -14,6 +14,9 @@ update is published a moment after it commits (after PostgreSQL's commit returns
 commit in its thread), so a snapshot read in that moment already shows what the update then says:
 for a few seconds after joining, the room's updates reach the joiner only if its snapshot does not
 show them already (``_FRESH_SECONDS``), so it never sees a node go back.
+
+Nodes run by other processes reach this one only for the runs its connections watch (``watch``, before
+the snapshot is read; ``unwatch`` when they leave or disconnect): the publisher's ``watches`` tells them.
 """
 
 from __future__ import annotations
@@ -79,6 +82,9 @@ def _decided(waiting_for: Any) -> int:
 class RunRelay:
     def __init__(self, sio: socketio.AsyncServer, publisher: LocalPublisher, *, queue_size: int = 100_000) -> None:
         self._sio = sio
+        self._publisher = publisher
+        self._watching: dict[str, set[str]] = {}
+        """Connection -> the runs it watches (joined or joining)."""
         self._joining: dict[str, dict[str, list[Update]]] = {}
         self._fresh: dict[str, dict[str, tuple[RunView, float]]] = {}
         """Run -> connection -> (the snapshot it joined with, until when updates are checked against it)."""
@@ -138,6 +144,25 @@ class RunRelay:
             await self._send(event, payload, [eio_sid])
 
     # -- joining ---------------------------------------------------------------------------------------
+    async def watch(self, sid: str, run_id: str) -> None:
+        """Have the other processes send this one the run's node updates (returns once they know)."""
+        runs = self._watching.setdefault(sid, set())
+        if run_id not in runs:
+            runs.add(run_id)
+            await self._publisher.watches.watch(run_id)
+
+    def unwatch(self, sid: str, run_id: str | None = None) -> None:
+        """``sid`` no longer watches the run (any run: it disconnected)."""
+        runs = self._watching.get(sid)
+        if runs is None:
+            return
+        for run in [run_id] if run_id is not None else list(runs):
+            if run in runs:
+                runs.discard(run)
+                self._publisher.watches.unwatch(run)
+        if not runs:
+            del self._watching[sid]
+
     def begin_join(self, sid: str, run_id: str) -> None:
         """From now on, updates of ``run_id`` are kept for ``sid`` until ``finish_join``."""
         self._joining.setdefault(run_id, {})[sid] = []

@@ -203,6 +203,7 @@ class RealtimeServer:
                     del self._held[key]
         if self.relay is not None:
             self.relay.cancel_join(sid)
+            self.relay.unwatch(sid)
         if self.widget_rooms is not None:
             self.widget_rooms.forget(sid)
 
@@ -254,7 +255,9 @@ class RealtimeServer:
             return {"ok": False, "error": "runId is required"}
         await self.sio.leave_room(sid, run_id)  # joining again starts over, with a new snapshot
         relay.begin_join(sid, run_id)
+        joined = False
         try:
+            await relay.watch(sid, run_id)  # before the snapshot: what it does not show yet reaches us
             view = await self.backend.run_view(principal.tenant_id, run_id)
             if view is None:  # unknown, or another tenant's: the same answer
                 return _NOT_FOUND
@@ -262,8 +265,11 @@ class RealtimeServer:
                 return _NOT_CONNECTED  # revoked while the snapshot was read
             await relay.send_to(sid, SNAPSHOT_EVENT, snapshot_message(view))
             await relay.finish_join(sid, run_id, view)
+            joined = True
         finally:
             relay.cancel_join(sid, run_id)
+            if not joined:
+                relay.unwatch(sid, run_id)
         return {"ok": True}
 
     async def _leave(self, sid: str, data: Any = None) -> dict[str, Any]:
@@ -272,6 +278,7 @@ class RealtimeServer:
             return {"ok": False, "error": "runId is required"}
         if self.relay is not None:
             self.relay.cancel_join(sid, run_id)
+            self.relay.unwatch(sid, run_id)
         await self.sio.leave_room(sid, run_id)
         return {"ok": True}
 

@@ -1,0 +1,182 @@
+"""Node updates cross processes only to a process that watches their run (PostgreSQL LISTEN/NOTIFY, observed
+from a LISTEN connection of the test's own): a run nobody watches sends no node update at all, a watcher that
+appears mid-run gets the updates from then on, and a watcher that stops is sent nothing more."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+import pytest
+from sqlalchemy.engine import make_url
+
+from flowdeck.domain.statuses import RunStatus
+from flowdeck.engine.engine import Engine
+from flowdeck.engine.fanout import SHARED, Fanout
+from flowdeck.engine.pg_notify import PostgresTransport
+from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, Update
+from flowdeck.handlers.base import HandlerResult, NodeHelpers
+from flowdeck.storage.database import Database
+from tests.support.graphs import definition, edge, end, linear, node
+from tests.support.handlers import StepHandler, make_test_registry
+from tests.support.runs import start
+
+HEARTBEAT = 0.2
+
+
+class GateHandler(StepHandler):
+    """A node that waits until the test opens its gate (and tells the test it is waiting)."""
+
+    type_name = "gate"
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.open = asyncio.Event()
+
+    async def execute(
+        self, config: Mapping[str, Any], context: Mapping[str, Any], helpers: NodeHelpers
+    ) -> HandlerResult:
+        self.entered.set()
+        await self.open.wait()
+        return await super().execute(config, context, helpers)
+
+
+@pytest.fixture
+async def sqlite_db(tmp_path: Path) -> AsyncIterator[Database]:
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'watches.db'}")
+    await db.create_all()
+    yield db
+    await db.dispose()
+
+
+class Heard:
+    """A LISTEN connection of the test's own on some channels: every message, decoded, in order."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, dict[str, Any]]] = []
+        self.arrived = asyncio.Event()
+
+    def __call__(self, _connection: Any, _pid: int, channel: str, payload: str) -> None:
+        self.messages.append((channel, json.loads(payload)))
+        self.arrived.set()
+
+    def items(self, kind: str) -> list[tuple[str, dict[str, Any]]]:
+        return [(ch, item) for ch, body in self.messages for item in body.get("updates", ()) if item["k"] == kind]
+
+    async def until_run(self, instance_id: str, status: RunStatus) -> None:
+        async with asyncio.timeout(10):
+            while not any(i["i"] == instance_id and i["s"] == status.value for _, i in self.items("run")):
+                self.arrived.clear()
+                await self.arrived.wait()
+
+
+@pytest.fixture
+async def listen(postgres_url: str) -> AsyncIterator[Any]:
+    u = make_url(postgres_url)
+    conn = await asyncpg.connect(host=u.host, port=u.port or 5432, user=u.username, database=u.database)
+    heard = Heard()
+
+    async def on(*channels: str) -> Heard:
+        for channel in channels:
+            await conn.add_listener(channel, heard)
+        return heard
+
+    yield on
+    await conn.close()
+
+
+async def settled(*fanouts: Fanout) -> None:
+    """Every fan-out is past its start-up grace and knows the others are alive (their heartbeats arrived)."""
+    async with asyncio.timeout(10):
+        while any(f.watches.in_grace or not f.watches.others_alive() for f in fanouts):
+            await asyncio.sleep(HEARTBEAT / 4)
+
+
+def fanout(postgres_url: str, channel: str, publisher: LocalPublisher) -> Fanout:
+    return Fanout(PostgresTransport(postgres_url, channel=channel), publisher, heartbeat_seconds=HEARTBEAT)
+
+
+async def test_a_run_nobody_watches_sends_no_node_update_to_any_process(
+    postgres_url: str, sqlite_db: Database, listen: Any
+) -> None:
+    channel = f"flowdeck_test_{uuid.uuid4().hex[:12]}"
+    worker = Engine(sqlite_db, make_test_registry(), poll_interval=0.05)  # "flowdeck worker"
+    serve = LocalPublisher()  # "flowdeck serve" with no client watching anything
+    fanouts = [fanout(postgres_url, channel, worker.publisher), fanout(postgres_url, channel, serve)]
+    for f in fanouts:
+        await f.start()
+    heard = await listen(*(f"{channel}_{topic}" for topic in (SHARED, fanouts[0].origin, fanouts[1].origin)))
+    await worker.start()
+    try:
+        await settled(*fanouts)
+        tenant_id = await worker.tenants.ensure("acme")
+        instance_id = await start(worker, tenant_id, linear(3))
+        await heard.until_run(instance_id, RunStatus.COMPLETED)  # sent after all its nodes' updates
+    finally:
+        await worker.stop()
+        for f in fanouts:
+            await f.stop()
+    assert heard.items("node") == []
+    assert [i["s"] for _, i in heard.items("run") if i["i"] == instance_id] == ["RUNNING", "COMPLETED"]
+
+
+async def test_a_watcher_that_appears_mid_run_gets_every_update_from_then_on_and_none_after_it_stops(
+    postgres_url: str, sqlite_db: Database, listen: Any
+) -> None:
+    channel = f"flowdeck_test_{uuid.uuid4().hex[:12]}"
+    gate = GateHandler()
+    registry = make_test_registry()
+    registry.add(gate)
+    worker = Engine(sqlite_db, registry, poll_interval=0.05)
+    other = LocalPublisher()  # a second worker-like process: it watches nothing
+    serve = LocalPublisher()
+    fanouts = [fanout(postgres_url, channel, p) for p in (worker.publisher, other, serve)]
+    for f in fanouts:
+        await f.start()
+    worker_fanout, other_fanout, serve_fanout = fanouts
+    heard = await listen(f"{channel}_{SHARED}", f"{channel}_{other_fanout.origin}", f"{channel}_{serve_fanout.origin}")
+    await worker.start()
+    graph = definition(
+        [node("start", "start"), node("s1"), node("g", "gate"), node("s2"), end()],
+        [edge("start", "s1"), edge("s1", "g"), edge("g", "s2"), edge("s2", "end")],
+    )
+    try:
+        await settled(*fanouts)
+        tenant_id = await worker.tenants.ensure("acme")
+        with worker.publisher.subscribe() as local:
+            instance_id = await start(worker, tenant_id, graph)
+            await asyncio.wait_for(gate.entered.wait(), 10)  # s1 is done, g runs: nobody watched any of it
+            while True:  # and the worker published g's RUNNING
+                u = await asyncio.wait_for(local.get(), 10)
+                if isinstance(u, NodeUpdate) and (u.node_id, u.status.value) == ("g", "RUNNING"):
+                    break
+        with serve.subscribe(instance_id) as watched:
+            await serve.watches.watch(instance_id)  # acknowledged by every other process when it returns
+            assert worker_fanout.watches.targets(instance_id) == {serve_fanout.origin}
+            gate.open.set()
+            seen: list[Update] = []
+            while not (seen and isinstance(seen[-1], RunUpdate) and seen[-1].status is RunStatus.COMPLETED):
+                seen.append(await asyncio.wait_for(watched.get(), 10))
+        serve.watches.unwatch(instance_id)
+        async with asyncio.timeout(10):  # the worker hears the unwatch
+            while worker_fanout.watches.targets(instance_id):
+                await asyncio.sleep(0.01)
+        second = await start(worker, tenant_id, linear(2))  # its nodes go nowhere now
+        await heard.until_run(second, RunStatus.COMPLETED)
+    finally:
+        await worker.stop()
+        for f in fanouts:
+            await f.stop()
+    nodes = [(u.node_id, u.status.value) for u in seen if isinstance(u, NodeUpdate)]
+    assert ("g", "COMPLETED") in nodes and ("s2", "RUNNING") in nodes and ("s2", "COMPLETED") in nodes
+    # Published before the watch, long before g ran: never sent (s1's completion may be published a moment
+    # after g started, by an early-released decision, and then is sent: that is not asserted).
+    assert ("s1", "RUNNING") not in nodes and all(node_id != "start" for node_id, _ in nodes)
+    node_messages = heard.items("node")
+    assert {ch for ch, _ in node_messages} == {f"{channel}_{serve_fanout.origin}"}  # never to the other process
+    assert {i["i"] for _, i in node_messages} == {instance_id}  # the second run's nodes went nowhere
