@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import subprocess
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from flowdeck.engine.engine import Engine
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 from tests.conftest import POSTGRES_URL, _admin_execute
-from tests.integration.test_revocation_processes import _flowdeck, _free_port, _healthy
+from tests.support.flowdeck_processes import FlowdeckProcess, free_port
 from tests.support.graphs import definition, edge, end, linear, node
 from tests.support.handlers import make_test_registry
 from tests.support.runs import start
@@ -120,36 +119,23 @@ def serve_and_workers(postgres_url: str, tmp_path: Path) -> Iterator[str]:
     env = {**os.environ, "FLOWDECK_DATABASE_URL": postgres_url, "FLOWDECK_SANDBOX_WORKERS": "1"}
     for name in ("FLOWDECK_REDIS_URL", "FLOWDECK_DB_POOL_SIZE", "FLOWDECK_WORKER_DB_POOL_SIZE"):
         env.pop(name, None)
-    started: list[subprocess.Popen[bytes]] = []
-    port = _free_port()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    serve_args = ["serve", "--workers", "0", "--host", "127.0.0.1", "--port", str(port)]
+    started = [FlowdeckProcess("serve", serve_args, env, tmp_path / "serve.log", health_url=f"{url}/api/health")]
+    started += [
+        FlowdeckProcess(f"worker-{index}", ["worker"], env, tmp_path / f"worker-{index}.log")
+        for index in range(WORKERS)
+    ]
     try:
-        log = tmp_path / "serve.log"
-        with log.open("wb") as out:
-            serve = [_flowdeck(), "serve", "--workers", "0", "--host", "127.0.0.1", "--port", str(port)]
-            started.append(subprocess.Popen(serve, env=env, stdout=out, stderr=subprocess.STDOUT))
-        asyncio.run(_healthy(f"http://127.0.0.1:{port}", started[0], log))
-        for index in range(WORKERS):
-            with (tmp_path / f"worker-{index}.log").open("wb") as out:
-                started.append(subprocess.Popen([_flowdeck(), "worker"], env=env, stdout=out, stderr=subprocess.STDOUT))
-        for index, proc in enumerate(started[1:]):
-            log = tmp_path / f"worker-{index}.log"
-            for _ in range(600):
-                assert proc.poll() is None, log.read_text()
-                if b" running" in log.read_bytes():
-                    break
-                subprocess.run(["sleep", "0.1"], check=True)
-            else:
-                raise RuntimeError(f"worker {index} did not start:\n{log.read_text()}")
-        yield f"http://127.0.0.1:{port}"
+        for process in started:
+            process.start()
+        for process in started:
+            process.wait_ready()
+        yield url
     finally:
-        for proc in started:
-            proc.terminate()
-        for proc in started:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        for process in started:
+            process.terminate(30)
 
 
 async def _connections(admin: asyncpg.Connection, database: str) -> Counter[str]:

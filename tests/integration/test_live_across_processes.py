@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from itertools import pairwise
 from pathlib import Path
@@ -20,7 +19,7 @@ from flowdeck.accounts.passwords import PasswordService
 from flowdeck.accounts.rate_limit import LoginRateLimiter
 from flowdeck.accounts.service import AccountsService
 from flowdeck.storage.database import Database
-from tests.integration.test_revocation_processes import _flowdeck, _free_port, _healthy
+from tests.support.flowdeck_processes import FlowdeckProcess, serve_process
 
 pytestmark = pytest.mark.slow
 
@@ -37,38 +36,34 @@ def _delays() -> dict[str, Any]:
 
 
 class Serve:
-    def __init__(self, postgres_url: str, log: Path) -> None:
+    """One ``flowdeck serve``, started again on a new port after a stop (its log goes on)."""
+
+    def __init__(self, postgres_url: str, name: str, log_dir: Path) -> None:
         self.env = {
             **{k: v for k, v in os.environ.items() if k != "FLOWDECK_REDIS_URL"},
             "FLOWDECK_DATABASE_URL": postgres_url,
             "FLOWDECK_SANDBOX_WORKERS": "1",
             "FLOWDECK_SERVE_WORKERS": "0",
         }
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.name = name
+        self.log_dir = log_dir
+        self.process: FlowdeckProcess | None = None
         self.url = ""
 
     def start(self) -> None:
-        port = _free_port()
-        with self.log.open("ab") as out:
-            command = [_flowdeck(), "serve", "--host", "127.0.0.1", "--port", str(port)]
-            self.proc = subprocess.Popen(command, env=self.env, stdout=out, stderr=subprocess.STDOUT)
-        self.url = f"http://127.0.0.1:{port}"
-        asyncio.run(_healthy(self.url, self.proc, self.log))
+        self.process = serve_process(self.name, self.env, self.log_dir)
+        self.process.start()
+        self.process.wait_ready()
+        self.url = self.process.url
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.process is not None:
+            self.process.terminate()
 
 
 @pytest.fixture
 def two(postgres_url: str, tmp_path: Path) -> Iterator[list[Serve]]:
-    started = [Serve(postgres_url, tmp_path / f"serve-{name}.log") for name in ("a", "b")]
+    started = [Serve(postgres_url, f"serve-{name}", tmp_path) for name in ("a", "b")]
     try:
         for serve in started:
             serve.start()
