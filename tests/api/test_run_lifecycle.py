@@ -182,6 +182,19 @@ async def test_attempts_count_per_retry(server: Server, alice: Account) -> None:
         await asyncio.sleep(0.02)
     second = detail["nodes"]["second"]
     assert (second["attempt"], second["attemptInRetry"], second["retry"]) == (4, 2, 1)  # "attempt 2 of 2, retry 1"
+    # the timeline and the node details view count the same way, attempt by attempt
+    timeline = (await alice.client.get(f"/api/runs/{run_id}/timeline")).json()["items"]
+    bars = [b for b in timeline if b["nodeId"] == "second"]
+    assert [(b["attempt"], b["retry"], b["attemptInRetry"], b["status"]) for b in bars] == [
+        (1, 0, 1, "FAILED"),
+        (2, 0, 2, "FAILED"),
+        (3, 1, 1, "FAILED"),  # the partial retry: "attempt 1 of 2, retry 1"
+        (4, 1, 2, "FAILED"),
+    ]
+    shown = (await alice.client.get(f"/api/runs/{run_id}/nodes/second")).json()
+    assert [(a["attempt"], a["retry"], a["attemptInRetry"]) for a in shown["attempts"]] == [
+        (b["attempt"], b["retry"], b["attemptInRetry"]) for b in bars
+    ]
 
 
 async def test_a_test_run_cannot_move_to_a_latest_version(server: Server, alice: Account) -> None:

@@ -18,6 +18,10 @@ class AttemptOut(Camel):
     completed_at: float | None
     worker_id: str | None = None
     error: str | None = None
+    retry: int = 0
+    """How many partial retries of the run came before this attempt (0: the run's first try)."""
+    attempt_in_retry: int = 0
+    """Its number within that retry, as the run view and the timeline count it."""
 
 
 class ContextValueTruncatedOut(Camel):

@@ -439,6 +439,10 @@ class TimelineRowOut(Camel):
     """The worker that ran this attempt."""
     taken_over: bool = False
     """The attempt ended when another worker took the node over (its lease ran out)."""
+    retry: int = 0
+    """How many partial retries of the run came before this attempt (0: the run's first try)."""
+    attempt_in_retry: int = 0
+    """Its number within that retry ("attempt 1 of 3, retry 1"), as ``nodes.{id}.attemptInRetry`` counts."""
 
 
 class TimelinePage(Camel):

@@ -29,6 +29,9 @@ class AttemptView:
     worker_id: str | None
     started_log_id: int
     """The row it started at (NODE_STARTED, else its first row): its context is what was logged before."""
+    retry: int = 0
+    """How many partial retries came before it (``TimelineRow.retry``)."""
+    attempt_in_retry: int = 0
     error: str | None = None
     output: Any = None
     logs: str | None = None
@@ -39,7 +42,14 @@ def fold_attempts(rows: Sequence[LogRow], run: InstanceRecord) -> list[AttemptVi
     """``rows``: one node's rows in one scope, in log order. Attempts in the order they began."""
     attempts = [
         AttemptView(
-            bar.attempt, bar.status, bar.started_at, bar.completed_at, bar.worker_id, _started_at(rows, bar.attempt)
+            bar.attempt,
+            bar.status,
+            bar.started_at,
+            bar.completed_at,
+            bar.worker_id,
+            _started_at(rows, bar.attempt),
+            retry=bar.retry,
+            attempt_in_retry=bar.attempt_in_retry,
         )
         for bar in timeline_rows(rows, run)
     ]

@@ -432,6 +432,10 @@ class TimelineRow:
     """The next attempt started while this one had no result: its worker stopped (died, froze past
     its lease, or handed it back) and another took the node over. The bar ends there, FAILED, unless
     that worker's late result arrives after all."""
+    retry: int = 0
+    """How many partial retries of the run came before this attempt (0: the run's first try)."""
+    attempt_in_retry: int = 0
+    """Its number within that retry, as the run view counts it (``NodeView.attempt_in_retry``)."""
 
 
 def _last_bar(bars: dict[tuple[str, str, int], TimelineRow], node_id: str, iteration: str) -> TimelineRow | None:
@@ -443,13 +447,18 @@ def timeline_rows(rows: Iterable[LogRow], run: InstanceRecord) -> list[TimelineR
     """Fold log rows into one row per (node, iteration, attempt), in the order the attempts began."""
     rows = list(rows)
     bars: dict[tuple[str, str, int], TimelineRow] = {}
+    counters: dict[tuple[str, str], NodeView] = {}  # the run view's own fold, for its retry counting
     for row in rows:
         if row.node_id is None or row.event_type == EventType.SYSTEM_SET:
             continue  # a loop's ctx.loop rows and a call's record: no attempt of a node
+        counter = counters.setdefault((row.node_id, row.iteration), NodeView())
+        _apply_to_node(counter, row)
         key = (row.node_id, row.iteration, row.node_attempt)
         bar = bars.get(key)
         if bar is None:
             bar = bars[key] = TimelineRow(row.node_id, row.iteration, row.node_attempt, NodeStatus.PENDING, None, None)
+        if counter.attempt == row.node_attempt:
+            bar.retry, bar.attempt_in_retry = counter.retry, counter.attempt_in_retry
         _apply_to_bar(bar, row)
         if row.event_type == EventType.NODE_STARTED:  # an attempt still running when the next one starts
             lost = bars.get((row.node_id, row.iteration, row.node_attempt - 1))

@@ -960,8 +960,12 @@ export interface components {
         /** AttemptOut */
         AttemptOut: {
             attempt: number;
+            /** @default 0 */
+            attemptInRetry?: number;
             completedAt: number | null;
             error?: string | null;
+            /** @default 0 */
+            retry?: number;
             startedAt: number | null;
             status: components["schemas"]["NodeStatus"];
             workerId?: string | null;
@@ -1339,9 +1343,13 @@ export interface components {
         /** TimelineRowOut */
         TimelineRowOut: {
             attempt: number;
+            /** @default 0 */
+            attemptInRetry?: number;
             completedAt: number | null;
             iteration: string;
             nodeId: string;
+            /** @default 0 */
+            retry?: number;
             startedAt: number | null;
             status: components["schemas"]["NodeStatus"];
             /** @default false */

@@ -4,6 +4,7 @@ import { useMemo } from 'react';
 import type { TimelineRow } from '../api/types';
 import { formatDuration } from '../shared/format';
 import { buildGantt } from './gantt';
+import { attemptPlace } from './runReducer';
 
 export function Timeline({ rows, now, labelOf }: { rows: readonly TimelineRow[]; now: number; labelOf?: (nodeId: string) => string }) {
   const gantt = useMemo(() => buildGantt(rows, now, labelOf), [rows, now, labelOf]);
@@ -27,7 +28,12 @@ export function Timeline({ rows, now, labelOf }: { rows: readonly TimelineRow[];
               {bar.label}
             </span>
             {bar.iteration && <span className="muted small"> #{bar.iteration}</span>}
-            {bar.attempt > 1 && <span className="muted small"> try {bar.attempt}</span>}
+            {bar.attempt > 1 && (
+              <span className="muted small" data-testid="timeline-attempt">
+                {' '}
+                try {attemptPlace(bar)}
+              </span>
+            )}
             {bar.takenOver && (
               <span className="muted small" data-testid="timeline-taken-over">
                 {' '}
@@ -40,7 +46,7 @@ export function Timeline({ rows, now, labelOf }: { rows: readonly TimelineRow[];
               className={`gantt__bar gantt__bar--${bar.status.toLowerCase()}${bar.open ? ' is-open' : ''}`}
               style={{ left: `${bar.left}%`, width: `${bar.width}%` }}
               data-status={bar.status}
-              title={`${bar.label} · attempt ${bar.attempt} · ${bar.status} · ${formatDuration(bar.end - bar.start)}${
+              title={`${bar.label} · attempt ${attemptPlace(bar)} · ${bar.status} · ${formatDuration(bar.end - bar.start)}${
                 bar.workerId ? ` · worker ${bar.workerId}` : ''
               }${bar.takenOver ? ' · its worker stopped and another took it over' : ''}`}
             >

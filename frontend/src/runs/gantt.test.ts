@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import type { TimelineRow } from '../api/types';
 import { buildGantt } from './gantt';
+import { attemptPlace } from './runReducer';
 
 function row(nodeId: string, startedAt: number | null, completedAt: number | null, attempt = 1, status: TimelineRow['status'] = 'COMPLETED'): TimelineRow {
   return { nodeId, iteration: '', attempt, status, startedAt, completedAt };
@@ -33,6 +34,14 @@ describe('buildGantt', () => {
     expect(g.bars.map((b) => [b.attempt, b.workerId, b.takenOver])).toEqual([
       [1, 'w1', true],
       [2, 'w2', false],
+    ]);
+  });
+
+  it('numbers each attempt within its partial retry, as the API counts', () => {
+    const g = buildGantt([row('a', 0, 1, 1, 'FAILED'), { ...row('a', 2, 3, 2), retry: 1, attemptInRetry: 1 }], 5);
+    expect(g.bars.map((b) => [b.attempt, b.attemptInRetry, b.retry, attemptPlace(b)])).toEqual([
+      [1, 1, 0, '1'],
+      [2, 1, 1, '1, retry 1'],
     ]);
   });
 

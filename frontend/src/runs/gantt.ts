@@ -6,6 +6,9 @@ export type GanttBar = {
   nodeId: string;
   iteration: string;
   attempt: number;
+  /** Its number within its retry, and how many partial retries came before it (as the API counts). */
+  attemptInRetry: number;
+  retry: number;
   status: TimelineRow['status'];
   left: number;
   width: number;
@@ -52,6 +55,8 @@ export function buildGantt(rows: readonly TimelineRow[], now: number, labelOf: (
       nodeId: r.nodeId,
       iteration: r.iteration,
       attempt: r.attempt,
+      attemptInRetry: r.attemptInRetry || r.attempt,
+      retry: r.retry ?? 0,
       status: r.status,
       left,
       width,

@@ -72,8 +72,13 @@ export function attemptLabel(
 ): string {
   const shown = leadIteration(node) ?? node;
   if (shown.attempt === 0) return 'not started';
-  const within = shown.attemptInRetry ?? shown.attempt;
-  return `attempt ${within} of ${maxAttempts}${shown.retry ? `, retry ${shown.retry}` : ''}`;
+  return `attempt ${attemptPlace(shown, maxAttempts)}`;
+}
+
+/** Where one attempt stands: "2 of 3, retry 1" (or "2, retry 1" without the maximum), counted as the API counts. */
+export function attemptPlace(a: { attempt: number; attemptInRetry?: number | null; retry?: number | null }, maxAttempts?: number): string {
+  const within = a.attemptInRetry || a.attempt;
+  return `${within}${maxAttempts ? ` of ${maxAttempts}` : ''}${a.retry ? `, retry ${a.retry}` : ''}`;
 }
 
 function applyNode(current: NodeRun | undefined, msg: NodeUpdateMessage): NodeRun {

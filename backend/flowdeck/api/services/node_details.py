@@ -72,6 +72,8 @@ class NodeDetailService:
                     completed_at=a.completed_at,
                     worker_id=a.worker_id,
                     error=a.error,
+                    retry=a.retry,
+                    attempt_in_retry=a.attempt_in_retry,
                 )
                 for a in attempts
             ],

@@ -306,6 +306,8 @@ class RunService:
                 completed_at=r.completed_at,
                 worker_id=r.worker_id,
                 taken_over=r.taken_over,
+                retry=r.retry,
+                attempt_in_retry=r.attempt_in_retry,
             )
             for r in rows
         ]

@@ -67,6 +67,7 @@ const RUN: RunAction = {
       start: done(1, { started: true }),
       each: done(1, { items: ['APPLE', 'PEAR'], count: 2 }),
       shout: { ...done(2, null), iterations: { '0': done(1, 'APPLE'), '1': done(2, 'PEAR') } },
+      end: { ...done(2, {}), attemptInRetry: 1, retry: 1 }, // failed, then ran again by a partial retry
     },
   },
 };
@@ -85,6 +86,27 @@ function answer(nodeId: string, iteration: string, attempt: number | null): Node
       config: { items: '' },
       output: { items: ['APPLE', 'PEAR'], count: 2 },
       error: null,
+      logs: null,
+      pinned: false,
+    };
+  }
+  if (nodeId === 'end') {
+    const attempts = [
+      { attempt: 1, status: 'FAILED' as const, startedAt: 1, completedAt: 2, error: 'boom', retry: 0, attemptInRetry: 1 },
+      { attempt: 2, status: 'COMPLETED' as const, startedAt: 3, completedAt: 4, retry: 1, attemptInRetry: 1 },
+    ];
+    const shown = attempt ?? 2;
+    return {
+      nodeId,
+      iteration,
+      attempt: shown,
+      status: shown === 1 ? 'FAILED' : 'COMPLETED',
+      attempts,
+      input: { input: INPUT },
+      reads: [],
+      config: { outputParameters: {} },
+      output: shown === 1 ? null : {},
+      error: shown === 1 ? 'boom' : null,
       logs: null,
       pinned: false,
     };
@@ -194,6 +216,17 @@ describe('the node details view', () => {
     expect(screen.getByTestId('ndv-status').getAttribute('data-status')).toBe('FAILED');
 
     expect(screen.getByTestId('ndv-output').textContent).toContain('null');
+  });
+
+  it('counts attempts within each partial retry, in the picker and the label alike', async () => {
+    open('end');
+    await waitFor(() => expect(screen.getByTestId('ndv-attempt')).toHaveProperty('value', '2'));
+    const options = [...screen.getByTestId('ndv-attempt').querySelectorAll('option')].map((o) => o.textContent);
+    expect(options).toEqual(['1 of 3 · failed · 1.00 s', '1 of 3, retry 1 · completed · 1.00 s']);
+    expect(screen.getByTestId('ndv-attempt-label').textContent).toBe('attempt 1 of 3, retry 1');
+    fireEvent.change(screen.getByTestId('ndv-attempt'), { target: { value: '1' } });
+    await waitFor(() => expect(screen.getByTestId('ndv-error').textContent).toBe('boom'));
+    expect(screen.getByTestId('ndv-attempt-label').textContent).toBe('attempt 1 of 3');
   });
 
   it('writes a dragged input field into a template parameter as {{ ctx.… }}', async () => {

@@ -8,7 +8,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent, type
 
 import { knownPaths, loopBodies } from '../../graph/context';
 import { DEFAULT_RETRY, NODE_TYPE_INFO, type EditorNode } from '../../graph/model';
-import { attemptLabel, displayStatus, leadIteration, type NodeRun } from '../../runs/runReducer';
+import { attemptLabel, attemptPlace, displayStatus, leadIteration, type NodeRun } from '../../runs/runReducer';
 import { formatDuration } from '../../shared/format';
 import { StatusBadge } from '../../shared/ui/StatusBadge';
 import { TruncatedOutput } from '../../shared/ui/TruncatedOutput';
@@ -151,6 +151,7 @@ function Scopes({
   detail,
   attempt,
   onAttempt,
+  maxAttempts,
 }: {
   iterations: [string, NodeRun][];
   iteration: string;
@@ -158,6 +159,7 @@ function Scopes({
   detail: NodeDetail | null;
   attempt: number | null;
   onAttempt: (attempt: number | null) => void;
+  maxAttempts: number;
 }) {
   const attempts = detail?.attempts ?? [];
   return (
@@ -185,7 +187,7 @@ function Scopes({
           >
             {attempts.map((a) => (
               <option key={a.attempt} value={a.attempt}>
-                {a.attempt} · {a.status.toLowerCase()}
+                {attemptPlace(a, maxAttempts)} · {a.status.toLowerCase()}
                 {a.startedAt !== null && a.completedAt !== null ? ` · ${formatDuration(a.completedAt - a.startedAt)}` : ''}
               </option>
             ))}
@@ -231,6 +233,7 @@ function DetailsDialog({ node }: { node: EditorNode }) {
   const info = NODE_TYPE_INFO[node.type];
   const status = detail?.status ?? (iteration ? shownRun?.status : displayStatus(nodeRun)) ?? null;
   const maxAttempts = node.data.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts;
+  const shownAttempt = detail?.attempts.find((a) => a.attempt === detail.attempt);
   const editedSince = detail !== null && stable(detail.config) !== stable(node.data.config);
 
   const onPick = (path: string) => {
@@ -287,7 +290,7 @@ function DetailsDialog({ node }: { node: EditorNode }) {
           {status && <StatusBadge status={status} testId="ndv-status" />}
           {shownRun && shownRun.attempt > 0 && (
             <span className="muted small" data-testid="ndv-attempt-label">
-              {attemptLabel(shownRun, maxAttempts)}
+              {shownAttempt ? `attempt ${attemptPlace(shownAttempt, maxAttempts)}` : attemptLabel(shownRun, maxAttempts)}
             </span>
           )}
           <Scopes
@@ -297,6 +300,7 @@ function DetailsDialog({ node }: { node: EditorNode }) {
             detail={detail}
             attempt={attempt}
             onAttempt={(a) => setPicked({ runId: run?.runId ?? null, iteration, attempt: a })}
+            maxAttempts={maxAttempts}
           />
           <span className="spacer" />
           <button type="button" className="icon-btn" aria-label="Close node details" onClick={close} data-testid="ndv-close">
