@@ -11,7 +11,8 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -40,25 +41,39 @@ async def _admin_execute(url: str, statement: str) -> None:
         await conn.close()
 
 
+@contextmanager
+def scratch_database(prefix: str, *, settings: Mapping[str, str] | None = None, schema: bool = True) -> Iterator[str]:
+    """A PostgreSQL database of its own, dropped afterwards: ``settings`` are its ``ALTER DATABASE … SET``
+    values; ``schema`` creates every table (else it is empty, for Alembic)."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    asyncio.run(_admin_execute(POSTGRES_URL, f'CREATE DATABASE "{name}"'))
+    try:
+        for key, value in (settings or {}).items():
+            asyncio.run(_admin_execute(POSTGRES_URL, f"ALTER DATABASE \"{name}\" SET {key} = '{value}'"))
+        url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+        if schema:
+            asyncio.run(_create_schema(url))
+        yield url
+    finally:
+        asyncio.run(_admin_execute(POSTGRES_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+async def _create_schema(url: str) -> None:
+    db = Database(url)
+    await db.create_all()
+    await db.dispose()
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    name = f"flowdeck_test_{uuid.uuid4().hex[:10]}"
     try:
-        asyncio.run(_admin_execute(POSTGRES_URL, f'CREATE DATABASE "{name}"'))
+        asyncio.run(_admin_execute(POSTGRES_URL, "SELECT 1"))
     except (OSError, Exception) as exc:
         if os.environ.get("CI") == "true":
             pytest.fail(f"PostgreSQL is required in CI but unreachable at {POSTGRES_URL}: {exc}")
         pytest.skip(f"no PostgreSQL at {POSTGRES_URL}: {exc}")
-    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-
-    async def create_schema() -> None:
-        db = Database(url)
-        await db.create_all()
-        await db.dispose()
-
-    asyncio.run(create_schema())
-    yield url
-    asyncio.run(_admin_execute(POSTGRES_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with scratch_database("flowdeck_test") as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

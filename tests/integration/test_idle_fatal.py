@@ -32,7 +32,7 @@ from flowdeck.storage.database import Database
 from flowdeck.storage.disconnects import WriteTrack
 from flowdeck.storage.tables import instance_logs
 from tests.api.conftest import serve
-from tests.conftest import POSTGRES_URL, _admin_execute
+from tests.conftest import POSTGRES_URL, scratch_database
 from tests.support.graphs import diamond, linear
 from tests.support.handlers import make_test_registry
 from tests.support.runs import read_outcome, start
@@ -43,21 +43,8 @@ IDLE_MS = 200
 @pytest.fixture
 def idle_url(postgres_url: str) -> Iterator[str]:
     """A database of its own whose sessions PostgreSQL closes after ``IDLE_MS`` idle."""
-    name = f"flowdeck_idle_{uuid.uuid4().hex[:10]}"
-    asyncio.run(_admin_execute(POSTGRES_URL, f'CREATE DATABASE "{name}"'))
-    asyncio.run(_admin_execute(POSTGRES_URL, f"ALTER DATABASE \"{name}\" SET idle_session_timeout = '{IDLE_MS}ms'"))
-    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-
-    async def create_schema() -> None:
-        db = Database(url)
-        await db.create_all()
-        await db.dispose()
-
-    asyncio.run(create_schema())
-    try:
+    with scratch_database("flowdeck_idle", settings={"idle_session_timeout": f"{IDLE_MS}ms"}) as url:
         yield url
-    finally:
-        asyncio.run(_admin_execute(POSTGRES_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 async def _backends(admin: asyncpg.Connection, database: str) -> set[int]:

@@ -13,14 +13,12 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from alembic import command
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from flowdeck.accounts.credentials import hash_secret
@@ -45,7 +43,7 @@ from flowdeck.storage.run_queries import RunFilter, RunQueries
 from flowdeck.storage.tables import instances, node_jobs
 from flowdeck.storage.webhooks import WebhookStore
 from flowdeck.storage.widgets import WidgetStore
-from tests.conftest import POSTGRES_URL, _admin_execute
+from tests.conftest import scratch_database
 from tests.integration.test_drain import process, read_until
 from tests.support.old_schemas import HEAD, REVISIONS, SECRET_KEY, SINCE, Seed, at_or_after, make_seed, write_seed
 
@@ -66,10 +64,8 @@ def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite+aiosqlite:///{tmp_path / 'old.db'}"
         return
     request.getfixturevalue("postgres_url")  # skips without a server (fails under CI=true)
-    name = f"flowdeck_upgrade_{uuid.uuid4().hex[:10]}"
-    asyncio.run(_admin_execute(POSTGRES_URL, f'CREATE DATABASE "{name}"'))
-    yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    asyncio.run(_admin_execute(POSTGRES_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with scratch_database("flowdeck_upgrade", schema=False) as url:
+        yield url
 
 
 async def _old_database(url: str, revision: str, seed: Seed) -> int:
