@@ -31,4 +31,17 @@ describe('placing a node added by click', () => {
     expect(spot).not.toEqual({ x: 0, y: 0 });
     expect(freeSpot([], { x: 5, y: 7 })).toEqual({ x: 5, y: 7 });
   });
+
+  it('leaves room for the note an unwired card shows, before React Flow has measured any of them', () => {
+    const RENDERED_UNWIRED_PYTHON = 148; // measured in Chromium: the card and its "not reachable" note
+    const nodes: ReturnType<typeof at>[] = [];
+    for (const id of ['p1', 'p2', 'p3']) {
+      const { position } = placeNewNode(nodes, [], 'python', null, { x: 250, y: 185 });
+      nodes.push(at(id, 'python', position.x, position.y));
+    }
+    const ys = nodes.map((n) => n.position.y).sort((a, b) => a - b);
+    expect(new Set(nodes.map((n) => n.position.x)).size).toBe(1);
+    expect(ys[1]! - ys[0]!).toBeGreaterThanOrEqual(RENDERED_UNWIRED_PYTHON);
+    expect(ys[2]! - ys[1]!).toBeGreaterThanOrEqual(RENDERED_UNWIRED_PYTHON);
+  });
 });

@@ -11,11 +11,15 @@ import { createNode, type EditorEdge, type EditorNode, type NodeType } from './m
 export const GAP_X = 80;
 export const GAP_Y = 30;
 const MARGIN = 16;
+/** A node just added, not wired yet, shows why under its card (up to two lines): until React Flow has
+ * measured a card, placement counts that in, so nodes added in quick succession never overlap. */
+const UNWIRED_NOTE = 54;
 
 type Box = { x: number; y: number; width: number; height: number };
 
 function boxOf(node: EditorNode): Box {
-  return { x: node.position.x, y: node.position.y, width: node.measured?.width ?? NODE_WIDTH, height: estimatedHeight(node) };
+  const height = node.measured?.height ?? estimatedHeight(node) + UNWIRED_NOTE;
+  return { x: node.position.x, y: node.position.y, width: node.measured?.width ?? NODE_WIDTH, height };
 }
 
 function overlaps(a: Box, b: Box, margin = MARGIN): boolean {
@@ -57,7 +61,7 @@ export function placeNewNode(
   selected: EditorNode | null,
   fallback: { x: number; y: number },
 ): Placement {
-  const height = estimatedHeight(createNode(type, '__new__', fallback)) + 8; // rendered cards run a little taller
+  const height = estimatedHeight(createNode(type, '__new__', fallback)) + UNWIRED_NOTE;
   if (!selected) return { position: freeSpot(nodes, { x: fallback.x - NODE_WIDTH / 2, y: fallback.y - height / 2 }, height), connectFrom: null };
   const box = boxOf(selected);
   const position = freeSpot(nodes, { x: box.x + box.width + GAP_X, y: box.y }, height);
