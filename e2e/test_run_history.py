@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
+import pytest
 from graphs import chain
 from pages.editor_page import EditorPage
 from playwright.sync_api import Page, expect
@@ -57,6 +59,18 @@ def test_a_test_run_is_found_under_its_workflow_and_by_its_id(page: Page, server
     shot(page, "run-history-id-search")
 
 
+@pytest.fixture
+def kept_forever(server: Server) -> Iterator[None]:
+    """The tenant keeps every run while the test backdates one past the server's 30 days: the pruner, about
+    once a minute, would delete it mid-test."""
+    server.api("PUT", "/api/settings/retention", {"maxAgeDays": 0, "testMaxAgeDays": 0, "maxRuns": 0})
+    try:
+        yield
+    finally:
+        server.api("DELETE", "/api/settings/retention")
+
+
+@pytest.mark.usefixtures("kept_forever")
 def test_the_date_range_filter_and_dates_on_older_runs(page: Page, server: Server) -> None:
     wf = server.create_workflow(chain("Old and new", ("one", "return {'n': 1}")))
     old_run = server.api("POST", f"/api/workflows/{wf['id']}/runs", {"input": {}})["instanceId"]
