@@ -290,6 +290,7 @@ async def test_a_runs_view_shows_when_a_waiting_node_starts(engine: Engine, tena
     assert nodes["wait"].status is NodeStatus.WAITING and nodes["wait"].completed_at is None
     assert nodes["wait"].next_attempt_at == pytest.approx(waited.created_at + 60)
     assert nodes["wait"].to_json()["nextAttemptAt"] == nodes["wait"].next_attempt_at
+    assert nodes["wait"].to_json()["holds"] == ["after"]  # a late joiner knows which update ends the wait
     assert nodes["after"].status is NodeStatus.PENDING and nodes["after"].to_json().get("nextAttemptAt") is None
     assert nodes["flaky"].status is NodeStatus.RETRYING
     assert nodes["flaky"].next_attempt_at is not None and nodes["flaky"].next_attempt_at > failed.created_at

@@ -385,6 +385,9 @@ class NodeStateOut(Camel, omit_defaults=True):
     loop: dict[str, Any] | None = None
     """One iteration of a loop-body node: the ``ctx.loop`` it ran with, ``{item, index, count}`` (an item too
     large to show is ``null`` with ``itemTruncated: {bytes, preview}``)."""
+    holds: list[str] | None = None
+    """A ``delay`` while WAITING: the successors it holds (PENDING until it falls due; the first of them to
+    move ends the wait, so a client that joined late knows which update completes the delay)."""
     iterations: dict[str, NodeStateOut] | None = None
 
 

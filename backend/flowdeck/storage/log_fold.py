@@ -137,6 +137,8 @@ class NodeView:
     """A ``wait`` node while WAITING: ``{resumeOn, url, until}``."""
     loop: dict[str, Any] | None = None
     """One iteration of a loop-body node: the ``ctx.loop`` (``{item, index, count}``) it ran with."""
+    holds: list[str] | None = None
+    """A delay while WAITING: the successors it holds, PENDING until it falls due (storage/delay_fold.py)."""
     before_cancel: NodeStatus | None = field(default=None, repr=False)
     """While CANCELLED by the run's end: the status it had (a partial retry resumes from there)."""
     late: LogRow | None = field(default=None, repr=False)
@@ -171,6 +173,8 @@ class NodeView:
             data["waitingFor"] = self.waiting_for
         if self.loop is not None:
             data["loop"] = self.loop
+        if self.holds and self.status is NodeStatus.WAITING:
+            data["holds"] = self.holds
         if self.iterations:
             data["iterations"] = {key: view.to_json() for key, view in self.iterations.items()}
         return data
@@ -294,6 +298,7 @@ def _show_delays(nodes: dict[str, NodeView], rows: Sequence[LogRow]) -> None:
             continue
         delay.status = waiting_status(wait)
         delay.completed_at, delay.next_attempt_at = wait.ended_at, None if wait.ended_at else wait.due
+        delay.holds = None if wait.ended_at else list(wait.successors)
         for successor in wait.successors if wait.ended_at is None else ():
             view = _view_of(nodes, successor, wait.iteration)
             if view is not None and view.status is NodeStatus.DISPATCHED:

@@ -1088,6 +1088,7 @@ export interface components {
             childInstanceId?: string | null;
             completedAt: number | null;
             error: string | null;
+            holds?: string[] | null;
             iterations?: {
                 [key: string]: components["schemas"]["NodeStateOut"];
             } | null;

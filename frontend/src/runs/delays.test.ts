@@ -34,4 +34,15 @@ describe('a delay, live', () => {
     expect(s.nodes.wait?.status).toBe('COMPLETED');
     expect(s.nodes.a?.status).toBe('DISPATCHED');
   });
+
+  it('completes for a client that joined while it waited, as soon as a successor it holds starts', () => {
+    const waiting = { status: 'WAITING' as const, attempt: 1, startedAt: 10, completedAt: null, output: { delayedSeconds: 2 }, error: null, nextAttemptAt: 12, holds: ['a'] };
+    const pending = { status: 'PENDING' as const, attempt: 1, startedAt: null, completedAt: null, output: null, error: null };
+    let s = runReducer(null, { kind: 'started', runId: 'r1', input: {}, isTest: true }) as RunView;
+    s = runReducer(s, { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', slaBreachedAt: null, nodes: { wait: waiting, a: pending, other: pending } }) as RunView;
+    s = runReducer(s, nodeMsg('other', 'RUNNING', 11)) as RunView; // a parallel branch moving ends nothing
+    expect(s.nodes.wait?.status).toBe('WAITING');
+    s = runReducer(s, nodeMsg('a', 'RUNNING', 12.01)) as RunView;
+    expect(s.nodes.wait).toMatchObject({ status: 'COMPLETED', completedAt: 12, nextAttemptAt: null });
+  });
 });

@@ -31,6 +31,24 @@ function withNode(state: RunView, w: Where, change: (node: NodeRun) => NodeRun):
   return { ...state, nodes: withKey<NodeRun>(state.nodes, w.nodeId, { ...node, iterations }) };
 }
 
+/**
+ * The waits a snapshot or a REST detail shows (a delay WAITING names the successors it `holds`), added to the
+ * ones followed live: a client that joined while a delay waited completes it when one of them moves.
+ */
+export function seedDelays(state: RunView): RunView {
+  const seeded: Record<string, Hold> = {};
+  for (const [nodeId, node] of Object.entries(state.nodes)) {
+    const scopes: [string, NodeRun][] = [['', node], ...Object.entries(node.iterations ?? {})];
+    for (const [iteration, run] of scopes) {
+      if (run.status !== 'WAITING' || !run.holds || !run.nextAttemptAt) continue;
+      for (const successor of run.holds) seeded[key({ nodeId: successor, iteration })] = { nodeId, iteration, due: run.nextAttemptAt };
+    }
+  }
+  if (Object.keys(seeded).length === 0) return state;
+  const tracking = state.delays ?? { last: null, held: {} };
+  return { ...state, delays: { last: tracking.last, held: { ...tracking.held, ...seeded } } };
+}
+
 /** `state` (the run after `msg` was applied) with delays shown as waiting. */
 export function trackDelays(state: RunView, msg: NodeUpdateMessage): RunView {
   const tracking = state.delays ?? { last: null, held: {} };

@@ -4,7 +4,7 @@ import type { NodeState, NodeStatus, RunDetail, RunStatus } from '../api/types';
 import type { OutputTruncatedOut } from '../generated/api';
 import { NODE_STATUS_RANK, TERMINAL_NODE_STATUSES, TERMINAL_RUN_STATUSES } from '../generated/statuses';
 import { dict, dictOf, own, withKey, type Dict } from '../shared/dict';
-import { trackDelays, type DelayTracking } from './delays';
+import { seedDelays, trackDelays, type DelayTracking } from './delays';
 
 export type NodeRun = NodeState;
 
@@ -195,7 +195,7 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
       return startedRun(action.runId, action.input, action.isTest);
     case 'detail': {
       const d = action.detail;
-      return {
+      return seedDelays({
         runId: d.instanceId,
         isTest: d.isTest,
         status: d.status,
@@ -206,7 +206,7 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
         nodes: nodesOf(d.nodes),
         log: state?.runId === d.instanceId ? state.log : [],
         slaBreachedAt: d.slaBreachedAt ?? (state?.runId === d.instanceId ? state.slaBreachedAt : null) ?? null,
-      };
+      });
     }
     case 'stopped':
       return state && { ...state, status: 'CANCELLED', nodes: closedNodes(state.nodes) };
@@ -220,7 +220,7 @@ export function runReducer(state: RunView | null, action: RunAction): RunView | 
         nodes[id] = isNewer(mine, node) ? withChildRun(node, mine) : withChildRun(mine ?? node, node);
       }
       const ended = TERMINAL_RUN_STATUSES.has(action.status);
-      return { ...state, status: action.status, nodes: ended ? closedNodes(nodes) : nodes, slaBreachedAt: action.slaBreachedAt ?? state.slaBreachedAt ?? null };
+      return seedDelays({ ...state, status: action.status, nodes: ended ? closedNodes(nodes) : nodes, slaBreachedAt: action.slaBreachedAt ?? state.slaBreachedAt ?? null });
     }
     case 'node':
       return trackDelays(nodeUpdate(state, action), action);
