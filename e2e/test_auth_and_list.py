@@ -52,7 +52,7 @@ def test_workflow_list_create_search_rename_duplicate_delete(page: Page, server:
     shot(page, "workflow-list")
 
     rows.filter(has_text="Copy of").get_by_test_id("workflow-delete").click()
-    page.get_by_test_id("delete-confirm").click()
+    page.get_by_test_id("confirm-ok").click()
     expect(rows).to_have_count(1)
     page.get_by_test_id("workflow-search").fill("")
     expect(rows.filter(has_text="Zebra report")).to_have_count(1)

@@ -4,7 +4,7 @@ import { Link, useNavigate, useParams } from 'react-router';
 
 import { relativeTime } from '../shared/format';
 import { errorMessage, toast } from '../shared/toasts';
-import { Modal } from '../shared/ui/Modal';
+import { useConfirm } from '../shared/ui/ConfirmDialog';
 import { dataSources, type DataSource } from './api';
 import { DataSourceForm } from './DataSourceForm';
 
@@ -15,7 +15,7 @@ export function where(source: DataSource): string {
 export function DataSourcesPage() {
   const [items, setItems] = useState<DataSource[] | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [deleting, setDeleting] = useState<DataSource | null>(null);
+  const [ask, confirmDialog] = useConfirm();
 
   const reload = useCallback(() => {
     dataSources
@@ -29,10 +29,11 @@ export function DataSourcesPage() {
   useEffect(reload, [reload]);
 
   const remove = async (source: DataSource) => {
+    const message = `Delete “${source.name}” and its stored secrets? A data source that saved queries still use cannot be deleted.`;
+    if (!(await ask({ title: 'Delete data source?', message, confirmLabel: 'Delete', danger: true }))) return;
     try {
       await dataSources.remove(source.id);
       toast('success', `Data source “${source.name}” deleted`);
-      setDeleting(null);
       reload();
     } catch (err) {
       toast('error', `Could not delete: ${errorMessage(err)}`);
@@ -89,7 +90,7 @@ export function DataSourcesPage() {
                   <Link className="btn btn--small btn--ghost" to={`/queries?dataSourceId=${encodeURIComponent(s.id)}`}>
                     Queries
                   </Link>
-                  <button type="button" className="btn btn--small btn--ghost btn--danger-text" data-testid="source-delete" onClick={() => setDeleting(s)}>
+                  <button type="button" className="btn btn--small btn--ghost btn--danger-text" data-testid="source-delete" onClick={() => void remove(s)}>
                     Delete
                   </button>
                 </td>
@@ -98,25 +99,7 @@ export function DataSourcesPage() {
           </tbody>
         </table>
       )}
-      {deleting && (
-        <Modal
-          title="Delete data source?"
-          onClose={() => setDeleting(null)}
-          testId="delete-dialog"
-          footer={
-            <>
-              <button type="button" className="btn btn--ghost" onClick={() => setDeleting(null)}>
-                Cancel
-              </button>
-              <button type="button" className="btn btn--danger" onClick={() => void remove(deleting)} data-testid="delete-confirm">
-                Delete
-              </button>
-            </>
-          }
-        >
-          <p>Delete “{deleting.name}” and its stored secrets? A data source that saved queries still use cannot be deleted.</p>
-        </Modal>
-      )}
+      {confirmDialog}
     </div>
   );
 }

@@ -4,7 +4,7 @@ import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
 
 import { relativeTime } from '../shared/format';
 import { errorMessage, toast } from '../shared/toasts';
-import { Modal } from '../shared/ui/Modal';
+import { useConfirm } from '../shared/ui/ConfirmDialog';
 import { dataSources, savedQueries, type DataSource, type SavedQuery } from './api';
 import { QueryForm } from './QueryForm';
 import { QueryTry } from './QueryTry';
@@ -16,7 +16,7 @@ export function QueriesPage() {
   const [sources, setSources] = useState<DataSource[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [search, setSearch] = useState('');
-  const [deleting, setDeleting] = useState<SavedQuery | null>(null);
+  const [ask, confirmDialog] = useConfirm();
 
   const reload = useCallback(() => {
     Promise.all([savedQueries.list(sourceFilter), dataSources.list()])
@@ -34,10 +34,11 @@ export function QueriesPage() {
   const shown = (items ?? []).filter((q) => !needle || q.name.toLowerCase().includes(needle));
 
   const remove = async (q: SavedQuery) => {
+    const message = `Delete “${q.name}”? Data query nodes that run it fail until they pick another.`;
+    if (!(await ask({ title: 'Delete saved query?', message, confirmLabel: 'Delete', danger: true }))) return;
     try {
       await savedQueries.remove(q.id);
       toast('success', `Query “${q.name}” deleted`);
-      setDeleting(null);
       reload();
     } catch (err) {
       toast('error', `Could not delete: ${errorMessage(err)}`);
@@ -92,7 +93,7 @@ export function QueriesPage() {
                 <td className="mono small">{q.parameters.length ? q.parameters.join(', ') : <span className="muted">none</span>}</td>
                 <td>{relativeTime(q.updatedAt)}</td>
                 <td className="row-actions">
-                  <button type="button" className="btn btn--small btn--ghost btn--danger-text" data-testid="query-delete" onClick={() => setDeleting(q)}>
+                  <button type="button" className="btn btn--small btn--ghost btn--danger-text" data-testid="query-delete" onClick={() => void remove(q)}>
                     Delete
                   </button>
                 </td>
@@ -102,25 +103,7 @@ export function QueriesPage() {
         </table>
       )}
       {items !== null && items.length > 0 && shown.length === 0 && <p className="muted">No query matches “{search}”.</p>}
-      {deleting && (
-        <Modal
-          title="Delete saved query?"
-          onClose={() => setDeleting(null)}
-          testId="delete-dialog"
-          footer={
-            <>
-              <button type="button" className="btn btn--ghost" onClick={() => setDeleting(null)}>
-                Cancel
-              </button>
-              <button type="button" className="btn btn--danger" onClick={() => void remove(deleting)} data-testid="delete-confirm">
-                Delete
-              </button>
-            </>
-          }
-        >
-          <p>Delete “{deleting.name}”? Data query nodes that run it fail until they pick another.</p>
-        </Modal>
-      )}
+      {confirmDialog}
     </div>
   );
 }

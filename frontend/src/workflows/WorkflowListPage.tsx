@@ -7,6 +7,7 @@ import type { WorkflowSummary } from '../api/types';
 import { starterDefinition, type DefinitionJson } from '../graph/convert';
 import { formatTime, relativeTime } from '../shared/format';
 import { errorMessage, toast } from '../shared/toasts';
+import { useConfirm } from '../shared/ui/ConfirmDialog';
 import { Modal } from '../shared/ui/Modal';
 import { ExamplePicker } from './ExamplePicker';
 import { ImportDialog } from './ImportDialog';
@@ -14,7 +15,6 @@ import { downloadJson, exportable, fileNameFor } from './workflowJson';
 
 type Dialog =
   | { kind: 'rename'; workflow: WorkflowSummary }
-  | { kind: 'delete'; workflow: WorkflowSummary }
   | { kind: 'create' }
   | { kind: 'import' }
   | null;
@@ -111,10 +111,12 @@ export function WorkflowListPage() {
     navigate(`/workflows/${created.id}`);
   };
 
+  const [ask, confirmDialog] = useConfirm();
   const remove = async (w: WorkflowSummary) => {
+    const message = `Delete “${w.title}”? Its runs stay readable in the run history.`;
+    if (!(await ask({ title: 'Delete workflow?', message, confirmLabel: 'Delete', danger: true }))) return;
     try {
       await workflows.remove(w.id);
-      setDialog(null);
       toast('success', `Deleted “${w.title}”.`);
       void load();
     } catch (err) {
@@ -205,7 +207,7 @@ export function WorkflowListPage() {
                   <button type="button" className="btn btn--small btn--ghost" data-testid="workflow-export" title="Download as JSON" onClick={() => void exportWorkflow(w)}>
                     Export
                   </button>
-                  <button type="button" className="btn btn--small btn--ghost btn--danger-text" data-testid="workflow-delete" onClick={() => setDialog({ kind: 'delete', workflow: w })}>
+                  <button type="button" className="btn btn--small btn--ghost btn--danger-text" data-testid="workflow-delete" onClick={() => void remove(w)}>
                     Delete
                   </button>
                 </td>
@@ -264,27 +266,7 @@ export function WorkflowListPage() {
           hint="A workflow exported from Flowdeck (JSON with its title, nodes and edges): it becomes a new workflow, checked like any save."
         />
       )}
-      {dialog?.kind === 'delete' && (
-        <Modal
-          title="Delete workflow?"
-          onClose={() => setDialog(null)}
-          testId="delete-dialog"
-          footer={
-            <>
-              <button type="button" className="btn btn--ghost" onClick={() => setDialog(null)}>
-                Cancel
-              </button>
-              <button type="button" className="btn btn--danger" onClick={() => void remove(dialog.workflow)} data-testid="delete-confirm">
-                Delete
-              </button>
-            </>
-          }
-        >
-          <p>
-            Delete “{dialog.workflow.title}”? Its runs stay readable in the run history.
-          </p>
-        </Modal>
-      )}
+      {confirmDialog}
     </div>
   );
 }
