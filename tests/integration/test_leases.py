@@ -248,3 +248,37 @@ async def test_every_delayed_job_starts_on_its_own_timer_not_at_the_next_poll(db
         assert [r.status.value for r in runs] == ["COMPLETED"] * 3
     finally:
         await engine.stop()
+
+
+async def test_a_heartbeat_never_waits_on_a_job_a_decision_holds(postgres_url: str) -> None:
+    """A decision holds its job's row while it writes; the heartbeat renews every other lease at once and
+    leaves that one for its next beat, rather than queueing behind the decision (its wait delayed every
+    other renewal, and a decision that then locked another of the worker's jobs deadlocked with it)."""
+    db = Database(postgres_url)
+    engine = Engine(db, make_test_registry())
+    now = engine.state.clock()
+    rows = [
+        {"instance_id": f"lease-{n}-{now}", "node_id": "a", "attempt": 1, "available_at": now + 5, "created_at": now}
+        for n in range(2)
+    ]
+    async with db.transaction() as conn:
+        held_id, free_id = (
+            (await conn.execute(node_jobs.insert().values(lease_owner="w1").returning(node_jobs.c.id), rows))
+            .scalars()
+            .all()
+        )
+    try:
+        async with db.engine.connect() as decision:
+            await decision.execute(sa.select(node_jobs.c.id).where(node_jobs.c.id == held_id).with_for_update())
+            renewed = await asyncio.wait_for(engine.state.extend_leases("w1", [held_id, free_id], 60), 10)
+            await decision.rollback()
+        assert renewed == {free_id}
+        async with db.read() as conn:
+            due = dict((await conn.execute(sa.select(node_jobs.c.id, node_jobs.c.available_at))).all())
+        assert due[free_id] >= now + 60 and due[held_id] == now + 5
+        # the next beat, the decision gone, renews it
+        assert await engine.state.extend_leases("w1", [held_id, free_id], 60) == {held_id, free_id}
+    finally:
+        async with db.transaction() as conn:
+            await conn.execute(node_jobs.delete().where(node_jobs.c.id.in_([held_id, free_id])))
+        await db.dispose()

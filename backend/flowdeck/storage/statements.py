@@ -71,6 +71,21 @@ class Statements:
     """A marker row when the run has no job left, then its end nodes' output rows (nothing when it has)."""
 
 
+def _extend_leases() -> Any:
+    """Renew the owner's leases on the given jobs, skipping a row a decision holds locked (PostgreSQL; SQLite
+    has one writer and no row locks): a heartbeat never waits on a decision, so it cannot delay the other
+    renewals or deadlock with a decision that locks another of the worker's jobs. The skipped lease is renewed
+    at the next beat (it is a third of the lease away); the worker reads a job missing from the answer only
+    as "was its run cancelled?" (engine/worker.py ``heartbeat``)."""
+    j = node_jobs.c
+    held = (
+        sa.select(j.id)
+        .where(j.id.in_(_p("p_ids", expanding=True)), j.lease_owner == _p("p_owner"))
+        .with_for_update(skip_locked=True)
+    )
+    return node_jobs.update().where(j.id.in_(held)).values(available_at=_p("p_until")).returning(j.id)
+
+
 def _this_job() -> tuple[Any, ...]:
     """One job at one attempt: its id *and* its node. SQLite gives a deleted row's id to the next row inserted
     (no AUTOINCREMENT), so the job a stale result names by id is often its successor's, at the same attempt 1:
@@ -281,10 +296,7 @@ def statements_for(is_sqlite: bool) -> Statements:
         claim_one_tenant=_claim_one_tenant(is_sqlite),
         claim_one_tenant_aged=_claim_one_tenant(is_sqlite, aged=True),
         due_tenants=_due_tenants(),
-        extend_leases=node_jobs.update()
-        .where(node_jobs.c.id.in_(_p("p_ids", expanding=True)), node_jobs.c.lease_owner == _p("p_owner"))
-        .values(available_at=_p("p_until"))
-        .returning(node_jobs.c.id),
+        extend_leases=_extend_leases(),
         bump_barrier=barrier_insert.on_conflict_do_update(
             index_elements=[join_barriers.c.instance_id, join_barriers.c.node_id, join_barriers.c.iteration],
             set_={
