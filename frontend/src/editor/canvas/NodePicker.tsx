@@ -4,13 +4,13 @@
  * there. The chosen node is placed and connected in one undo step (editorStore.insertNode).
  */
 import { useReactFlow, type FinalConnectionState } from '@xyflow/react';
-import { useCallback, useEffect, useId, useLayoutEffect, useRef, useState, type CSSProperties, type KeyboardEvent } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState, type CSSProperties, type KeyboardEvent } from 'react';
 
 import { NODE_TYPE_INFO, type EditorEdge, type EditorNode, type NodeType } from '../../graph/model';
 import { linkableTypes, type NodeLink } from '../../graph/wiring';
 import { placePopup } from '../../shared/ui/popupPlacement';
 import { toast } from '../../shared/toasts';
-import { filterPalette } from '../palette/filter';
+import { useTypeSearch } from '../palette/useTypeSearch';
 import { useEditorStoreApi } from '../storeContext';
 
 const OPEN_EVENT = 'flowdeck:open-node-picker';
@@ -53,15 +53,11 @@ export function NodePickerHost() {
 function NodePicker({ request, onClose }: { request: PickerRequest; onClose: () => void }) {
   const store = useEditorStoreApi();
   const { screenToFlowPosition } = useReactFlow<EditorNode, EditorEdge>();
-  const [query, setQuery] = useState('');
-  const [active, setActive] = useState(0);
+  const allowed = new Set(linkableTypes(request.link, store.getState().nodes));
+  const { query, types, current, setActive, listId, optionId, onNavigate, inputProps } = useTypeSearch((t) => allowed.has(t));
   const [style, setStyle] = useState<CSSProperties>({ left: request.clientX, top: request.clientY, visibility: 'hidden' });
   const box = useRef<HTMLDivElement>(null);
   const search = useRef<HTMLInputElement>(null);
-  const listId = useId();
-  const allowed = new Set(linkableTypes(request.link, store.getState().nodes));
-  const types = filterPalette(query).filter((t) => allowed.has(t));
-  const current = Math.min(active, Math.max(types.length - 1, 0));
 
   useLayoutEffect(() => {
     const el = box.current;
@@ -94,14 +90,8 @@ function NodePicker({ request, onClose }: { request: PickerRequest; onClose: () 
   };
 
   const onKeyDown = (e: KeyboardEvent<HTMLInputElement>) => {
-    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
-      e.preventDefault();
-      if (types.length > 0) setActive((current + (e.key === 'ArrowDown' ? 1 : types.length - 1)) % types.length);
-    } else if (e.key === 'Enter') {
-      e.preventDefault();
-      const type = types[current];
-      if (type) pick(type);
-    } else if (e.key === 'Escape') {
+    if (onNavigate(e, pick)) return;
+    if (e.key === 'Escape') {
       e.preventDefault();
       e.stopPropagation();
       onClose();
@@ -116,16 +106,8 @@ function NodePicker({ request, onClose }: { request: PickerRequest; onClose: () 
         type="search"
         placeholder="Search nodes…"
         aria-label="Search nodes to add"
-        role="combobox"
-        aria-expanded
-        aria-controls={listId}
-        aria-activedescendant={types[current] ? `${listId}-${types[current]}` : undefined}
-        value={query}
+        {...inputProps}
         data-testid="node-picker-search"
-        onChange={(e) => {
-          setQuery(e.target.value);
-          setActive(0);
-        }}
         onKeyDown={onKeyDown}
       />
       <div role="listbox" id={listId} aria-label="Node types" className="node-picker__list">
@@ -135,7 +117,7 @@ function NodePicker({ request, onClose }: { request: PickerRequest; onClose: () 
           return (
             <button
               key={type}
-              id={`${listId}-${type}`}
+              id={optionId(type)}
               type="button"
               role="option"
               tabIndex={-1}

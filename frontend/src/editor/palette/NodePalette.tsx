@@ -2,10 +2,10 @@
  * The palette of node types: type to filter, ↑/↓ to choose, Enter to add (keyboard only is enough);
  * or drag one onto the canvas, or click it to add it next to the selected node.
  */
-import { useEffect, useId, useRef, useState, type KeyboardEvent } from 'react';
+import { useEffect, useRef, type KeyboardEvent } from 'react';
 
 import { NODE_TYPE_INFO, type NodeType } from '../../graph/model';
-import { filterPalette } from './filter';
+import { useTypeSearch } from './useTypeSearch';
 
 export const PALETTE_MIME = 'application/x-flowdeck-node';
 
@@ -13,12 +13,8 @@ export const PALETTE_MIME = 'application/x-flowdeck-node';
 export const FOCUS_PALETTE_EVENT = 'flowdeck:focus-palette';
 
 export function NodePalette({ onAdd, disabled }: { onAdd: (type: NodeType) => void; disabled: boolean }) {
-  const [query, setQuery] = useState('');
-  const [active, setActive] = useState(0);
+  const { query, setQuery, types, current, listId, optionId, onNavigate, inputProps } = useTypeSearch();
   const search = useRef<HTMLInputElement>(null);
-  const listId = useId();
-  const types = filterPalette(query);
-  const current = Math.min(active, Math.max(types.length - 1, 0));
 
   useEffect(() => {
     const focus = () => search.current?.focus();
@@ -31,18 +27,12 @@ export function NodePalette({ onAdd, disabled }: { onAdd: (type: NodeType) => vo
   };
 
   const onKeyDown = (e: KeyboardEvent<HTMLInputElement>) => {
-    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
-      e.preventDefault();
-      if (types.length > 0) setActive((current + (e.key === 'ArrowDown' ? 1 : types.length - 1)) % types.length);
-    } else if (e.key === 'Enter') {
-      e.preventDefault();
-      const type = types[current];
-      if (type) {
-        add(type);
-        setQuery('');
-        setActive(0);
-      }
-    } else if (e.key === 'Escape') {
+    const added = (type: NodeType) => {
+      add(type);
+      setQuery('');
+    };
+    if (onNavigate(e, added)) return;
+    if (e.key === 'Escape') {
       e.stopPropagation();
       if (query) setQuery('');
       else search.current?.blur();
@@ -58,17 +48,9 @@ export function NodePalette({ onAdd, disabled }: { onAdd: (type: NodeType) => vo
         type="search"
         placeholder="Search nodes…  ( / )"
         aria-label="Search nodes"
-        role="combobox"
-        aria-expanded
-        aria-controls={listId}
-        aria-activedescendant={types[current] ? `${listId}-${types[current]}` : undefined}
-        value={query}
+        {...inputProps}
         disabled={disabled}
         data-testid="palette-search"
-        onChange={(e) => {
-          setQuery(e.target.value);
-          setActive(0);
-        }}
         onKeyDown={onKeyDown}
       />
       <p className="palette__hint">Enter adds the highlighted node next to the selected one; or drag onto the canvas.</p>
@@ -83,7 +65,7 @@ export function NodePalette({ onAdd, disabled }: { onAdd: (type: NodeType) => vo
           return (
             <button
               key={type}
-              id={`${listId}-${type}`}
+              id={optionId(type)}
               type="button"
               role="option"
               aria-selected={i === current && query !== ''}
