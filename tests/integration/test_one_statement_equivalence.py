@@ -32,7 +32,7 @@ from flowdeck.storage.database import Database
 from flowdeck.storage.records import Job
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
 from tests.support.clock import FakeClock
-from tests.support.graphs import definition, diamond, edge, end, linear, node
+from tests.support.graphs import condition_into_join, definition, diamond, edge, end, linear, node
 from tests.support.handlers import make_test_registry
 
 OWNER = "equivalence-worker"
@@ -54,29 +54,6 @@ class Topology:
     """FLOWDECK_MAX_RUN_BYTES: a small one makes a step fail at the output budget."""
     priority: int | None = None
     """The run's priority (``POST …/runs``): its jobs, the chain's next ones included, carry it."""
-
-
-def _condition_skip() -> dict[str, Any]:
-    return definition(
-        [
-            node("start", "start"),
-            node("cond", "condition", config={"branches": [{"id": "big", "expression": "ctx.input.n > 10"}]}),
-            node("a"),
-            node("c"),
-            node("b"),
-            node("join"),
-            end(params={"via": "{{ ctx.join.node }}"}),
-        ],
-        [
-            edge("start", "cond"),
-            edge("cond", "a", "big"),
-            edge("a", "c"),
-            edge("cond", "b", "else"),
-            edge("c", "join"),
-            edge("b", "join"),
-            edge("join", "end"),
-        ],
-    )
 
 
 def _all_inputs_skipped() -> dict[str, Any]:
@@ -238,8 +215,8 @@ TOPOLOGIES = [
     Topology("linear, every result delivered twice", linear(3), redeliver=True),
     Topology("diamond all", diamond(3, "all")),
     Topology("diamond any", diamond(2, "any")),
-    Topology("condition skip (else)", _condition_skip(), {"n": 1}),
-    Topology("condition skip (big)", _condition_skip(), {"n": 50}),
+    Topology("condition skip (else)", condition_into_join(), {"n": 1}),
+    Topology("condition skip (big)", condition_into_join(), {"n": 50}),
     Topology("a join whose every input is skipped", _all_inputs_skipped()),
     Topology("error edge", _error_edge()),
     Topology("retry, then success", _retried()),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flowdeck.engine.engine import Engine
-from tests.support.graphs import definition, diamond, edge, end, linear, node
+from tests.support.graphs import condition_into_join, definition, diamond, edge, end, linear, node
 from tests.support.runs import run_to_end
 
 
@@ -81,26 +81,7 @@ async def test_error_edge_carries_the_failure_on(engine: Engine, tenant_id: str)
 
 
 async def test_condition_skips_the_untaken_branch_into_a_join(engine: Engine, tenant_id: str) -> None:
-    d = definition(
-        [
-            node("start", "start"),
-            node("cond", "condition", config={"branches": [{"id": "big", "expression": "ctx.input.n > 10"}]}),
-            node("a"),
-            node("c"),
-            node("b"),
-            node("join"),
-            end(params={"via": "{{ ctx.join.node }}"}),
-        ],
-        [
-            edge("start", "cond"),
-            edge("cond", "a", "big"),
-            edge("a", "c"),
-            edge("cond", "b", "else"),
-            edge("c", "join"),
-            edge("b", "join"),
-            edge("join", "end"),
-        ],
-    )
+    d = condition_into_join()
     small = await run_to_end(engine, tenant_id, d, {"n": 1})
     assert small.run.status == "COMPLETED"
     assert [small.status_of(n) for n in ("a", "c", "b", "join")] == ["SKIPPED", "SKIPPED", "COMPLETED", "COMPLETED"]

@@ -44,3 +44,27 @@ def diamond(width: int, join_mode: str = "all", **join_fields: Any) -> dict[str,
     edges.append(edge("join", "end"))
     join = node("join", joinMode=join_mode, **join_fields)
     return definition([node("start", "start"), *branches, join, end()], edges)
+
+
+def condition_into_join() -> dict[str, Any]:
+    """start -> cond; big: a -> c -> join, else: b -> join; join -> end (its output names the join's node)."""
+    return definition(
+        [
+            node("start", "start"),
+            node("cond", "condition", config={"branches": [{"id": "big", "expression": "ctx.input.n > 10"}]}),
+            node("a"),
+            node("c"),
+            node("b"),
+            node("join"),
+            end(params={"via": "{{ ctx.join.node }}"}),
+        ],
+        [
+            edge("start", "cond"),
+            edge("cond", "a", "big"),
+            edge("a", "c"),
+            edge("cond", "b", "else"),
+            edge("c", "join"),
+            edge("b", "join"),
+            edge("join", "end"),
+        ],
+    )
