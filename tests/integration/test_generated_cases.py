@@ -62,3 +62,32 @@ async def test_a_late_result_of_a_cancelled_child_leaves_the_next_childs_job_alo
         ],
     )
     await assert_all_paths_agree(example, postgres_url, tmp_path)
+
+
+async def test_a_wait_in_a_loop_taken_over_before_it_parked_shows_a_url_that_resumes_it(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """An iteration's wait token is made when the node first runs and shown when it parks. The holder that
+    made it stopped before parking (taken over): the next attempt parked showing no URL, and nobody could
+    resume the iteration (the driver found no URL to call). Such a token, never shown, is now replaced."""
+    example = Example(
+        workflow={
+            "title": "test",
+            "nodes": [
+                {"id": "start", "type": "start", "config": {}},
+                {"id": "loop1", "type": "loop", "config": {"items": [0], "concurrency": 1}},
+                {"id": "wait2", "type": "wait", "config": {"resumeOn": "webhook", "timeoutSeconds": 600}},
+                {"id": "end", "type": "end", "config": {"outputParameters": {"n": "{{ ctx.input.n }}"}}},
+            ],
+            "edges": [
+                {"id": "start-loop1-d", "source": "start", "target": "loop1"},
+                {"id": "loop1-wait2-loop", "source": "loop1", "target": "wait2", "sourceHandle": "loop"},
+                {"id": "loop1-end-done", "source": "loop1", "target": "end", "sourceHandle": "done"},
+            ],
+        },
+        child=None,
+        run_input={"n": 1},
+        schedule=[("one", 0), ("one", 0), ("takeover", 0), ("resume", 0)],
+        priority=50,
+    )
+    await assert_all_paths_agree(example, postgres_url, tmp_path)

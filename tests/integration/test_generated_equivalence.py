@@ -77,8 +77,9 @@ def test_every_path_writes_the_same_rows_for_generated_workflows(postgres_url: s
     def check(example: Example) -> None:
         try:
             asyncio.run(assert_all_paths_agree(example, postgres_url, tmp_path))
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}\n\nTo replay it, paste this test:\n\n{render_test_case(example)}") from None
+        except Exception as exc:  # a difference, or the driver failing on a path (no URL to resume, say)
+            message = f"{type(exc).__name__}: {exc}\n\nTo replay it, paste this test:\n\n{render_test_case(example)}"
+            raise AssertionError(message) from exc
 
     check()
 

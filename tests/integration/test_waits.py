@@ -227,3 +227,38 @@ async def tokens_of(db: Database, run_ids: list[str]) -> dict[str, int]:
     stmt = sa.select(c.instance_id, sa.func.count()).where(c.instance_id.in_(run_ids)).group_by(c.instance_id)
     async with db.read() as conn:
         return {row[0]: int(row[1]) for row in await conn.execute(stmt)}
+
+
+async def test_a_partial_retry_parks_a_loop_wait_again_under_the_url_it_showed(engine: Engine, tenant_id: str) -> None:
+    """The iteration's token (and so its URL) outlives the failed run: parked again by the retry, the node
+    shows the URL it showed before (it showed none), and that URL resumes it."""
+    d = definition(
+        [
+            node("start", "start"),
+            node("each", "loop", config={"items": ["a"]}),
+            node("hold", "wait", config={"resumeOn": "webhook"}),
+            node("gate", "wait", config={"resumeOn": "webhook"}),
+            node("flaky", "step", config={"failTimes": 1}, retry={"maxAttempts": 1}, errorHandling="fail_workflow"),
+            end(params={"result": "{{ ctx.each }}"}),
+        ],
+        [
+            edge("start", "each"),
+            edge("each", "hold", "loop"),
+            edge("each", "end", "done"),
+            edge("start", "gate"),
+            edge("gate", "flaky", "success"),
+            edge("flaky", "end", "success"),
+        ],
+        timeoutSeconds=600,
+    )
+    run_id = await start(engine, tenant_id, d)
+    [shown] = await until_waiting(engine, run_id, "hold")
+    [gate] = await until_waiting(engine, run_id, "gate")
+    assert (await engine.waits.resume(gate, {}))[0] == "resumed"  # flaky fails the run, hold is cancelled
+    assert (await finished(engine, run_id)).run.status is RunStatus.FAILED
+
+    assert "hold" in await engine.retry_run(run_id)
+    assert await until_waiting(engine, run_id, "hold") == [shown]
+    assert (await engine.waits.resume(shown, {"body": "late"}))[0] == "resumed"
+    outcome = await finished(engine, run_id)
+    assert outcome.run.status is RunStatus.COMPLETED, outcome.run.error

@@ -22,7 +22,7 @@ from flowdeck.engine.effects import Effects, job_key
 from flowdeck.engine.outcomes import Parked
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import StateTransaction
-from flowdeck.storage.waits import RUN_KEY, WAIT_KEY, insert_tokens, mark_parked, wait_token, wait_url
+from flowdeck.storage.waits import RUN_KEY, WAIT_KEY, insert_tokens, mark_parked, shown_wait, wait_token, wait_url
 
 __all__ = ("WAIT_TYPE", "has_waits", "open_wait_tokens", "park_wait")
 
@@ -63,6 +63,10 @@ async def park_wait(tx: StateTransaction, job: Job, parked: Parked, status: RunS
     if resumed:
         return
     waiting = {**parked.park.waiting_for, "until": until}
+    if waiting.get("url") is None and job.iteration:
+        # Parked again (by a partial retry): an iteration's URL exists only in what its first park showed.
+        earlier = await shown_wait(tx.conn, job.instance_id, job.node_id, job.iteration)
+        waiting["url"] = (earlier or {}).get("url")
     row = LogEvent(
         job.instance_id,
         EventType.SYSTEM_SET,

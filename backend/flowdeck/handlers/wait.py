@@ -101,6 +101,11 @@ class WaitHandler(NodeHandler):
             return HandlerResult(None, None, park=Park(seconds, shown))
         if state.resumed:
             return self._resumed(state, helpers)
+        if state.until is None and helpers.iteration and kind != APPROVAL:
+            # An iteration's token whose maker stopped before parking (taken over): nobody has its URL.
+            token = wait_token(helpers.node_id, helpers.iteration, config)
+            if await self._tokens.replace_unshown(helpers.instance_id, helpers.tenant_id, token, helpers.attempt):
+                return HandlerResult(None, None, park=Park(seconds, {"resumeOn": kind, "url": wait_url(token)}))
         if state.until is None or (not state.timed_out and self._tokens.clock() < state.until):
             return HandlerResult(None, None, park=Park(seconds, _waiting_for(kind, state, context, helpers.node_id)))
         if not state.timed_out and not await self._tokens.time_out(*key):

@@ -24,11 +24,11 @@ from typing import Any, Final, Literal
 import sqlalchemy as sa
 
 from flowdeck.domain.approvals import ApprovalRule, rule_of
-from flowdeck.domain.statuses import RunStatus
+from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.storage.approval_tables import approvals
 from flowdeck.storage.children import wake_parent
 from flowdeck.storage.database import Connection, Database
-from flowdeck.storage.tables import instances, tenants, wait_tokens
+from flowdeck.storage.tables import instance_logs, instances, node_jobs, tenants, wait_tokens
 
 __all__ = (
     "APPROVAL",
@@ -170,6 +170,27 @@ async def mark_parked(
     return row[0] is not None or row[1] is not None, float(row[2])
 
 
+async def shown_wait(conn: Connection, instance_id: str, node_id: str, iteration: str) -> dict[str, Any] | None:
+    """What the node's latest park showed (its SYSTEM_SET ``waitingFor``), if it parked before."""
+    c = instance_logs.c
+    payload = (
+        await conn.execute(
+            sa.select(c.payload)
+            .where(
+                c.instance_id == instance_id,
+                c.node_id == node_id,
+                c.iteration == iteration,
+                c.event_type == EventType.SYSTEM_SET.value,
+                c.output_variable == WAIT_KEY,
+            )
+            .order_by(c.log_id.desc())
+            .limit(1)
+        )
+    ).scalar()
+    shown = payload.get(WAIT_KEY) if isinstance(payload, dict) else None
+    return shown if isinstance(shown, dict) else None
+
+
 def wait_token(node_id: str, iteration: str, config: Mapping[str, Any]) -> NewToken:
     """A new token for a wait node of ``config`` (an approval's carries its rule and id)."""
     kind = str(config.get("resumeOn"))
@@ -203,6 +224,34 @@ class WaitTokens:
         """A token made when the node first runs (a node in a loop body: one per iteration)."""
         async with self.db.transaction() as conn:
             await insert_tokens(conn, instance_id, tenant_id, [token], self.clock())
+
+    async def replace_unshown(self, instance_id: str, tenant_id: str, token: NewToken, attempt: int) -> bool:
+        """Replace an iteration's token no park has shown (``until`` unset: the attempt that made it stopped
+        before parking, so its secret is nowhere), if the node's job is still at ``attempt``; ``False`` when
+        a later attempt holds the node, or the token was shown, resumed or timed out meanwhile."""
+        c, j = wait_tokens.c, node_jobs.c
+        held = sa.exists().where(
+            j.instance_id == instance_id,
+            j.node_id == token.node_id,
+            j.iteration == token.iteration,
+            j.attempt == attempt,
+        )
+        async with self.db.transaction() as conn:
+            result = await conn.execute(
+                wait_tokens.delete().where(
+                    c.instance_id == instance_id,
+                    c.node_id == token.node_id,
+                    c.iteration == token.iteration,
+                    c.until.is_(None),
+                    c.resumed_at.is_(None),
+                    c.timed_out_at.is_(None),
+                    held,
+                )
+            )
+            if result.rowcount != 1:
+                return False
+            await insert_tokens(conn, instance_id, tenant_id, [token], self.clock())
+            return True
 
     async def time_out(self, instance_id: str, node_id: str, iteration: str) -> bool:
         """Claim the timeout: ``False`` when a resume won first."""
