@@ -32,6 +32,7 @@ from flowdeck.sandbox.pool import SandboxPool
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 from flowdeck.storage.migrate import require_latest, upgrade
+from flowdeck.storage.reachable import wait_until_reachable
 from flowdeck.triggers.schedules import Scheduler
 
 __all__ = ("Runtime", "build_query_engine", "freeze_startup_heap", "open_runtime")
@@ -67,6 +68,7 @@ async def open_runtime(
     with the worker (``flowdeck serve`` and ``flowdeck worker``) unless ``with_scheduler`` is false.
     """
     queries = build_query_engine(settings)  # first: a bad FLOWDECK_HTTP_ALLOW is refused before anything opens
+    await wait_until_reachable(settings.database_url, settings.db_reconnect_seconds)
     if migrate:
         await upgrade(settings.database_url)
     else:

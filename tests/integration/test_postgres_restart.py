@@ -10,17 +10,22 @@ stops it itself at the end (by its PID if ``pg_ctl stop`` did not). Under ``CI=t
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.database import Database
+from flowdeck.storage.migrate import upgrade
+from tests.support.flowdeck_processes import serve_process
 from tests.support.graphs import linear
 from tests.support.handlers import make_test_registry
 from tests.support.postgres_cluster import Cluster, own_cluster
 from tests.support.runs import read_outcome, start
+from tests.support.waiting import until
 
 
 @pytest.fixture
@@ -74,3 +79,30 @@ async def test_a_restart_under_load_costs_latency_not_errors(cluster: Cluster) -
         completed = Counter((r.node_id, r.iteration) for r in outcome.rows if r.event_type == "NODE_COMPLETED")
         assert set(completed.values()) == {1}  # no node twice
         assert len(completed) == 6  # start, s1..s4, end
+
+
+async def test_serve_started_while_postgresql_is_down_waits_for_it(cluster: Cluster, tmp_path: Path) -> None:
+    """It said "Application startup failed" and exited at its first connection (seen in the chaos suite,
+    when serve was started again during a PostgreSQL restart); now it waits, saying so, as a running one does."""
+    await upgrade(cluster.url)
+    await asyncio.to_thread(cluster.stop)
+    env = {
+        **os.environ,
+        "FLOWDECK_DATABASE_URL": cluster.url,
+        "FLOWDECK_DB_RECONNECT_SECONDS": "60",
+        "FLOWDECK_SERVE_WORKERS": "0",
+        "FLOWDECK_SANDBOX_WORKERS": "1",
+    }
+    serve = serve_process("serve", env, tmp_path)
+    serve.start()
+    try:
+        await until(
+            lambda: asyncio.to_thread(serve.tail),
+            lambda log: "takes no connections yet" in log or not serve.alive,
+            what="serve saying it waits for PostgreSQL",
+        )
+        assert serve.alive, serve.tail()
+        await asyncio.to_thread(cluster.start)
+        await asyncio.to_thread(serve.wait_ready)
+    finally:
+        serve.stop()

@@ -32,6 +32,8 @@ class Cluster:
     data: Path
     port: int
     as_user: list[str]
+    options: str = ""
+    """The server's options (port, socket directory, settings): ``start`` starts it again with them."""
 
     @property
     def url(self) -> str:
@@ -43,6 +45,12 @@ class Cluster:
         # The server's output goes to its log: a pipe the server inherited would keep this call waiting.
         command = [*self.as_user, pg_ctl, "-D", str(self.data), "-w", "-l", str(self.data.parent / "log"), *args]
         subprocess.run(command, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, timeout=60)
+
+    def start(self) -> None:
+        self.pg_ctl("-o", self.options, "start")
+
+    def stop(self) -> None:
+        self.pg_ctl("-m", "fast", "stop")
 
     def pid(self) -> int | None:
         with contextlib.suppress(OSError, ValueError, IndexError):
@@ -69,9 +77,9 @@ def own_cluster() -> Iterator[Cluster]:
     data = root / "data"
     initialise = [*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "postgres"]
     subprocess.run(initialise, check=True, capture_output=True, timeout=120)
-    running = Cluster(data, port, as_user)
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-    running.pg_ctl("-o", options, "start")
+    running = Cluster(data, port, as_user, options)
+    running.start()
     try:
         yield running
     finally:

@@ -61,8 +61,18 @@ class PostgresTransport:
     async def open(self, deliver: Callable[[bytes], None], topics: Sequence[str]) -> None:
         self._deliver = deliver
         self._topics = tuple(topics)
-        await self._listen()
-        self._sender = await asyncpg.connect(**self._connect_args)
+        for delay in (*_RECONNECT_SECONDS, None):  # PostgreSQL restarting as the process starts: wait for it
+            try:
+                await self._listen()
+                self._sender = await asyncpg.connect(**self._connect_args)
+                break
+            except Exception as exc:
+                if delay is None or not is_disconnect(exc):
+                    raise
+                log.warning("could not LISTEN (%s); trying again in %.1f s", exc, delay)
+                await self.close()
+                await asyncio.sleep(delay)
+        self._lost.clear()  # a connection of a failed try may have said it closed
         self._watch = asyncio.create_task(self._reconnect_when_lost(), name="flowdeck-notify-watch")
 
     async def send(self, topic: str, message: bytes) -> None:
