@@ -15,7 +15,7 @@ Hardening, on top of Jinja2's ``ImmutableSandboxedEnvironment`` (no ``_`` attrib
   ``MAX_OUTPUT_CHARS`` and sources at ``MAX_SOURCE_CHARS``;
 * nothing that can grow is constant-folded at compile time (intercepted operators, filters, tests),
   so ``10 ** 10 ** 10`` or ``'x'|center(10**6)|list`` cannot hang or bloat the compiler;
-* every filter, test, call and operator checks a wall-clock deadline (``TIME_LIMIT_SECONDS``);
+* every filter, test, call and operator checks a deadline in CPU time (``TIME_LIMIT_SECONDS``);
 * string methods that pad, join or re-format (``format``, ``center``, ``join`` ...) are refused;
 * an undefined or refused value is an error, never a silently returned ``Undefined``.
 

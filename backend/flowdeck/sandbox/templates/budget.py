@@ -1,7 +1,7 @@
 """The limits of a template call and its budget: time and size checked before anything big is built.
 
-One ``Guard`` per ``render``/``evaluate`` call (or compilation) holds the deadline and the size left;
-operators and filters charge it. ``TIME_LIMIT_SECONDS`` is a module variable so tests can shorten it.
+One ``Guard`` per ``render``/``evaluate`` call (or compilation) holds the deadline (in thread CPU time) and
+the size left; operators and filters charge it. ``TIME_LIMIT_SECONDS`` is a module variable so tests can shorten it.
 """
 
 from __future__ import annotations
@@ -92,11 +92,13 @@ class Guard:
 
     def __init__(self, *, compiling: bool = False) -> None:
         self.compiling = compiling
-        self.deadline = time.monotonic() + TIME_LIMIT_SECONDS
+        self.deadline = time.thread_time() + TIME_LIMIT_SECONDS
         self.size_left = MAX_TOTAL_SIZE
 
     def tick(self) -> None:
-        if time.monotonic() > self.deadline:
+        # The CPU time of this thread, not the wall clock: a process stopped (SIGSTOP), swapped out or starved
+        # by a busy machine mid-render must not fail a node for good; a runaway template burns CPU.
+        if time.thread_time() > self.deadline:
             raise LimitError(f"the template ran longer than {TIME_LIMIT_SECONDS:g} s")
 
     def charge(self, size: int) -> None:
