@@ -13,6 +13,7 @@ from litestar.status_codes import (
     HTTP_404_NOT_FOUND,
     HTTP_409_CONFLICT,
     HTTP_429_TOO_MANY_REQUESTS,
+    HTTP_500_INTERNAL_SERVER_ERROR,
     HTTP_503_SERVICE_UNAVAILABLE,
 )
 from litestar.types import ExceptionHandlersMap
@@ -29,7 +30,7 @@ from flowdeck.engine.plans import RunNotFoundError
 from flowdeck.engine.run_limits import TooManyActiveRunsError
 from flowdeck.queries.errors import DataSourceInUseError, NameTakenError, NotFoundError, QueryValidationError
 from flowdeck.queries.secrets import SecretKeyMissingError
-from flowdeck.storage.disconnects import DatabaseUnavailableError
+from flowdeck.storage.disconnects import DatabaseUnavailableError, is_disconnect
 from flowdeck.storage.workflows import StaleVersionError
 from flowdeck.widgets.errors import ConfigError, InputParamError
 
@@ -132,7 +133,22 @@ def _database_away(_: Request[Any, Any, Any], exc: DatabaseUnavailableError) -> 
     return error_response(HTTP_503_SERVICE_UNAVAILABLE, str(exc), headers={"Retry-After": "5"})
 
 
+def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    """What no other handler knows. A connection PostgreSQL closed under a statement that could not be taken
+    again is a 503 to retry; anything else a 500 that says nothing of itself, while the log says all of it."""
+    if is_disconnect(exc):
+        log.warning(
+            "answered 503 to %s %s: the database connection was lost (%s)", request.method, request.url.path, exc
+        )
+        return error_response(
+            HTTP_503_SERVICE_UNAVAILABLE, "the database connection was lost; try again", headers={"Retry-After": "1"}
+        )
+    log.error("answered 500 to %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(HTTP_500_INTERNAL_SERVER_ERROR, "Internal Server Error")
+
+
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {
+    HTTP_500_INTERNAL_SERVER_ERROR: _unexpected,
     DatabaseUnavailableError: _database_away,
     DefinitionInvalidError: _invalid_definition,
     InputInvalidError: _invalid_input,
