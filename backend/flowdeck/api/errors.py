@@ -30,7 +30,7 @@ from flowdeck.engine.plans import RunNotFoundError
 from flowdeck.engine.run_limits import TooManyActiveRunsError
 from flowdeck.queries.errors import DataSourceInUseError, NameTakenError, NotFoundError, QueryValidationError
 from flowdeck.queries.secrets import SecretKeyMissingError
-from flowdeck.storage.disconnects import DatabaseUnavailableError, is_disconnect
+from flowdeck.storage.disconnects import DatabaseUnavailableError
 from flowdeck.storage.workflows import StaleVersionError
 from flowdeck.widgets.errors import ConfigError, InputParamError
 
@@ -134,16 +134,9 @@ def _database_away(_: Request[Any, Any, Any], exc: DatabaseUnavailableError) -> 
 
 
 def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
-    """What no other handler knows. A connection PostgreSQL closed under a statement that could not be taken
-    again is a 503 to retry; anything else a 500 that says nothing of itself, while the log says all of it."""
-    if is_disconnect(exc):
-        log.warning(
-            "answered 503 to %s %s: the database connection was lost (%s)", request.method, request.url.path, exc
-        )
-        return error_response(
-            HTTP_503_SERVICE_UNAVAILABLE, "the database connection was lost; try again", headers={"Retry-After": "1"}
-        )
-    log.error("answered 500 to %s %s", request.method, request.url.path, exc_info=exc)
+    """What no other handler knows: a 500 that says nothing of itself, while the log says all of it. (A write
+    whose connection was lost before it committed is run again instead: api/replay.py drops this answer.)"""
+    log.error("unexpected error in %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(HTTP_500_INTERNAL_SERVER_ERROR, "Internal Server Error")
 
 
