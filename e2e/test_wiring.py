@@ -152,6 +152,10 @@ def test_code_completion_opens_on_ctx_dot_and_enter_types_a_newline(page: Page, 
     page.keyboard.type("label = 'a long text that runs on to the right edge' + ctx.")
     tooltip = page.locator(".cm-tooltip-autocomplete")
     expect(tooltip).to_be_visible()
+    # CodeMirror shows a tooltip at top -10000px until its next measure places it: wait for that
+    page.wait_for_function(
+        "() => document.querySelector('.cm-tooltip-autocomplete')?.getBoundingClientRect().top > -1000"
+    )
     box = tooltip.bounding_box()
     viewport = page.viewport_size
     assert box is not None and viewport is not None
