@@ -120,17 +120,10 @@ async def pool_share(settings: Settings, workers: int) -> int:
 
 async def _connection_figures(database_url: str) -> tuple[int, int]:
     import asyncpg  # type: ignore[import-untyped]
-    from sqlalchemy.engine import make_url
 
-    url = make_url(database_url)
-    conn = await asyncpg.connect(
-        host=url.host,
-        port=url.port or 5432,
-        user=url.username,
-        password=url.password,
-        database=url.database,
-        server_settings={"application_name": "flowdeck-serve"},
-    )
+    from flowdeck.storage.pg_connect import connect_args
+
+    conn = await asyncpg.connect(**connect_args(database_url, "flowdeck-serve"))
     try:
         limit = int(await conn.fetchval("SHOW max_connections"))
         in_use = int(await conn.fetchval("SELECT count(*) FROM pg_stat_activity"))

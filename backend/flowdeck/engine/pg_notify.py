@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy.engine import make_url
 
 from flowdeck.storage.disconnects import is_disconnect
+from flowdeck.storage.pg_connect import connect_args
 
 __all__ = ("CHANNEL", "PostgresTransport")
 
@@ -37,15 +37,7 @@ class PostgresTransport:
     max_message_bytes: int | None = 7_900
 
     def __init__(self, database_url: str, *, channel: str = CHANNEL, application_name: str = "flowdeck") -> None:
-        url = make_url(database_url)
-        self._connect_args: dict[str, Any] = {
-            "host": url.host,
-            "port": url.port or 5432,
-            "user": url.username,
-            "password": url.password,
-            "database": url.database,
-            "server_settings": {"application_name": application_name},
-        }
+        self._connect_args = connect_args(database_url, application_name)
         self.channel = channel
         self._deliver: Callable[[bytes], None] | None = None
         self._topics: tuple[str, ...] = ()

@@ -10,6 +10,7 @@ import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy.engine import make_url
 
 from flowdeck.storage.disconnects import DatabaseUnavailableError, is_disconnect
+from flowdeck.storage.pg_connect import connect_args
 
 __all__ = ("wait_until_reachable",)
 
@@ -23,22 +24,14 @@ async def wait_until_reachable(database_url: str, seconds: float) -> None:
     """Return once PostgreSQL takes a connection; wait for it up to ``seconds`` (FLOWDECK_DB_RECONNECT_SECONDS)
     while it refuses or is starting up, saying so. Nothing to wait for on SQLite; any other error (a wrong
     password, no such database) is raised at once."""
-    url = make_url(database_url)
-    if not url.drivername.startswith("postgresql"):
+    if not make_url(database_url).drivername.startswith("postgresql"):
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     delay = _FIRST_DELAY
     while True:
         try:
-            connection = await asyncpg.connect(
-                host=url.host,
-                port=url.port or 5432,
-                user=url.username,
-                password=url.password,
-                database=url.database,
-                timeout=max(1.0, seconds),
-            )
+            connection = await asyncpg.connect(**connect_args(database_url), timeout=max(1.0, seconds))
         except Exception as exc:
             if not is_disconnect(exc):
                 raise

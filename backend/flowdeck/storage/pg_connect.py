@@ -1,0 +1,24 @@
+"""asyncpg's ``connect()`` arguments for a configured PostgreSQL URL: for the connections Flowdeck opens outside
+its pool (the fan-out's LISTEN, the start-up checks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import make_url
+
+__all__ = ("connect_args",)
+
+
+def connect_args(database_url: str, application_name: str | None = None) -> dict[str, Any]:
+    url = make_url(database_url)
+    args: dict[str, Any] = {
+        "host": url.host,
+        "port": url.port or 5432,
+        "user": url.username,
+        "password": url.password,
+        "database": url.database,
+    }
+    if application_name is not None:
+        args["server_settings"] = {"application_name": application_name}
+    return args
