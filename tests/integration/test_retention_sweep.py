@@ -17,7 +17,7 @@ from flowdeck.observability.metrics import Metrics, observe_engine
 from flowdeck.runtime import open_runtime
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
-from tests.integration.test_retention import TickingClock, existing
+from tests.integration.test_retention import FOREVER, TickingClock, existing
 from tests.support.graphs import linear
 from tests.support.handlers import make_test_registry
 
@@ -65,5 +65,38 @@ async def test_the_workers_sweep_prunes_once_a_minute_and_counts_it(db: Database
 
         assert counted.search(text), text
         assert await existing(db, [*old, run_id]) == {run_id}
+    finally:
+        await engine.stop()
+
+
+async def test_an_interval_set_after_the_engine_started_holds_from_the_next_sweep(db: Database) -> None:
+    """``flowdeck bench --prune`` turns the sweep's passes off once its engine runs: a pass started by a
+    sweep beside its own would split the batches with it, and its report would count part of them."""
+    clock = TickingClock()
+    engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, clock=clock)
+    swept_after = asyncio.Event()
+    minute_on = clock() + 61
+
+    async def note_sweep(now: float) -> None:
+        if now >= minute_on:
+            swept_after.set()
+
+    await engine.start()
+    try:
+        tenant_id = await engine.tenants.ensure("acme")
+        workflow = await engine.create_workflow(tenant_id, linear(2))
+        run_id = await engine.start_workflow_run(tenant_id, workflow.id, {})
+        await engine.wait_for_run(run_id, 20)  # sweeps ran meanwhile: the first pass is due a minute on
+        old = await copies_of(db, run_id, 5, first_at=clock() - 40 * DAY_SECONDS, spacing=1.0)
+
+        engine.pruner.interval = FOREVER
+        engine.worker.sweep_hooks.append(note_sweep)
+        clock.advance(61)
+        await asyncio.wait_for(swept_after.wait(), 20)
+        # A pass the sweep had started would hold the pruner: this one waits for it, then finds nothing.
+        report = await engine.pruner.prune(dry_run=True)
+
+        assert sum(tenant.total for tenant in report) == 5
+        assert await existing(db, old) == set(old)
     finally:
         await engine.stop()

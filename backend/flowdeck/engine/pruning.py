@@ -69,8 +69,10 @@ class Pruner:
         self.share = share
         self.listeners: list[Callable[[Deleted], None]] = []
         """Told what each batch deleted and how long it took (the ``flowdeck_runs_pruned_total`` metric)."""
-        self._next_pass: float | None = None
-        self._running = False
+        self._last_pass: float | None = None
+        """When the last pass started (at first: when the first sweep ran), by the sweeps' clock."""
+        self._passing = asyncio.Lock()
+        """Held by the pass under way: one at a time per process (a pass by hand waits for a sweep's)."""
         self._task: asyncio.Task[None] | None = None
         self._warned_autovacuum = False
 
@@ -82,13 +84,14 @@ class Pruner:
     async def sweep_hook(self, now: float) -> None:
         """A worker sweep: start a pass when ``interval`` has passed since the last (the first comes one
         interval after the process started, not at once). It runs beside the sweeps, which go on
-        failing timed-out runs while a long pass deletes."""
-        if self._next_pass is None:
-            self._next_pass = now + self.interval
-        if now < self._next_pass or self._running:
+        failing timed-out runs while a long pass deletes. ``interval`` is read at every sweep, so a
+        change after the engine started holds from the next sweep on."""
+        if self._last_pass is None:
+            self._last_pass = now
+        passing = self._passing.locked() or (self._task is not None and not self._task.done())
+        if now < self._last_pass + self.interval or passing:
             return
-        self._next_pass = now + self.interval
-        self._running = True  # before the task runs: the next sweep must not start a second one
+        self._last_pass = now
         self._task = asyncio.create_task(self._background_pass(), name="flowdeck-prune")
 
     async def _background_pass(self) -> None:
@@ -105,9 +108,10 @@ class Pruner:
             await asyncio.gather(task, return_exceptions=True)
 
     async def prune(self, *, dry_run: bool = False) -> list[TenantPruned]:
-        """One pass over every tenant; what was deleted (or, ``dry_run``, would be), per tenant that had any."""
-        self._running = True
-        try:
+        """One pass over every tenant; what was deleted (or, ``dry_run``, would be), per tenant that had any.
+        A pass already under way in this process is waited for first (two would split the same batches
+        between them, each reporting part of them)."""
+        async with self._passing:
             now = self.clock()
             report = []
             for tenant in await self.store.tenants(self.defaults):
@@ -119,8 +123,6 @@ class Pruner:
                 await self._reclaim_space()
                 await self._warn_without_autovacuum()
             return report
-        finally:
-            self._running = False
 
     async def _prune_tenant(self, tenant: TenantPolicy, now: float, dry_run: bool) -> TenantPruned:
         policy = tenant.policy
