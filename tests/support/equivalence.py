@@ -44,6 +44,30 @@ MAX_STEPS = 400
 _ROW_IDS = ("id", "log_id", "token_hash")
 """Generated keys: they differ between databases and between runs of one, and are left out."""
 _TOKEN = re.compile(f"({re.escape(RESUME_PATH)}|{re.escape(FORM_PATH)})[A-Za-z0-9_-]+")
+_RUNS = sa.bindparam("runs", expanding=True)
+_TENANTS = sa.bindparam("tenants", expanding=True)
+_RUN_SCOPED = [
+    (table, instances.c.id if table is instances else table.c.instance_id)
+    for table in metadata.sorted_tables
+    if table is instances or "instance_id" in table.c
+]
+_SNAPSHOT_QUERIES = [
+    (table, key, sa.select(table).where(key.in_(_RUNS)).order_by(*[table.c.log_id] if "log_id" in table.c else []))
+    for table, key in _RUN_SCOPED
+]
+"""Every run-scoped table's rows of some runs (built once: the statements are compiled once per database)."""
+_RUNS_OF_TENANTS = sa.select(
+    instances.c.id,
+    instances.c.tenant_id,
+    instances.c.created_at,
+    instances.c.parent_node_id,
+    instances.c.parent_iteration,
+).where(instances.c.tenant_id.in_(_TENANTS))
+_WORKFLOWS_OF_TENANTS = (
+    sa.select(workflows.c.id, workflows.c.tenant_id)
+    .where(workflows.c.tenant_id.in_(_TENANTS))
+    .order_by(workflows.c.created_at, workflows.c.title)
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,26 +113,10 @@ class _World:
 
     async def name_ids(self) -> None:
         """Name every copy's runs and workflows in an order every path agrees on (creation, then caller)."""
-        tenants = list(self.by_tenant)
+        tenants = {"tenants": list(self.by_tenant)}
         async with self.engine.db.read() as conn:
-            runs = (
-                await conn.execute(
-                    sa.select(
-                        instances.c.id,
-                        instances.c.tenant_id,
-                        instances.c.created_at,
-                        instances.c.parent_node_id,
-                        instances.c.parent_iteration,
-                    ).where(instances.c.tenant_id.in_(tenants))
-                )
-            ).all()
-            flows = (
-                await conn.execute(
-                    sa.select(workflows.c.id, workflows.c.tenant_id)
-                    .where(workflows.c.tenant_id.in_(tenants))
-                    .order_by(workflows.c.created_at, workflows.c.title)
-                )
-            ).all()
+            runs = (await conn.execute(_RUNS_OF_TENANTS, tenants)).all()
+            flows = (await conn.execute(_WORKFLOWS_OF_TENANTS, tenants)).all()
         for copy in self.copies:
             copy.names[copy.tenant_id] = "tenant"
             mine = [row for row in flows if row.tenant_id == copy.tenant_id]
@@ -334,15 +342,9 @@ async def _snapshots(db: Database, copies: list[_Copy]) -> list[dict[str, Any]]:
     owner = {k: copy for copy in copies for k, v in copy.names.items() if v.startswith("run")}
     found: list[dict[str, Any]] = [{} for _ in copies]
     async with db.read() as conn:
-        for table in metadata.sorted_tables:
-            key = instances.c.id if table is instances else table.c.get("instance_id")
-            if key is None:
-                continue
+        for table, key, query in _SNAPSHOT_QUERIES:
             ordered = "log_id" in table.c
-            query = sa.select(table).where(key.in_(list(owner)))
-            if ordered:
-                query = query.order_by(table.c.log_id)
-            rows = (await conn.execute(query)).all()
+            rows = (await conn.execute(query, {"runs": list(owner)})).all()
             for n, copy in enumerate(copies):
                 mine = [
                     _normal(copy, {k: v for k, v in row._mapping.items() if k not in _ROW_IDS or table is instances})
