@@ -3,12 +3,15 @@
 Python's ``re`` backtracks, so a hostile pattern (``(a+)+$``, ``a*a*a*b``) can take exponential or high
 polynomial time. Three guards: the pattern is at most ``MAX_PATTERN_CHARS`` and may not nest an unbounded
 quantifier in another (the classic catastrophic form, refused on save); the value matched is at most
-``MAX_SUBJECT_CHARS``; and every search runs under a wall-clock budget of ``REGEX_BUDGET_SECONDS``.
+``MAX_SUBJECT_CHARS``; and every search runs under a CPU-time budget of ``REGEX_BUDGET_SECONDS``.
 
-The budget is a ``SIGALRM`` interval timer: CPython's regex engine polls for signals while it backtracks,
-so the handler's exception stops it. Signals reach only the main thread, where the engine's event loop
+The budget is a ``SIGPROF`` interval timer (``ITIMER_PROF``: the process's CPU time): CPython's regex
+engine polls for signals while it backtracks, so the handler's exception stops it. CPU time, not the
+wall clock, so that a process that is stopped or starved of a core (a loaded machine, ``SIGSTOP``) does
+not fail a search that did not run long; other threads' CPU time counts too (the process's), so the
+budget is at worst shared with them. Signals reach only the main thread, where the engine's event loop
 runs; a search from any other thread is refused rather than run unbounded. A timer set by someone else
-(pytest-timeout) is put back with the time it had left.
+is put back with the time it had left.
 """
 
 from __future__ import annotations
@@ -100,17 +103,17 @@ def search_within_budget(pattern: str, text: str, path: str) -> bool:
     compiled = compile_pattern(pattern)
     if threading.current_thread() is not threading.main_thread():
         raise NodeError(f"{path}: a regular expression can only be matched on the main thread", retryable=False)
-    previous = signal.signal(signal.SIGALRM, _raise_over_budget)
-    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, REGEX_BUDGET_SECONDS)
-    started = time.monotonic()
+    previous = signal.signal(signal.SIGPROF, _raise_over_budget)
+    old_delay, old_interval = signal.setitimer(signal.ITIMER_PROF, REGEX_BUDGET_SECONDS)
+    started = time.process_time()
     try:
         return compiled.search(text) is not None
     except _OverBudgetError:
-        message = f"{path}: the regular expression took longer than {REGEX_BUDGET_SECONDS:g} s"
+        message = f"{path}: the regular expression took more than {REGEX_BUDGET_SECONDS:g} s of CPU time"
         raise NodeError(f"{message} on a value of {len(text):,} characters", retryable=False) from None
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
         if old_delay > 0:
-            left = max(old_delay - (time.monotonic() - started), 0.001)
-            signal.setitimer(signal.ITIMER_REAL, left, old_interval)
+            left = max(old_delay - (time.process_time() - started), 0.001)
+            signal.setitimer(signal.ITIMER_PROF, left, old_interval)
