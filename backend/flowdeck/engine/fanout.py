@@ -171,6 +171,8 @@ class Fanout:
         self._outgoing: Subscription | None = None
         self._control: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
         self._send_lock = asyncio.Lock()  # sends leave in the order they were decided
+        self._unsent = 0
+        """Messages the transport refused since it last took one (PostgreSQL restarting, Redis down)."""
         self._revoked: asyncio.Queue[tuple[str, ...]] = asyncio.Queue(maxsize=10_000)
         self._revocation_listener = self._queue_revocation  # one object: the publisher skips it by identity
         self._stop_revocations: Callable[[], None] | None = None
@@ -230,12 +232,25 @@ class Fanout:
 
     # -- out ------------------------------------------------------------------------------------------
     async def _send(self, topic: str, body: dict[str, Any]) -> None:
+        """Send, or drop it when the transport is unreachable: said once when that starts (with the
+        error) and once when it ends (with how many were dropped), not once per message. What the other
+        processes' clients missed meanwhile is in the log (their snapshots), and revocations are also
+        checked on a timer (realtime/server.py)."""
         message = msgspec.json.encode({"from": self.origin, **body})
         try:
             async with self._send_lock:
                 await self.transport.send(topic, message)
         except Exception:
-            log.exception("could not send a live message to the other processes")
+            self._unsent += 1
+            if self._unsent == 1:
+                log.warning(
+                    "could not send live messages to the other processes; dropping them until it works again",
+                    exc_info=True,
+                )
+            return
+        if self._unsent:
+            log.warning("sending live messages to the other processes again (%d could not be sent)", self._unsent)
+            self._unsent = 0
 
     def _announce(self, body: dict[str, Any], topic: str = SHARED) -> None:
         self._control.put_nowait((topic, body))
