@@ -219,8 +219,13 @@ class Worker:
                 held = share.held()
                 try:
                     jobs = await self.state.claim_jobs(self.id, free, self.lease_seconds, share)
-                except Exception:
-                    log.exception("claiming jobs failed; retrying after the poll interval")
+                except Exception as exc:
+                    if not is_disconnect(exc):
+                        log.exception("claiming jobs failed; retrying after the poll interval")
+                    else:  # PostgreSQL restarting: jobs a lost claim took come back when their lease runs out
+                        log.warning(
+                            "claiming jobs lost the database connection (%s); retrying after the poll interval", exc
+                        )
                     jobs = []
                 if jobs:
                     now = self.clock()
