@@ -83,9 +83,11 @@ during a workload count whole: an upper bound per node, alike for every revision
 def checkout(rev: str, root: Path) -> Path:
     if rev == "WORKTREE":
         return REPO
-    path = root / rev.replace("/", "_")
+    parse = ["git", "-C", str(REPO), "rev-parse", "--verify", f"{rev}^{{commit}}"]
+    commit = subprocess.run(parse, capture_output=True, text=True, check=True).stdout.strip()
+    path = root / commit  # by commit: a branch name that moved on gets a checkout of its own
     if not path.exists():
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), rev], check=True)
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), commit], check=True)
     return path
 
 
