@@ -91,3 +91,59 @@ async def test_a_wait_in_a_loop_taken_over_before_it_parked_shows_a_url_that_res
         priority=50,
     )
     await assert_all_paths_agree(example, postgres_url, tmp_path)
+
+
+async def test_a_failed_run_cancels_its_children_in_the_order_it_called_them(postgres_url: str, tmp_path: Path) -> None:
+    """Two children still retrying when their caller fails fast: PostgreSQL handed the cascade its children in
+    no particular order (the second child's rows came first), SQLite in creation order. Children are now
+    cancelled in the order they were called, on every path."""
+    child_call = {"workflowId": "{{child}}", "input": {"n": "{{ ctx.input.n }}"}}
+    example = Example(
+        workflow={
+            "title": "test",
+            "nodes": [
+                {"id": "start", "type": "start", "config": {}},
+                {"id": "join1", "type": "step", "config": {}, "joinMode": "all"},
+                {"id": "call2", "type": "workflow", "config": child_call},
+                {
+                    "id": "s3",
+                    "type": "step",
+                    "config": {"failTimes": 1},
+                    "retry": {"maxAttempts": 1, "backoffSeconds": 0},
+                    "errorHandling": "continue",
+                },
+                {"id": "call4", "type": "workflow", "config": child_call},
+                {"id": "end", "type": "end", "config": {"outputParameters": {"n": "{{ ctx.input.n }}"}}},
+            ],
+            "edges": [
+                {"id": "start-call2-d", "source": "start", "target": "call2"},
+                {"id": "call2-join1-success", "source": "call2", "target": "join1", "sourceHandle": "success"},
+                {"id": "start-s3-d", "source": "start", "target": "s3"},
+                {"id": "s3-join1-d", "source": "s3", "target": "join1"},
+                {"id": "start-call4-d", "source": "start", "target": "call4"},
+                {"id": "call4-join1-success", "source": "call4", "target": "join1", "sourceHandle": "success"},
+                {"id": "join1-end-d", "source": "join1", "target": "end"},
+            ],
+        },
+        child={
+            "title": "child",
+            "nodes": [
+                {"id": "start", "type": "start", "config": {}},
+                {
+                    "id": "work",
+                    "type": "step",
+                    "config": {"failTimes": 1},
+                    "retry": {"maxAttempts": 2, "backoffSeconds": 0},
+                },
+                {"id": "end", "type": "end", "config": {"outputParameters": {"twice": "{{ ctx.input.n * 2 }}"}}},
+            ],
+            "edges": [
+                {"id": "start-work-d", "source": "start", "target": "work"},
+                {"id": "work-end-d", "source": "work", "target": "end"},
+            ],
+        },
+        run_input={"n": 0},
+        schedule=[],
+        priority=50,
+    )
+    await assert_all_paths_agree(example, postgres_url, tmp_path)

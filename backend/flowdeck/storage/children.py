@@ -188,9 +188,13 @@ class ChildRuns:
         return isinstance(payload, dict) and payload.get("retryable") is False
 
     async def unfinished_children(self, parent_id: str) -> list[str]:
-        """The runs this run called that are still PENDING or RUNNING."""
-        stmt = sa.select(instances.c.id).where(
-            instances.c.parent_instance_id == parent_id, instances.c.status.in_(_UNFINISHED)
+        """The runs this run called that are still PENDING or RUNNING, in the order it called them (so a
+        cascade writes its rows in the same order on every database: without the order PostgreSQL
+        returns them as they lie in the table, which updates shuffle)."""
+        stmt = (
+            sa.select(instances.c.id)
+            .where(instances.c.parent_instance_id == parent_id, instances.c.status.in_(_UNFINISHED))
+            .order_by(instances.c.created_at, instances.c.parent_node_id, instances.c.parent_iteration, instances.c.id)
         )
         async with self.db.read(snapshot=False) as conn:
             return list((await conn.execute(stmt)).scalars())
@@ -207,6 +211,7 @@ class ChildRuns:
                 instances.c.parent_instance_id.is_not(None),
                 sa.or_(parent.c.id.is_(None), parent.c.status.in_(_TERMINAL)),
             )
+            .order_by(instances.c.created_at, instances.c.id)
             .limit(limit)
         )
         async with self.db.read(snapshot=False) as conn:
