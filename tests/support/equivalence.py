@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES
 from flowdeck.engine import retry
 from flowdeck.engine.engine import Engine
-from flowdeck.engine.outcomes import NodeOutcome
+from flowdeck.engine.outcomes import Completed, Failed, NodeOutcome
 from flowdeck.engine.publisher import Update
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import Job
@@ -44,8 +44,8 @@ MAX_STEPS = 400
 _ROW_IDS = ("id", "log_id", "token_hash")
 """Generated keys: they differ between databases and between runs of one, and are left out."""
 _TOKEN = re.compile(f"({re.escape(RESUME_PATH)}|{re.escape(FORM_PATH)})[A-Za-z0-9_-]+")
-_RUNS = sa.bindparam("runs", expanding=True)
-_TENANTS = sa.bindparam("tenants", expanding=True)
+_RUNS: sa.BindParameter[list[str]] = sa.bindparam("runs", expanding=True)
+_TENANTS: sa.BindParameter[list[str]] = sa.bindparam("tenants", expanding=True)
 _RUN_SCOPED = [
     (table, instances.c.id if table is instances else table.c.instance_id)
     for table in metadata.sorted_tables
@@ -141,16 +141,31 @@ class _World:
         return bool(claimed)
 
     async def deliver(self, copy: _Copy, jobs: list[Job], outcomes: list[NodeOutcome]) -> list[Job | None]:
-        """The results of one copy's run, decided at once when there are several (as a worker's slots deliver)."""
+        """The results of one copy's run, decided at once when there are several (as a worker's slots deliver).
+
+        Results the engine never batches (a call, a park, a loop's expansion: engine/orchestrator.py) go
+        first, one after another in the schedule's order: they read from the database before taking the
+        run's lock, so among others their turn would follow the database's timing, not the schedule. The
+        rest go at once and are decided together (engine/batching.py)."""
         orchestrator = self.engine.orchestrator
-        return list(
-            await asyncio.gather(
-                *(
-                    orchestrator.handle_result(job, outcome, claim_for=job.lease_owner or OWNER)
-                    for job, outcome in zip(jobs, outcomes, strict=True)
-                )
+        results: dict[int, Job | None] = {}
+        for n, (job, outcome) in enumerate(zip(jobs, outcomes, strict=True)):
+            if not _batched(outcome):
+                results[n] = await orchestrator.handle_result(job, outcome, claim_for=job.lease_owner or OWNER)
+        together = [n for n in range(len(jobs)) if n not in results]
+        found = await asyncio.gather(
+            *(
+                orchestrator.handle_result(jobs[n], outcomes[n], claim_for=jobs[n].lease_owner or OWNER)
+                for n in together
             )
         )
+        results.update(zip(together, found, strict=True))
+        return [results[n] for n in range(len(jobs))]
+
+
+def _batched(outcome: NodeOutcome) -> bool:
+    """Whether the engine decides this result with others of its run that arrive meanwhile."""
+    return isinstance(outcome, Failed) or (isinstance(outcome, Completed) and outcome.iterations is None)
 
 
 async def run_example(example: Example, path: EnginePath) -> list[Trace]:
