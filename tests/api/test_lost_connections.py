@@ -9,15 +9,20 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
+from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
+import httpx
 import pytest
 import pytest_asyncio
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
+from flowdeck.storage import database
+from flowdeck.storage.disconnects import WriteTrack
 from flowdeck.storage.tables import instance_logs
 from tests.api.conftest import Account, Server
+from tests.api.test_waits import is_waiting, start, until_seen, waiting
 from tests.support.graphs import definition, diamond, edge, end, node
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -170,3 +175,41 @@ async def test_a_write_that_loses_its_connection_before_committing_runs_again(
     assert saved.json()["version"] == 2  # saved once: the first attempt never committed
     latest = await alice.client.get(f"/api/workflows/{workflow_id}")
     assert latest.status_code == 200 and latest.json()["version"] == 2
+
+
+async def test_a_resume_whose_commit_lost_its_answer_is_answered_as_a_resume(
+    server: Server, alice: Account, anonymous: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection closed while PostgreSQL committed the resume: the request runs again, finds the wait
+    resumed by itself (not by someone else) and answers 202, not 500; a second resume is still a 409."""
+    run_id = await start(alice, waiting({"resumeOn": "webhook", "timeoutSeconds": 3600}))
+    url = (await until_seen(alice, run_id, is_waiting()))["nodes"]["hold"]["waitingFor"]["url"]
+    commit, cut = database._commit, []
+
+    class AnswerLost:
+        """The transaction commits; the connection closes before its answer arrives."""
+
+        def __init__(self, tx: Any) -> None:
+            self.tx = tx
+
+        async def commit(self) -> None:
+            await self.tx.commit()
+            raise asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation")
+
+    async def commit_then_lose_the_answer(tx: Any, track: WriteTrack | None) -> None:
+        if track is not None and track.recognises_own and not cut:
+            cut.append(track.key)
+            tx = AnswerLost(tx)
+        await commit(tx, track)
+
+    monkeypatch.setattr(database, "_commit", commit_then_lose_the_answer)
+    resumed = await anonymous.post(url, json={"approved": True})
+
+    assert cut, "the resume's COMMIT was never cut off"
+    assert resumed.status_code == 202, resumed.text
+    assert resumed.json() == {"instanceId": run_id, "nodeId": "hold"}
+    again = await anonymous.post(url, json={"approved": False})
+    assert again.status_code == 409, again.text
+    await server.engine.wait_for_run(run_id, 15)
+    run = (await alice.client.get(f"/api/runs/{run_id}")).json()
+    assert run["status"] == "COMPLETED" and run["output"]["got"]["body"] == {"approved": True}

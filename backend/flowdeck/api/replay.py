@@ -4,8 +4,10 @@ PostgreSQL may close a connection in the middle of a write transaction (a restar
 ``pg_terminate_backend``); the transaction then never committed. If nothing else of the request
 committed either (``storage/disconnects.WriteTrack``, kept by ``Database``), running the request
 again is the same as the client sending it again: the 500 it would have answered is dropped and the
-request runs once more, its body replayed. A request that committed something, or whose COMMIT
-itself was cut off (it may have committed), answers as it did. docs/engine.md "Lost connections".
+request runs once more, its body replayed. A request whose COMMIT itself was cut off (it may have
+committed) runs once more only if it recognises a commit of its own when it runs again (it marks its
+writes with the track's ``key``, the same in both runs: a resume of a ``wait`` node); otherwise it,
+like one that committed something, answers as it did. docs/engine.md "Lost connections".
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def replay_lost_writes(app: ASGIApp) -> ASGIApp:
         async def first_send(message: Message) -> None:
             nonlocal dropped
             if message["type"] == "http.response.start" and message["status"] == 500:
-                dropped = track.lost and not track.committed
+                dropped = (track.lost and not track.committed) or (track.unknown and track.recognises_own)
             if not dropped:
                 await send(message)
 
@@ -55,8 +57,12 @@ def replay_lost_writes(app: ASGIApp) -> ASGIApp:
         finally:
             write_track.reset(token)
         if dropped:
-            log.warning("%s %s lost its database connection before committing: running it again",
+            log.warning("%s %s lost its database connection before committing or while it did: running it again",
                         scope.get("method"), scope["path"])  # fmt: skip
-            await app(scope, replaying, send)
+            token = write_track.set(WriteTrack(key=track.key))  # the same mark: it knows its own commit
+            try:
+                await app(scope, replaying, send)
+            finally:
+                write_track.reset(token)
 
     return middleware

@@ -567,6 +567,8 @@ async def _commit(tx: Any, track: WriteTrack | None) -> None:
     except Exception as exc:
         if track is not None and unsent(exc):
             track.committed, track.lost = before, True
+        elif track is not None and is_disconnect(exc):
+            track.unknown = True
         raise
 
 

@@ -6,8 +6,9 @@ firewall cuts it. What is retried where: docs/engine.md "Lost connections".
 
 from __future__ import annotations
 
+import uuid
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
@@ -23,6 +24,13 @@ class WriteTrack:
     """A write committed, or may have: its COMMIT, or a statement without a transaction, was sent."""
     lost: bool = False
     """A write transaction lost its connection before its COMMIT was sent (so it never committed)."""
+    unknown: bool = False
+    """A write transaction lost its connection during its COMMIT: whether it committed is not known."""
+    recognises_own: bool = False
+    """The unit of work tells a commit of its own (marked with ``key``) when it runs again, so running it
+    again after an ``unknown`` COMMIT is safe (storage/waits.py: a resume)."""
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """The unit of work's own mark: the same when it runs again."""
 
 
 write_track: ContextVar[WriteTrack | None] = ContextVar("flowdeck_write_track", default=None)

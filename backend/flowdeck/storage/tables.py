@@ -238,6 +238,7 @@ wait_tokens = sa.Table(
     sa.Column("created_at", Epoch, nullable=False),
     sa.Column("until", Epoch, nullable=True),  # set when the node first parks: its timeout
     sa.Column("resumed_at", Epoch, nullable=True),
+    sa.Column("resumed_by", sa.String(32), nullable=True),  # the resuming request's mark (api/replay.py)
     sa.Column("timed_out_at", Epoch, nullable=True),
     sa.Column("output", Json, nullable=True),
     sa.UniqueConstraint("instance_id", "node_id", "iteration"),

@@ -28,6 +28,7 @@ from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.storage.approval_tables import approvals
 from flowdeck.storage.children import wake_parent
 from flowdeck.storage.database import Connection, Database
+from flowdeck.storage.disconnects import write_track
 from flowdeck.storage.tables import instance_logs, instances, node_jobs, tenants, wait_tokens
 
 __all__ = (
@@ -303,6 +304,10 @@ class WaitTokens:
         the run goes on, ``unknown`` for a token that never was, timed out, or whose run ended."""
         c, now, digest = wait_tokens.c, self.clock(), hash_token(token)
         running = sa.exists().where(instances.c.id == c.instance_id, instances.c.status.in_(_LIVE))
+        track = write_track.get()
+        mark = None
+        if track is not None:  # an API request: it knows its own resume if it runs again (api/replay.py)
+            track.recognises_own, mark = True, track.key
         async with self.db.transaction() as conn:
             row = (
                 await conn.execute(
@@ -314,13 +319,20 @@ class WaitTokens:
                         sa.or_(c.until.is_(None), c.until > now),
                         running,
                     )
-                    .values(resumed_at=now, output=output)
+                    .values(resumed_at=now, resumed_by=mark, output=output)
                     .returning(c.instance_id, c.node_id, c.iteration)
                 )
             ).first()
             if row is not None:
                 await wake_parent(conn, (row[0], row[1], row[2]), now)
                 return "resumed", TokenInfo(row[0], row[1], row[2], "", "", False)
+            if mark is not None:  # this request's first run resumed it, and lost the answer to its COMMIT
+                own = sa.select(c.instance_id, c.node_id, c.iteration).where(
+                    c.token_hash == digest, c.resumed_by == mark
+                )
+                row = (await conn.execute(own)).first()
+                if row is not None:
+                    return "resumed", TokenInfo(row[0], row[1], row[2], "", "", False)
         info = await self.lookup(token)
         if info is None or not await self.was_used(token):
             return "unknown", None
