@@ -7,6 +7,7 @@ PostgreSQL only (SQLite has no connections to lose); under ``CI=true`` an unreac
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,6 +23,8 @@ from flowdeck.storage import database
 from flowdeck.storage.disconnects import WriteTrack
 from flowdeck.storage.tables import instance_logs
 from tests.api.conftest import Account, Server
+from tests.api.test_approvals import approval, decide, finished, save, waiting_approval
+from tests.api.test_approvals import run as run_workflow
 from tests.api.test_waits import is_waiting, start, until_seen, waiting
 from tests.support.graphs import definition, diamond, edge, end, node
 
@@ -177,18 +180,13 @@ async def test_a_write_that_loses_its_connection_before_committing_runs_again(
     assert latest.status_code == 200 and latest.json()["version"] == 2
 
 
-async def test_a_resume_whose_commit_lost_its_answer_is_answered_as_a_resume(
-    server: Server, alice: Account, anonymous: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The connection closed while PostgreSQL committed the resume: the request runs again, finds the wait
-    resumed by itself (not by someone else) and answers 202, not 500; a second resume is still a 409."""
-    run_id = await start(alice, waiting({"resumeOn": "webhook", "timeoutSeconds": 3600}))
-    url = (await until_seen(alice, run_id, is_waiting()))["nodes"]["hold"]["waitingFor"]["url"]
+def lose_the_answer_of_a_commit(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The next COMMIT of a request that recognises its own writes commits, and then its connection closes
+    before the answer arrives (what a restart or ``pg_terminate_backend`` at that instant does); the marks
+    of the requests it happened to."""
     commit, cut = database._commit, []
 
     class AnswerLost:
-        """The transaction commits; the connection closes before its answer arrives."""
-
         def __init__(self, tx: Any) -> None:
             self.tx = tx
 
@@ -203,6 +201,18 @@ async def test_a_resume_whose_commit_lost_its_answer_is_answered_as_a_resume(
         await commit(tx, track)
 
     monkeypatch.setattr(database, "_commit", commit_then_lose_the_answer)
+    return cut
+
+
+async def test_a_resume_whose_commit_lost_its_answer_is_answered_as_a_resume(
+    server: Server, alice: Account, anonymous: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection closed while PostgreSQL committed the resume: the request runs again, finds the wait
+    resumed by itself (not by someone else) and answers 202, not 500; a second resume is still a 409."""
+    run_id = await start(alice, waiting({"resumeOn": "webhook", "timeoutSeconds": 3600}))
+    url = (await until_seen(alice, run_id, is_waiting()))["nodes"]["hold"]["waitingFor"]["url"]
+    cut = lose_the_answer_of_a_commit(monkeypatch)
+
     resumed = await anonymous.post(url, json={"approved": True})
 
     assert cut, "the resume's COMMIT was never cut off"
@@ -213,3 +223,31 @@ async def test_a_resume_whose_commit_lost_its_answer_is_answered_as_a_resume(
     await server.engine.wait_for_run(run_id, 15)
     run = (await alice.client.get(f"/api/runs/{run_id}")).json()
     assert run["status"] == "COMPLETED" and run["output"]["got"]["body"] == {"approved": True}
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def bob(server: Server, alice: Account) -> AsyncIterator[Account]:
+    """Another user of alice's tenant: he may decide her approvals."""
+    account = await server.account(f"bob-{uuid.uuid4().hex[:8]}@acme.test", alice.tenant)
+    async with account.client:
+        yield account
+
+
+async def test_a_decision_whose_commit_lost_its_answer_is_answered_as_decided(
+    server: Server, alice: Account, bob: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bob's approval committed and its answer was lost: the request runs again and answers 200 with the
+    approval as his decision left it, not 500 (nor 409 "already decided", which was his own)."""
+    run_id = await run_workflow(alice, await save(alice, approval({})))
+    approval_id = await waiting_approval(alice, run_id)
+    cut = lose_the_answer_of_a_commit(monkeypatch)
+
+    granted = await decide(bob, approval_id, "approve", "fine")
+
+    assert cut, "the decision's COMMIT was never cut off"
+    assert granted.status_code == 200, granted.text
+    assert granted.json()["status"] == "approved"
+    assert [(d["email"], d["decision"]) for d in granted.json()["decisions"]] == [(bob.email, "approve")]
+    assert (await decide(bob, approval_id, "approve")).status_code == 409
+    done = await finished(server, alice, run_id)
+    assert done["status"] == "COMPLETED" and done["output"]["got"]["decision"] == "approve"

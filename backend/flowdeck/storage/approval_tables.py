@@ -36,5 +36,6 @@ approval_decisions = sa.Table(
     sa.Column("decision", sa.String(8), nullable=False),  # approve | reject
     sa.Column("comment", sa.Text, nullable=True),
     sa.Column("decided_at", Epoch, nullable=False),
+    sa.Column("request_mark", sa.String(32), nullable=True),  # the deciding request's mark (api/replay.py)
     sa.Index(None, "instance_id"),
 )

@@ -23,6 +23,7 @@ from flowdeck.storage.account_tables import users
 from flowdeck.storage.approval_tables import approval_decisions, approvals
 from flowdeck.storage.children import wake_parent
 from flowdeck.storage.database import Connection, Database
+from flowdeck.storage.disconnects import own_mark
 from flowdeck.storage.tables import instances, node_jobs, wait_tokens, workflows
 
 __all__ = ("ApprovalRow", "ApprovalStore", "Decider", "DecisionAnswer", "shown_decisions")
@@ -248,6 +249,9 @@ class ApprovalStore:
         w = wait_tokens.c
         key = (w.instance_id == row.instance_id, w.node_id == row.node_id, w.iteration == row.iteration)
         live = sa.exists().where(instances.c.id == w.instance_id, instances.c.status.in_(_LIVE))
+        mark = own_mark()  # an API request knows its own decision if it runs again (api/replay.py)
+        if mark is not None and await self._decided_with(row, decider, mark):
+            return await self._as_decided(row)
         async with self.db.transaction() as conn:
             # The run's row first (the order the engine's decisions take): a cancel committed before is
             # seen here, and one racing this decision waits for it and comes after.
@@ -284,6 +288,7 @@ class ApprovalStore:
                     decision=decision,
                     comment=comment,
                     decided_at=now,
+                    request_mark=mark,
                 )
             )
             row.decisions.append({**entry, "at": now})
@@ -296,6 +301,23 @@ class ApprovalStore:
             await wake_parent(conn, (row.instance_id, row.node_id, row.iteration), now)
             row.pending, row.resolution = False, resolved
             return "resolved", row
+
+    async def _decided_with(self, row: ApprovalRow, decider: Decider, mark: str) -> bool:
+        """This request decided already: its first run committed and lost the answer (api/replay.py)."""
+        d = approval_decisions.c
+        stmt = sa.select(d.decided_at).where(
+            d.approval_id == row.id, d.user_id == decider.user_id, d.request_mark == mark
+        )
+        async with self.db.read(snapshot=False) as conn:
+            return (await conn.execute(stmt)).first() is not None
+
+    async def _as_decided(self, row: ApprovalRow) -> tuple[DecisionAnswer, ApprovalRow]:
+        """The answer the first run gave: the approval as that decision left it (it may have resolved it)."""
+        stmt = sa.select(*_columns(self.clock())).select_from(_JOINED).where(approvals.c.id == row.id)
+        async with self.db.read(snapshot=False) as conn:
+            fresh = _row((await conn.execute(stmt)).one())
+            fresh.decisions = (await _decisions(conn, [fresh.id]))[fresh.id]
+        return ("resolved" if fresh.resolution is not None else "counted"), fresh
 
     async def not_users(self, tenant_id: str, emails: Sequence[str]) -> set[str]:
         """Of ``emails`` (lower-cased), the ones that are not an enabled user of the tenant."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
 
-__all__ = ("DatabaseUnavailableError", "WriteTrack", "is_disconnect", "refused", "unsent", "write_track")
+__all__ = ("DatabaseUnavailableError", "WriteTrack", "is_disconnect", "own_mark", "refused", "unsent", "write_track")
 
 
 @dataclass(slots=True)
@@ -34,6 +34,16 @@ class WriteTrack:
 
 
 write_track: ContextVar[WriteTrack | None] = ContextVar("flowdeck_write_track", default=None)
+
+
+def own_mark() -> str | None:
+    """The mark a unit of work writes with its rows so that, run again after a COMMIT whose answer was lost,
+    it recognises them as its own (``None`` outside an API request). Asking for it promises to."""
+    track = write_track.get()
+    if track is None:
+        return None
+    track.recognises_own = True
+    return track.key
 
 
 class DatabaseUnavailableError(ConnectionError):

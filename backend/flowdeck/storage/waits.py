@@ -28,7 +28,7 @@ from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.storage.approval_tables import approvals
 from flowdeck.storage.children import wake_parent
 from flowdeck.storage.database import Connection, Database
-from flowdeck.storage.disconnects import write_track
+from flowdeck.storage.disconnects import own_mark
 from flowdeck.storage.tables import instance_logs, instances, node_jobs, tenants, wait_tokens
 
 __all__ = (
@@ -304,10 +304,7 @@ class WaitTokens:
         the run goes on, ``unknown`` for a token that never was, timed out, or whose run ended."""
         c, now, digest = wait_tokens.c, self.clock(), hash_token(token)
         running = sa.exists().where(instances.c.id == c.instance_id, instances.c.status.in_(_LIVE))
-        track = write_track.get()
-        mark = None
-        if track is not None:  # an API request: it knows its own resume if it runs again (api/replay.py)
-            track.recognises_own, mark = True, track.key
+        mark = own_mark()  # an API request knows its own resume if it runs again (api/replay.py)
         async with self.db.transaction() as conn:
             row = (
                 await conn.execute(
