@@ -171,10 +171,12 @@ def page_disagrees(
     problems = []
     status: str | None = None
     nodes: dict[tuple[str, str], str] = {}
+    held: dict[tuple[str, str], tuple[str, str]] = {}
     for event, data in received:
         if event == "workflow_run_snapshot":
             status = data["status"]
             nodes = shown_statuses(data["nodes"])
+            held = held_by_delays(data["nodes"])
         elif event == "workflow_status_update":
             status = data["status"]
             if status in TERMINAL and (status, data["output"]) != (run["status"], run["output"]):
@@ -187,6 +189,9 @@ def page_disagrees(
                     f"run {run_id}: the browser saw {where} complete as {data!r}, the log {logged.get(where)!r}"
                 )
             nodes[where] = data["status"]
+            delay = held.pop(where, None)
+            if delay is not None and data["status"] in DELAY_ENDERS and nodes.get(delay) == "WAITING":
+                nodes[delay] = "COMPLETED"  # the page's rule (frontend/src/runs/delays.ts): the wait is over
     api = shown_statuses(run["nodes"])
     if status != run["status"]:
         problems.append(f"run {run_id}: the page ends showing the run {status}, the API {run['status']}")
@@ -194,6 +199,23 @@ def page_disagrees(
         if where in api and nodes.get(where) != api[where]:
             problems.append(f"run {run_id}: the page ends showing {where} {nodes.get(where)}, the API {api[where]}")
     return problems
+
+
+DELAY_ENDERS = {"RUNNING", "COMPLETED", "FAILED", "SKIPPED", "CANCELLED", "RETRYING"}
+"""A held successor moving in any of these ways ends its delay's wait (frontend/src/runs/delays.ts ``MOVES``)."""
+
+
+def held_by_delays(nodes: Mapping[str, Any]) -> dict[tuple[str, str], tuple[str, str]]:
+    """(successor, iteration) -> (delay, iteration), from a snapshot: a delay WAITING names the successors it
+    ``holds``, and the page shows it COMPLETED once one of them moves."""
+    held: dict[tuple[str, str], tuple[str, str]] = {}
+    for node_id, state in nodes.items():
+        scopes = [("", state), *(state.get("iterations") or {}).items()]
+        for iteration, view in scopes:
+            if view.get("status") == "WAITING":
+                for successor in view.get("holds") or []:
+                    held[(successor, iteration)] = (node_id, iteration)
+    return held
 
 
 def shown_statuses(nodes: Mapping[str, Any]) -> dict[tuple[str, str], str]:

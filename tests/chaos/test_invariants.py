@@ -175,3 +175,27 @@ def test_a_loop_bodys_iterations_are_compared_one_by_one() -> None:
     assert invariants.page_disagrees("r1", [snapshot, final], logged, api_run) == [
         "run r1: the page ends showing ('body', '0') RUNNING, the API COMPLETED"
     ]
+
+
+def test_a_delay_seen_waiting_in_a_snapshot_ends_when_a_successor_it_holds_moves() -> None:
+    """The SQLite soak's one disagreement: the browser joined (again, after serve restarted) while a delay
+    waited; the page completes the delay when the successor it holds starts, the mirror did not."""
+    api_run = {
+        "status": "COMPLETED",
+        "output": None,
+        "nodes": {"pause": {"status": "COMPLETED"}, "size": {"status": "COMPLETED"}},
+    }
+    waiting = {"status": "WAITING", "holds": ["size"], "nextAttemptAt": 5.0}
+    snapshot = (
+        "workflow_run_snapshot",
+        {"status": "RUNNING", "nodes": {"pause": waiting, "size": {"status": "PENDING"}}},
+    )
+    size = {"nodeID": "size", "iteration": "", "attempt": 1, "output": 1, "outputTruncated": None}
+    moved = [("workflow_node_update", {**size, "status": s}) for s in ("RUNNING", "COMPLETED")]
+    final = ("workflow_status_update", {"status": "COMPLETED", "output": None})
+    logged = {("size", ""): (1, 1)}
+    assert invariants.page_disagrees("r1", [snapshot, *moved, final], logged, api_run) == []
+    assert invariants.page_disagrees("r1", [snapshot, final], logged, api_run) == [
+        "run r1: the page ends showing ('pause', '') WAITING, the API COMPLETED",
+        "run r1: the page ends showing ('size', '') PENDING, the API COMPLETED",
+    ]
