@@ -147,3 +147,33 @@ async def test_a_failed_run_cancels_its_children_in_the_order_it_called_them(pos
         priority=50,
     )
     await assert_all_paths_agree(example, postgres_url, tmp_path)
+
+
+async def test_the_paused_holders_late_result_goes_on_with_the_node_it_is_leased(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A takeover whose paused holder's late result (the resumed wait's) leased it the next node: the driver
+    dropped that node, and the run sat RUNNING with nothing due (a worker goes on with what it is leased)."""
+    example = Example(
+        workflow={
+            "title": "test",
+            "nodes": [
+                {"id": "start", "type": "start", "config": {}},
+                {"id": "wait1", "type": "wait", "config": {"resumeOn": "webhook", "timeoutSeconds": 600}},
+                {"id": "s2", "type": "step", "config": {}},
+                {"id": "s3", "type": "step", "config": {}},
+                {"id": "end", "type": "end", "config": {"outputParameters": {"n": "{{ ctx.input.n }}"}}},
+            ],
+            "edges": [
+                {"id": "start-wait1-d", "source": "start", "target": "wait1"},
+                {"id": "wait1-s2-success", "source": "wait1", "target": "s2", "sourceHandle": "success"},
+                {"id": "s2-s3-d", "source": "s2", "target": "s3"},
+                {"id": "s3-end-d", "source": "s3", "target": "end"},
+            ],
+        },
+        child=None,
+        run_input={"n": 0},
+        schedule=[("one", 0), ("one", 0), ("one", 0), ("duplicate", 0), ("takeover", 0)],
+        priority=50,
+    )
+    await assert_all_paths_agree(example, postgres_url, tmp_path)

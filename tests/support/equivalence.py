@@ -222,7 +222,7 @@ async def _drive(world: _World, example: Example, updates: Any) -> None:
         snapshots = await _snapshots(world.engine.db, world.copies)
         for n, (copy, snapshot) in enumerate(zip(world.copies, snapshots, strict=True)):
             follow = None if follows is None else [_job_key(copy, j) for j in follows[n]]
-            announced = [_normal(copy, dataclasses.asdict(u)) for u in copy.updates]
+            announced = _per_run([_normal(copy, dataclasses.asdict(u)) for u in copy.updates])
             copy.updates.clear()
             copy.trace.steps.append({"step": step, "follow": follow, "announced": announced, **snapshot})
 
@@ -294,6 +294,8 @@ async def _takeover(world: _World, n: int, record: Any) -> None:
     results = await asyncio.gather(
         *(world.deliver(c, [j], [o]) for c, j, o in zip(world.copies, paused, stale, strict=True))
     )
+    for copy, follows in zip(world.copies, results, strict=True):  # the holder goes on with what it was leased
+        copy.pending[:0] = [j for j in follows if j is not None]
     await record(f"the paused holder's late result of {_label(paused[0])}", list(results))
 
 
@@ -366,8 +368,14 @@ async def _snapshots(db: Database, copies: list[_Copy]) -> list[dict[str, Any]]:
                     for row in rows
                     if owner[row._mapping[key.name]] is copy
                 ]
-                found[n][table.name] = mine if ordered else sorted(mine, key=_sort_key)
+                found[n][table.name] = _per_run(mine) if ordered else sorted(mine, key=_sort_key)
     return found
+
+
+def _per_run(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each run's rows in the order they came, run after run: the order between two runs' rows is not a
+    rule (a failed run's children are cancelled by a task of their own while its late results arrive)."""
+    return sorted(rows, key=lambda row: str(row["instance_id"]))
 
 
 def _sort_key(row: Any) -> str:
