@@ -7,6 +7,7 @@ PostgreSQL only (SQLite has no connections to lose); under ``CI=true`` an unreac
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -205,17 +206,26 @@ def lose_the_answer_of_a_commit(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def test_a_resume_whose_commit_lost_its_answer_is_answered_as_a_resume(
-    server: Server, alice: Account, anonymous: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+    server: Server,
+    alice: Account,
+    anonymous: httpx.AsyncClient,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The connection closed while PostgreSQL committed the resume: the request runs again, finds the wait
-    resumed by itself (not by someone else) and answers 202, not 500; a second resume is still a 409."""
+    resumed by itself (not by someone else) and answers 202, not 500; a second resume is still a 409. The
+    log says it in a warning, not as an unexpected error with a traceback."""
     run_id = await start(alice, waiting({"resumeOn": "webhook", "timeoutSeconds": 3600}))
     url = (await until_seen(alice, run_id, is_waiting()))["nodes"]["hold"]["waitingFor"]["url"]
     cut = lose_the_answer_of_a_commit(monkeypatch)
 
-    resumed = await anonymous.post(url, json={"approved": True})
+    with caplog.at_level(logging.WARNING, logger="flowdeck.api"):
+        resumed = await anonymous.post(url, json={"approved": True})
 
     assert cut, "the resume's COMMIT was never cut off"
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name.startswith("flowdeck.api")]
+    assert [level for level, _ in said] == ["WARNING", "WARNING"], said
+    assert said[0][1] == f"POST {url} lost its database connection (connection was closed in the middle of operation)"
     assert resumed.status_code == 202, resumed.text
     assert resumed.json() == {"instanceId": run_id, "nodeId": "hold"}
     again = await anonymous.post(url, json={"approved": False})

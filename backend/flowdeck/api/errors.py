@@ -30,7 +30,7 @@ from flowdeck.engine.plans import RunNotFoundError
 from flowdeck.engine.run_limits import TooManyActiveRunsError
 from flowdeck.queries.errors import DataSourceInUseError, NameTakenError, NotFoundError, QueryValidationError
 from flowdeck.queries.secrets import SecretKeyMissingError
-from flowdeck.storage.disconnects import DatabaseUnavailableError
+from flowdeck.storage.disconnects import DatabaseUnavailableError, write_track
 from flowdeck.storage.workflows import StaleVersionError
 from flowdeck.widgets.errors import ConfigError, InputParamError
 
@@ -135,8 +135,14 @@ def _database_away(_: Request[Any, Any, Any], exc: DatabaseUnavailableError) -> 
 
 def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     """What no other handler knows: a 500 that says nothing of itself, while the log says all of it. (A write
-    whose connection was lost before it committed is run again instead: api/replay.py drops this answer.)"""
-    log.error("unexpected error in %s %s", request.method, request.url.path, exc_info=exc)
+    whose connection was lost before it committed is run again instead: api/replay.py drops this answer, and
+    the log says so in one line.)"""
+    track = write_track.get()
+    if track is not None and track.runs_again:
+        cause = str(exc).splitlines()[0][:200]
+        log.warning("%s %s lost its database connection (%s)", request.method, request.url.path, cause)
+    else:
+        log.error("unexpected error in %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(HTTP_500_INTERNAL_SERVER_ERROR, "Internal Server Error")
 
 

@@ -47,7 +47,7 @@ def replay_lost_writes(app: ASGIApp) -> ASGIApp:
         async def first_send(message: Message) -> None:
             nonlocal dropped
             if message["type"] == "http.response.start" and message["status"] == 500:
-                dropped = (track.lost and not track.committed) or (track.unknown and track.recognises_own)
+                dropped = track.runs_again
             if not dropped:
                 await send(message)
 

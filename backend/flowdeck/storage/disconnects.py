@@ -32,6 +32,13 @@ class WriteTrack:
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
     """The unit of work's own mark: the same when it runs again."""
 
+    @property
+    def runs_again(self) -> bool:
+        """Running the unit of work again is safe and is what happens (api/replay.py): a write that lost its
+        connection before its COMMIT and nothing committed before it, or a COMMIT cut off in a unit of
+        work that recognises its own commit."""
+        return (self.lost and not self.committed) or (self.unknown and self.recognises_own)
+
 
 write_track: ContextVar[WriteTrack | None] = ContextVar("flowdeck_write_track", default=None)
 
