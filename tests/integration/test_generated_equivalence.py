@@ -17,7 +17,8 @@ late, which wait is resumed). Each example runs on:
 and after every step every row of every run-scoped table (instance, log, jobs, join and loop counters,
 wait tokens, labels, notices), the jobs handed back and the announcements must be the same, ids
 normalised; log rows and announcements in their order within each run (the order between two runs' rows
-is no rule: a failed run's children are cancelled by a task of their own while its late results arrive). A failure shrinks to a small graph and schedule and prints them as a test to paste here.
+is no rule: a failed run's children are cancelled by a task of their own while its late results
+arrive). A failure shrinks to a small graph and schedule and prints them as a test to paste here.
 
 ``FLOWDECK_EQUIVALENCE_EXAMPLES=N`` runs N examples (CI: a bounded number, about two minutes here).
 """
