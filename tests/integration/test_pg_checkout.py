@@ -24,6 +24,21 @@ def checked_out(db: Database) -> int:
     return int(db.engine.pool.checkedout())  # type: ignore[attr-defined]  # QueuePool's
 
 
+async def sleeping_in_postgres(db: Database) -> None:
+    """Return once a backend of this database runs ``pg_sleep`` (asked on a connection of its own)."""
+    probe = Database(db.url, pool_size=1)
+    try:
+        while True:
+            async with probe.read(snapshot=False) as conn:
+                query = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                found = await conn.execute(sa.text(f"{query} AND query LIKE 'SELECT pg_sleep%' AND state = 'active'"))
+                if found.scalar():
+                    return
+            await asyncio.sleep(0.01)
+    finally:
+        await probe.dispose()
+
+
 async def idle(db: Database) -> None:
     while checked_out(db):
         await asyncio.sleep(0.01)
@@ -52,7 +67,7 @@ async def test_a_task_cancelled_mid_statement_gives_its_connection_back(pg: Data
 
     task = asyncio.create_task(slow())
     await started.wait()
-    await asyncio.sleep(0.05)  # the statement is sent and PostgreSQL is sleeping on it
+    await asyncio.wait_for(sleeping_in_postgres(pg), 10)  # the event: PostgreSQL is running the statement
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
