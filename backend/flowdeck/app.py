@@ -40,7 +40,9 @@ class Flowdeck:
 
 def _default_runtime(config: ApiConfig) -> RuntimeFactory:
     def factory(settings: Settings) -> AbstractAsyncContextManager[RuntimeLike]:
-        return open_runtime(settings, with_worker=config.with_worker, migrate=settings.is_sqlite)
+        return open_runtime(
+            settings, with_worker=config.with_worker, migrate=settings.is_sqlite, transport=config.fanout_transport
+        )
 
     return factory
 

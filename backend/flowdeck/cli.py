@@ -71,7 +71,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from flowdeck.api.config import ApiConfig
     from flowdeck.app import build_app
     from flowdeck.observability.logs import uvicorn_log_config
-    from flowdeck.serving import DrainingServer, connection_share, serve_worker_count, serve_worker_processes
+    from flowdeck.serving import (
+        DrainingServer,
+        connection_share,
+        pipes_to_children,
+        serve_worker_count,
+        serve_worker_processes,
+    )
 
     settings = Settings.from_env()
     host = args.host or settings.host
@@ -85,7 +91,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from flowdeck.observability.listener import listener_url
 
         print(f"metrics on {listener_url(*settings.metrics_addr)}", flush=True)
-    children = serve_worker_processes(workers, _echo_line, worker_pool) if workers else None
+    pipes = pipes_to_children(settings, workers)
+    children = serve_worker_processes(workers, _echo_line, worker_pool, pipes) if workers else None
     announce = _announce(_public_url(host, port))
 
     def ready(info: ReadyInfo) -> None:
@@ -93,7 +100,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if children is not None:  # after the API process migrated the database
             children.start()
 
-    config = ApiConfig(bootstrap_admin=True, on_ready=ready)
+    config = ApiConfig(bootstrap_admin=True, on_ready=ready, fanout_transport=pipes)
     log_config = uvicorn_log_config(settings.log_format)
     kwargs: dict[str, Any] = {} if log_config is None else {"log_config": log_config}
     log_level = "info" if args.verbose else "warning"  # uvicorn's start-up lines and access log: --verbose
@@ -114,14 +121,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _worker(settings: Settings, *, supervised: bool = False, bench_nodes: bool = False) -> None:
+async def _worker(
+    settings: Settings, *, supervised: bool = False, bench_nodes: bool = False, parent_pipe: int | None = None
+) -> None:
+    from flowdeck.engine.pipe_transport import ParentPipe
     from flowdeck.lifecycle import StopSignals
     from flowdeck.runtime import freeze_startup_heap, open_runtime
     from flowdeck.worker_processes import ParentOrders
 
     signals = ParentOrders() if supervised else StopSignals()
     extra = _bench_handlers() if bench_nodes else ()
-    async with open_runtime(settings, with_worker=True, migrate=False, extra_handlers=extra) as runtime:
+    transport = ParentPipe(parent_pipe) if parent_pipe is not None else None
+    async with open_runtime(
+        settings, with_worker=True, migrate=False, extra_handlers=extra, transport=transport
+    ) as runtime:
         signals.on_second.append(runtime.engine.worker.hurry)
         listener = await _worker_metrics(settings, runtime)
         freeze_startup_heap()
@@ -166,7 +179,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     settings = replace(settings, db_pool_size=settings.worker_db_pool_size, db_application_name="flowdeck-worker")
     if args.lease_seconds:
         settings = replace(settings, lease_seconds=args.lease_seconds)
-    asyncio.run(_worker(settings, supervised=args.supervised, bench_nodes=args.bench_nodes))
+    asyncio.run(
+        _worker(settings, supervised=args.supervised, bench_nodes=args.bench_nodes, parent_pipe=args.parent_pipe)
+    )
     return 0
 
 
@@ -411,6 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Set by the process that starts this one (serve --workers, bench --workers): orders come on stdin.
     worker.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
     worker.add_argument("--bench-nodes", action="store_true", help=argparse.SUPPRESS)  # the benchmark's node types
+    worker.add_argument("--parent-pipe", type=int, help=argparse.SUPPRESS)  # serve's socket (engine/pipe_transport.py)
     worker.set_defaults(func=cmd_worker)
 
     migrate = sub.add_parser("migrate", help="upgrade the database schema to the latest version")

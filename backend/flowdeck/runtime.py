@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from flowdeck import examples
 from flowdeck.domain.labels import LabelLimits
 from flowdeck.engine.engine import Engine
-from flowdeck.engine.fanout import Fanout, read_back
+from flowdeck.engine.fanout import Fanout, Transport, read_back
 from flowdeck.engine.pg_notify import PostgresTransport
 from flowdeck.engine.redis_bridge import RedisTransport
 from flowdeck.engine.run_limits import RunLimits
@@ -61,8 +61,12 @@ async def open_runtime(
     migrate: bool = True,
     extra_handlers: Sequence[NodeHandler] = (),
     with_scheduler: bool = True,
+    transport: Transport | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open the database (migrating it first when asked), start the engine, close everything after.
+
+    ``transport`` carries live updates, wake-ups and revocations to the other processes instead of what
+    the settings choose (serve's pipes to its worker processes and theirs back: ``engine/pipe_transport.py``).
 
     ``extra_handlers`` adds node types to the built-in ones (the benchmark's no-op). The scheduler runs
     with the worker (``flowdeck serve`` and ``flowdeck worker``) unless ``with_scheduler`` is false.
@@ -112,7 +116,7 @@ async def open_runtime(
     notifier = Notifier(engine, SecretBox(settings.secret_key or None), queries.outbound)
     if with_worker:
         engine.worker.sweep_hooks.append(notifier.sweep_hook)
-    bridge = _fanout(settings, engine, db, with_worker=with_worker)
+    bridge = _fanout(settings, engine, db, with_worker=with_worker, transport=transport)
     scheduler = Scheduler(engine) if with_worker and with_scheduler else None
     try:
         if with_worker:
@@ -136,20 +140,27 @@ async def open_runtime(
         await db.dispose()
 
 
-def _fanout(settings: Settings, engine: Engine, db: Database, *, with_worker: bool) -> Fanout | None:
-    """Live updates, revocations and wake-ups across processes: Redis when configured, else PostgreSQL's
-    LISTEN/NOTIFY; SQLite is one process and needs neither."""
-    if settings.redis_url:
-        transport: RedisTransport | PostgresTransport = RedisTransport(settings.redis_url)
-    elif not settings.is_sqlite:
-        transport = PostgresTransport(settings.database_url, application_name=settings.db_application_name)
-    else:
+def _fanout(
+    settings: Settings, engine: Engine, db: Database, *, with_worker: bool, transport: Transport | None
+) -> Fanout | None:
+    """Live updates, revocations and wake-ups across processes: over ``transport`` when given, else Redis
+    when configured, else PostgreSQL's LISTEN/NOTIFY; SQLite alone is one process and needs none."""
+    transport = transport or _configured_transport(settings)
+    if transport is None:
         return None
     fanout = Fanout(transport, engine.publisher, resolve=read_back(db))
     engine.orchestrator.job_listeners.append(fanout.job_queued)
     if with_worker:
         fanout.wake_listeners.append(engine.worker.notify)
     return fanout
+
+
+def _configured_transport(settings: Settings) -> Transport | None:
+    if settings.redis_url:
+        return RedisTransport(settings.redis_url)
+    if not settings.is_sqlite:
+        return PostgresTransport(settings.database_url, application_name=settings.db_application_name)
+    return None
 
 
 def build_query_engine(settings: Settings) -> QueryEngine:

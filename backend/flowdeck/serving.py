@@ -11,10 +11,18 @@ from types import FrameType
 
 import uvicorn
 
+from flowdeck.engine.pipe_transport import ChildPipes
 from flowdeck.settings import METRICS_LISTENER_VARIABLES, Settings
 from flowdeck.worker_processes import WorkerProcesses
 
-__all__ = ("DrainingServer", "connection_share", "pool_share", "serve_worker_count", "serve_worker_processes")
+__all__ = (
+    "DrainingServer",
+    "connection_share",
+    "pipes_to_children",
+    "pool_share",
+    "serve_worker_count",
+    "serve_worker_processes",
+)
 
 
 class DrainingServer(uvicorn.Server):
@@ -54,23 +62,19 @@ class DrainingServer(uvicorn.Server):
 
 def serve_worker_count(settings: Settings, requested: int | None) -> int:
     """How many worker processes ``serve`` starts: ``--workers``, else FLOWDECK_SERVE_WORKERS, else one per
-    core beyond the first on PostgreSQL and none on SQLite.
-
-    On SQLite only Redis carries the nodes a worker process runs to the browsers connected to ``serve``
-    (there is no LISTEN/NOTIFY), so worker processes there need FLOWDECK_REDIS_URL.
-    """
+    core beyond the first on PostgreSQL and none on SQLite."""
     count = requested if requested is not None else settings.serve_workers
     if count is None:
         return 0 if settings.is_sqlite else max(0, (os.cpu_count() or 1) - 1)
     if count < 0:
         raise ValueError(f"--workers must be at least 0, got {count}")
-    if count and settings.is_sqlite and not settings.redis_url:
-        raise ValueError(
-            f"{count} worker process(es) on SQLite need FLOWDECK_REDIS_URL: without it the nodes they run never "
-            "reach the editor live (SQLite has no LISTEN/NOTIFY). Set FLOWDECK_REDIS_URL, use PostgreSQL, "
-            "or run with --workers 0 (the default on SQLite)"
-        )
     return count
+
+
+def pipes_to_children(settings: Settings, workers: int) -> ChildPipes | None:
+    """What carries live updates, wake-ups and revocations between serve and its worker processes when
+    nothing else does: on SQLite without Redis (no LISTEN/NOTIFY), sockets serve holds to its children."""
+    return ChildPipes() if workers and settings.is_sqlite and not settings.redis_url else None
 
 
 _SPARE_CONNECTIONS = 5
@@ -81,13 +85,15 @@ DEDICATED_CONNECTIONS = 2
 (engine/pg_notify.py)."""
 
 
-def serve_worker_processes(count: int, echo: Callable[[str], None], pool_size: int) -> WorkerProcesses:
+def serve_worker_processes(
+    count: int, echo: Callable[[str], None], pool_size: int, pipes: ChildPipes | None = None
+) -> WorkerProcesses:
     """``count`` supervised ``flowdeck worker`` processes with serve's environment (FLOWDECK_METRICS_ADDR
     left out: each would bind the same address; ``serve`` listens there itself), each keeping at most
-    ``pool_size`` pooled database connections."""
+    ``pool_size`` pooled database connections, each given a socket of ``pipes`` if set."""
     env = {k: v for k, v in os.environ.items() if k not in METRICS_LISTENER_VARIABLES}
     env["FLOWDECK_WORKER_DB_POOL_SIZE"] = str(pool_size)
-    return WorkerProcesses(count, env=env, echo=echo)
+    return WorkerProcesses(count, env=env, echo=echo, channels=pipes.pair if pipes is not None else None)
 
 
 def connection_share(settings: Settings, workers: int) -> int:

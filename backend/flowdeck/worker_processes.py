@@ -8,6 +8,9 @@ count the parent's forwarded order as a second signal and cut its drain short. W
 however hard, the kernel closes the pipe: the child reads end-of-file and stops the same way (so no
 worker outlives its parent by more than ``FLOWDECK_SHUTDOWN_GRACE``).
 
+With ``channels`` (serve on SQLite without Redis: ``engine/pipe_transport.py``), each child also gets a
+socket of its own, passed as ``--parent-pipe FD``, that carries live updates, wake-ups and revocations.
+
 A child that exits on its own (a crash) is started again after a pause that doubles from one second up
 to thirty, and starts again from one second once a child has stayed up for a minute.
 """
@@ -19,6 +22,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -69,8 +73,10 @@ class WorkerProcesses:
         command: Sequence[str] | None = None,
         echo: Callable[[str], None] | None = None,
         restart: bool = True,
+        channels: Callable[[], socket.socket] | None = None,
     ) -> None:
         self.count = count
+        self._channels = channels
         self._env = dict(os.environ if env is None else env)
         self._command = list(command or worker_command())
         self._echo = echo
@@ -142,14 +148,21 @@ class WorkerProcesses:
                     child.process.stdin.close()
 
     def _spawn(self, index: int) -> _Child:
-        process = subprocess.Popen(  # noqa: S603 -- our own interpreter and module
-            self._command,
-            env=self._env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-        )
+        channel = self._channels() if self._channels is not None else None
+        extra = ["--parent-pipe", str(channel.fileno())] if channel is not None else []
+        try:
+            process = subprocess.Popen(  # noqa: S603 -- our own interpreter and module
+                [*self._command, *extra],
+                env=self._env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+                pass_fds=(channel.fileno(),) if channel is not None else (),
+            )
+        finally:
+            if channel is not None:
+                channel.close()  # the child holds its end now
         child = _Child(index, process, time.monotonic())
         threading.Thread(target=self._relay, args=(child,), name=f"flowdeck-worker-{index}-out", daemon=True).start()
         return child

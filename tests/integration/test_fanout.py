@@ -1,4 +1,5 @@
-"""Live updates across processes, over Redis and over PostgreSQL LISTEN/NOTIFY: what one process's engine
+"""Live updates across processes, over Redis, over PostgreSQL LISTEN/NOTIFY and over the pipes between serve
+and its worker processes (the first transport made is serve's hub, the others its children): what one process's engine
 runs, another's clients see, in order, complete (large outputs too), and never echoed back; a job queued
 in one process wakes another's idle worker at once."""
 
@@ -16,6 +17,7 @@ from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.fanout import SHARED, Fanout, Transport, encode_notice, read_back
 from flowdeck.engine.pg_notify import PostgresTransport
+from flowdeck.engine.pipe_transport import ChildPipes, ParentPipe
 from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, SavedNotice, Update
 from flowdeck.engine.redis_bridge import RedisTransport
 from flowdeck.storage.database import Database
@@ -26,15 +28,31 @@ from tests.support.runs import start
 MakeTransport = Callable[[], Transport]
 
 
-@pytest.fixture(params=["redis", "postgres"])
+@pytest.fixture(params=["redis", "postgres", "pipes"])
 def make_transport(request: pytest.FixtureRequest) -> MakeTransport:
     """Transports on a channel of this test's own, so parallel test sessions never hear each other."""
+    if request.param == "pipes":
+        return _pipes()
     channel = f"flowdeck_test_{uuid.uuid4().hex[:12]}"
     if request.param == "redis":
         url = request.getfixturevalue("redis_url")
         return lambda: RedisTransport(url, channel=channel)
     url = request.getfixturevalue("postgres_url")
     return lambda: PostgresTransport(url, channel=channel)
+
+
+def _pipes() -> MakeTransport:
+    hub = ChildPipes()
+
+    def make() -> Transport:
+        nonlocal made_hub
+        if not made_hub:
+            made_hub = True
+            return hub
+        return ParentPipe(hub.pair().detach())
+
+    made_hub = False
+    return make
 
 
 @pytest.fixture

@@ -1,8 +1,7 @@
 """``flowdeck serve --workers N``: engine worker processes beside the API process, with real processes and signals.
 
 The children run nodes (their own worker id on the NODE_STARTED rows), stop with ``serve``, are started
-again after a crash, and are refused on SQLite without Redis (whose live updates would not reach the
-editor).
+again after a crash, and on SQLite without Redis reach serve's browsers over serve's pipes to them.
 """
 
 from __future__ import annotations
@@ -19,14 +18,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import pairwise
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+import httpx
 import pytest
+import socketio
 
 from flowdeck.engine.engine import Engine
 from flowdeck.serving import connection_share, serve_worker_count
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
+from tests.support.flowdeck_processes import provision
 from tests.support.handlers import make_test_registry
 from tests.support.runs import read_outcome
 
@@ -185,21 +187,83 @@ async def test_a_crashed_worker_process_is_started_again(postgres_url: str) -> N
         assert child.wait(30) in (0, -signal.SIGTERM)
 
 
-def test_sqlite_refuses_worker_processes_without_redis(tmp_path: Path) -> None:
-    environment = {k: v for k, v in os.environ.items() if k != "FLOWDECK_REDIS_URL"}
-    environment["FLOWDECK_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'f.db'}"
-    for args, env in ((["--workers", "2"], {}), ([], {"FLOWDECK_SERVE_WORKERS": "1"})):
-        result = subprocess.run(
-            [sys.executable, "-m", "flowdeck", "serve", "--port", str(_free_port()), *args],
-            cwd=tmp_path,
-            env={**environment, **env},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 2
-        assert "need FLOWDECK_REDIS_URL" in result.stderr
-        assert "SQLite has no LISTEN/NOTIFY" in result.stderr
+async def test_on_sqlite_without_redis_a_browser_on_serve_sees_live_the_nodes_its_worker_process_ran(
+    tmp_path: Path,
+) -> None:
+    """No Redis, no LISTEN/NOTIFY: serve's pipes to its worker process carry the nodes the child runs to the
+    browser connected to serve (node updates the browser hears after it joined, not the join's snapshot),
+    and the jobs serve queues wake the child."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'f.db'}"
+    token = provision(
+        {**{k: v for k, v in os.environ.items() if k != "FLOWDECK_REDIS_URL"}, "FLOWDECK_DATABASE_URL": url},
+        "pipes@example.com",
+        "acme",
+    )
+    with serve(url, "--workers", "1", FLOWDECK_SHUTDOWN_GRACE="10") as (child, lines):
+        base = lines.wait_for("Flowdeck is starting on ").split(" on ", 1)[1].split()[0].rstrip("/")
+        lines.wait_for("Flowdeck is ready")
+        worker_id = _worker_id(lines.wait_for("[worker 0] worker "))
+        db = Database(url)
+        reader = Engine(db, make_test_registry())  # reads the log; never started
+        try:
+            async with httpx.AsyncClient(
+                base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=10
+            ) as api:
+                workflow_id = (await api.post("/api/workflows", json=_delays(4))).json()["id"]
+                child_nodes: set[str] = set()
+                for _ in range(10):  # serve's own worker races the child for each node
+                    run_id = (await api.post(f"/api/workflows/{workflow_id}/runs", json={})).json()["instanceId"]
+                    heard = await _live_node_updates(base, token, run_id)
+                    outcome = await read_outcome(reader, run_id)
+                    assert outcome.run.status.value == "COMPLETED"
+                    by_child = {
+                        r.node_id
+                        for r in outcome.rows
+                        if r.event_type == "NODE_STARTED" and r.payload["workerId"] == worker_id
+                    }
+                    for node_id in by_child:
+                        assert "COMPLETED" in heard.get(node_id, []), (node_id, heard)
+                    child_nodes |= by_child - set(heard.get("_snapshot", []))
+                    if child_nodes:
+                        break
+        finally:
+            await db.dispose()
+        assert child_nodes, f"the worker process {worker_id} ran no node the browser heard live"
+        child.send_signal(signal.SIGTERM)
+        lines.wait_for("[worker 0] worker stopped")
+        assert child.wait(30) in (0, -signal.SIGTERM)
+
+
+async def _live_node_updates(base: str, token: str, run_id: str) -> dict[str, list[str]]:
+    """The statuses a browser joined to the run heard for each node until the run completed (the nodes its
+    join snapshot already showed finished are listed under ``_snapshot``)."""
+    sio = socketio.AsyncClient(reconnection=False)
+    heard: dict[str, list[str]] = {}
+    finished = asyncio.Event()
+
+    def snapshot(data: dict[str, Any]) -> None:
+        done = [n for n, state in data["nodes"].items() if state["status"] == "COMPLETED"]
+        heard.setdefault("_snapshot", []).extend(done)
+        if data["status"] == "COMPLETED":
+            finished.set()
+
+    def node(data: dict[str, Any]) -> None:
+        heard.setdefault(data["nodeID"], []).append(data["status"])
+
+    def status(data: dict[str, Any]) -> None:
+        if data["status"] == "COMPLETED":
+            finished.set()
+
+    sio.on("workflow_run_snapshot", snapshot)
+    sio.on("workflow_node_update", node)
+    sio.on("workflow_status_update", status)
+    await sio.connect(base, auth={"token": token}, transports=["websocket"])
+    try:
+        assert await sio.call("workflow_run_join", {"runId": run_id}, timeout=10) == {"ok": True}
+        await asyncio.wait_for(finished.wait(), 30)  # published after the run's last node: all arrived
+    finally:
+        await sio.disconnect()
+    return heard
 
 
 def test_how_many_worker_processes_serve_starts() -> None:
@@ -208,9 +272,9 @@ def test_how_many_worker_processes_serve_starts() -> None:
     assert serve_worker_count(postgres, None) == max(0, (os.cpu_count() or 1) - 1)
     assert serve_worker_count(Settings(database_url=postgres.database_url, serve_workers=3), None) == 3
     assert serve_worker_count(Settings(database_url=postgres.database_url, serve_workers=3), 0) == 0
-    assert serve_worker_count(Settings(redis_url="redis://h"), 2) == 2  # SQLite with Redis: allowed when asked
-    with pytest.raises(ValueError, match="FLOWDECK_REDIS_URL"):
-        serve_worker_count(sqlite, 1)
+    assert serve_worker_count(sqlite, 2) == 2  # on SQLite when asked (over pipes, or Redis when set)
+    with pytest.raises(ValueError, match="at least 0"):
+        serve_worker_count(sqlite, -1)
     assert Settings.from_env({"FLOWDECK_SERVE_WORKERS": "0"}).serve_workers == 0
     assert Settings.from_env({}).serve_workers is None
 

@@ -12,6 +12,7 @@ from argon2 import PasswordHasher
 
 from flowdeck.accounts.rate_limit import LoginLimits
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.fanout import Transport
 from flowdeck.queries.service import DataService
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
@@ -64,3 +65,6 @@ class ApiConfig:
     max_body_bytes: int = MAX_BODY_BYTES
     live_check_seconds: float = 30.0
     """How often open Socket.IO connections' credentials are checked for expiry (revocation is immediate)."""
+    fanout_transport: Transport | None = None
+    """What joins this process's live updates to other processes' instead of what the settings choose
+    (``flowdeck serve --workers N`` on SQLite without Redis: its pipes to the worker processes)."""
