@@ -169,6 +169,32 @@ def page_disagrees(
     run_id: str, received: list[tuple[str, dict[str, Any]]], logged: Mapping[tuple[str, str], Any], run: dict[str, Any]
 ) -> list[str]:
     problems = []
+    for event, data in received:
+        if event == "workflow_status_update":
+            if data["status"] in TERMINAL and (data["status"], data["output"]) != (run["status"], run["output"]):
+                problems.append(f"run {run_id}: the browser was told {data['status']} {data['output']!r}")
+        elif event == "workflow_node_update":
+            where = (data["nodeID"], data["iteration"])
+            shown_whole = data["status"] == "COMPLETED" and data["outputTruncated"] is None
+            if shown_whole and logged.get(where) != (data["attempt"], data["output"]):
+                problems.append(
+                    f"run {run_id}: the browser saw {where} complete as {data!r}, the log {logged.get(where)!r}"
+                )
+    status, nodes = page_shows(received)
+    api = shown_statuses(run["nodes"])
+    if status != run["status"]:
+        problems.append(f"run {run_id}: the page ends showing the run {status}, the API {run['status']}")
+    for where in sorted(set(nodes) | set(api)):
+        if where in api and nodes.get(where) != api[where]:
+            problems.append(f"run {run_id}: the page ends showing {where} {nodes.get(where)}, the API {api[where]}")
+    return problems
+
+
+def page_shows(received: list[tuple[str, dict[str, Any]]]) -> tuple[str | None, dict[tuple[str, str], str]]:
+    """The run's status and each (node, iteration)'s, as the page shows them once it folded its snapshots and
+    updates in arrival order. A delay a snapshot showed WAITING is shown COMPLETED once a successor it holds
+    moves: the page's rule (frontend/src/runs/delays.ts), held equal by the cases both are tested on
+    (frontend/src/runs/delayHolds.cases.json)."""
     status: str | None = None
     nodes: dict[tuple[str, str], str] = {}
     held: dict[tuple[str, str], tuple[str, str]] = {}
@@ -179,26 +205,13 @@ def page_disagrees(
             held = held_by_delays(data["nodes"])
         elif event == "workflow_status_update":
             status = data["status"]
-            if status in TERMINAL and (status, data["output"]) != (run["status"], run["output"]):
-                problems.append(f"run {run_id}: the browser was told {status} {data['output']!r}")
         else:
             where = (data["nodeID"], data["iteration"])
-            shown_whole = data["status"] == "COMPLETED" and data["outputTruncated"] is None
-            if shown_whole and logged.get(where) != (data["attempt"], data["output"]):
-                problems.append(
-                    f"run {run_id}: the browser saw {where} complete as {data!r}, the log {logged.get(where)!r}"
-                )
             nodes[where] = data["status"]
             delay = held.pop(where, None)
             if delay is not None and data["status"] in DELAY_ENDERS and nodes.get(delay) == "WAITING":
-                nodes[delay] = "COMPLETED"  # the page's rule (frontend/src/runs/delays.ts): the wait is over
-    api = shown_statuses(run["nodes"])
-    if status != run["status"]:
-        problems.append(f"run {run_id}: the page ends showing the run {status}, the API {run['status']}")
-    for where in sorted(set(nodes) | set(api)):
-        if where in api and nodes.get(where) != api[where]:
-            problems.append(f"run {run_id}: the page ends showing {where} {nodes.get(where)}, the API {api[where]}")
-    return problems
+                nodes[delay] = "COMPLETED"
+    return status, nodes
 
 
 DELAY_ENDERS = {"RUNNING", "COMPLETED", "FAILED", "SKIPPED", "CANCELLED", "RETRYING"}

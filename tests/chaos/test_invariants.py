@@ -3,6 +3,7 @@ reports it (a check that cannot fail would let the soak pass whatever happened).
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ import sqlalchemy as sa
 from flowdeck.storage.database import Database
 from flowdeck.storage.tables import instance_logs, join_barriers, loop_states, node_jobs, wait_tokens
 from tests.chaos import invariants
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -199,3 +202,22 @@ def test_a_delay_seen_waiting_in_a_snapshot_ends_when_a_successor_it_holds_moves
         "run r1: the page ends showing ('pause', '') WAITING, the API COMPLETED",
         "run r1: the page ends showing ('size', '') PENDING, the API COMPLETED",
     ]
+
+
+DELAY_CASES = json.loads((ROOT / "frontend/src/runs/delayHolds.cases.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", DELAY_CASES, ids=[c["name"] for c in DELAY_CASES])
+def test_the_page_mirror_shows_a_delay_as_the_editor_does(case: dict[str, Any]) -> None:
+    """The editor's run page passes the same cases (frontend/src/runs/delays.test.ts)."""
+    snapshot = ("workflow_run_snapshot", {"status": "RUNNING", "nodes": case["nodes"]})
+    updates = [
+        ("workflow_node_update", {"nodeID": node_id, "iteration": iteration, "status": status})
+        for node_id, iteration, status in case["updates"]
+    ]
+    _, nodes = invariants.page_shows([snapshot, *updates])
+    shown = {}
+    for where in case["shown"]:
+        node_id, _, iteration = where.partition("@")
+        shown[where] = nodes.get((node_id, iteration))
+    assert shown == case["shown"]

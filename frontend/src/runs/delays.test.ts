@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import type { NodeUpdateMessage } from '../api/realtime-types';
+import cases from './delayHolds.cases.json';
 import { runReducer, type RunView } from './runReducer';
 
 function nodeMsg(nodeID: string, status: NodeUpdateMessage['status'], at: number, extra: Partial<NodeUpdateMessage> = {}): NodeUpdateMessage {
@@ -45,4 +46,25 @@ describe('a delay, live', () => {
     s = runReducer(s, nodeMsg('a', 'RUNNING', 12.01)) as RunView;
     expect(s.nodes.wait).toMatchObject({ status: 'COMPLETED', completedAt: 12, nextAttemptAt: null });
   });
+});
+
+describe('a delay found WAITING on joining: the cases the chaos suite mirror shares (delayHolds.cases.json)', () => {
+  for (const c of cases.cases) {
+    it(c.name, () => {
+      let s = runReducer(null, { kind: 'started', runId: 'r1', input: {}, isTest: true }) as RunView;
+      s = runReducer(s, { kind: 'snapshot', instanceID: 'r1', status: 'RUNNING', slaBreachedAt: null, nodes: c.nodes as unknown as RunView['nodes'] }) as RunView;
+      for (const update of c.updates) {
+        const [nodeID, iteration, status] = update as [string, string, NodeUpdateMessage['status']];
+        s = runReducer(s, nodeMsg(nodeID, status, 12.01, { iteration })) as RunView;
+      }
+      const shown = Object.fromEntries(
+        Object.keys(c.shown).map((where) => {
+          const [nodeId = '', iteration] = where.split('@');
+          const node = s.nodes[nodeId];
+          return [where, iteration === undefined ? node?.status : node?.iterations?.[iteration]?.status];
+        }),
+      );
+      expect(shown).toEqual(c.shown);
+    });
+  }
 });
