@@ -39,12 +39,12 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from flowdeck.storage.compiled import CompiledStatement
@@ -59,7 +59,16 @@ from flowdeck.storage.disconnects import (
 from flowdeck.storage.json_codec import json_dumps, json_loads
 from flowdeck.storage.pg_checkout import PooledConnection
 from flowdeck.storage.schema import metadata
-from flowdeck.storage.sqlite_engine import GROUP_LIMIT, Group, sqlite_begin, sqlite_engine
+from flowdeck.storage.sqlite_engine import (
+    GROUP_LIMIT,
+    Group,
+    InlineConnection,
+    StatementCounter,
+    reclaim_pages,
+    sqlite_begin,
+    sqlite_engine,
+)
+from flowdeck.storage.sqlite_writer_lock import WriterLock, writer_lock_path
 from flowdeck.storage.statements import statements_for
 
 T = TypeVar("T")
@@ -67,19 +76,6 @@ T = TypeVar("T")
 __all__ = ("Connection", "Database", "StatementCounter")
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class StatementCounter:
-    """Counts round trips to the database (statements, BEGIN, COMMIT, ROLLBACK) and commits, for the
-    benchmark's per-node figures."""
-
-    round_trips: int = 0
-    commits: int = 0
-
-    def reset(self) -> None:
-        self.round_trips = 0
-        self.commits = 0
 
 
 class Connection(Protocol):
@@ -92,30 +88,6 @@ class Connection(Protocol):
     async def execute(self, statement: Any, parameters: Any = None) -> Any: ...
 
     async def run_sync(self, fn: Callable[[sa.Connection], T]) -> T: ...
-
-
-class _InlineConnection:
-    """A sync SQLAlchemy connection behind the async ``Connection`` interface (SQLite only).
-
-    Compiled hot statements (storage/compiled.py) skip SQLAlchemy and run on its sqlite3 connection,
-    inside the same transaction.
-    """
-
-    def __init__(self, conn: sa.Connection, counter: StatementCounter) -> None:
-        self._conn = conn
-        self._counter = counter
-        self.committed: asyncio.Future[None] | None = None
-
-    async def execute(self, statement: Any, parameters: Any = None) -> Any:
-        if isinstance(statement, CompiledStatement):
-            self._counter.round_trips += 1
-            raw = self._conn.connection.driver_connection
-            assert raw is not None
-            return statement.run_sqlite(raw, parameters)
-        return self._conn.execute(statement, parameters)
-
-    async def run_sync(self, fn: Callable[[sa.Connection], T]) -> T:
-        return fn(self._conn)
 
 
 _BACKOFF_LIMIT = 1.0
@@ -230,6 +202,8 @@ class Database:
             self._sqlite_lock = asyncio.Lock()
             self._group: Group | None = None
             self._defer_seconds = defer_seconds
+            lock_path = writer_lock_path(make_url(url).database or "")
+            self._writer = WriterLock(lock_path) if lock_path else None
             self.sync_engine = sqlite_engine(url, sqlite_synchronous)
             # Reads have a connection of their own: in WAL mode they see what is committed, never wait for
             # a group to commit, and never make one commit early (docs/engine.md "Durable commits").
@@ -281,13 +255,13 @@ class Database:
         async with self._sqlite_lock:
             group = self._group
             if group is None:
-                group = self._group = Group(self.sync_engine.connect())
+                group = self._group = await self._open_group()
             raw = group.conn.connection.driver_connection  # savepoints on sqlite3 itself: microseconds
             assert raw is not None
             raw.execute("SAVEPOINT flowdeck_member")
             self.counter.round_trips += 2
             done = False
-            member = _InlineConnection(group.conn, self.counter)
+            member = InlineConnection(group.conn, self.counter)
             try:
                 yield member
                 done = True
@@ -312,6 +286,17 @@ class Database:
                 group.committed.result()  # committed at the limit: raises if that commit failed
             return
         await asyncio.shield(group.committed)
+
+    async def _open_group(self) -> Group:
+        """A new group, begun once this process holds the writer lock (``storage/sqlite_writer_lock.py``)."""
+        if self._writer is not None:
+            await self._writer.acquire()
+        try:
+            return Group(self.sync_engine.connect())
+        except BaseException:
+            if self._writer is not None:
+                self._writer.release()
+            raise
 
     async def settle(self) -> None:
         """Wait until every early-released write is durable (before an effect outside the engine)."""
@@ -356,6 +341,8 @@ class Database:
             group.committed.set_result(None)
         finally:
             group.conn.close()
+            if self._writer is not None:
+                self._writer.release()
 
     @asynccontextmanager
     async def read(self, *, snapshot: bool = True) -> AsyncIterator[Connection]:
@@ -376,7 +363,7 @@ class Database:
                     raw.execute("BEGIN")
                     self.counter.round_trips += 2
                 try:
-                    yield _InlineConnection(reader, self.counter)
+                    yield InlineConnection(reader, self.counter)
                 finally:
                     if raw.in_transaction:
                         raw.execute("ROLLBACK")
@@ -515,15 +502,13 @@ class Database:
             return 0
         async with self._sqlite_lock:
             self._commit_group()  # the pragma runs outside any transaction
-            with self.sync_engine.connect() as conn:
-                raw = conn.connection.driver_connection
-                assert raw is not None
-                # executescript steps the pragma to its end; execute() would free one page per call
-                raw.executescript(f"PRAGMA incremental_vacuum({int(pages)});")
-                left = int(raw.execute("PRAGMA freelist_count").fetchone()[0])
-                if left < pages:
-                    raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                return left
+            if self._writer is not None:
+                await self._writer.acquire()
+            try:
+                return reclaim_pages(self.sync_engine, pages)
+            finally:
+                if self._writer is not None:
+                    self._writer.release()
 
     async def create_all(self) -> None:
         """Create the schema without migrations (tests only; ``flowdeck migrate`` uses Alembic)."""
@@ -538,6 +523,8 @@ class Database:
                 self._reader.close()
                 self._reader = None
             self._read_engine.dispose()
+            if self._writer is not None:
+                self._writer.close()
         else:
             await self.engine.dispose()
 

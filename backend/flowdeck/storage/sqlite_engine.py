@@ -1,23 +1,72 @@
-"""SQLite for ``storage/database.py``: the open transaction that write transactions share (group commit),
-and the engine on the file through ``sqlite3`` (WAL, the synchronous level asked for, foreign keys), whose
-write transactions take the write lock up front (``BEGIN IMMEDIATE``)."""
+"""SQLite for ``storage/database.py``: the open transaction that write transactions share (group commit), the
+connection its members write through, and the engine on the file through ``sqlite3`` (WAL, the synchronous
+level asked for, foreign keys), whose write transactions take the write lock up front (``BEGIN IMMEDIATE``)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
+from flowdeck.storage.compiled import CompiledStatement
 from flowdeck.storage.json_codec import json_dumps, json_loads
 
-__all__ = ("GROUP_LIMIT", "Group", "sqlite_begin", "sqlite_engine")
+__all__ = (
+    "GROUP_LIMIT",
+    "Group",
+    "InlineConnection",
+    "StatementCounter",
+    "reclaim_pages",
+    "sqlite_begin",
+    "sqlite_engine",
+)
+
+T = TypeVar("T")
 
 
 GROUP_LIMIT = 64
 """At most this many write transactions share one SQLite commit (a bound on how long the first waits)."""
+
+
+@dataclass(slots=True)
+class StatementCounter:
+    """Counts round trips to the database (statements, BEGIN, COMMIT, ROLLBACK) and commits, for the
+    benchmark's per-node figures."""
+
+    round_trips: int = 0
+    commits: int = 0
+
+    def reset(self) -> None:
+        self.round_trips = 0
+        self.commits = 0
+
+
+class InlineConnection:
+    """A sync SQLAlchemy connection behind the async ``Connection`` interface (SQLite only).
+
+    Compiled hot statements (storage/compiled.py) skip SQLAlchemy and run on its sqlite3 connection,
+    inside the same transaction.
+    """
+
+    def __init__(self, conn: sa.Connection, counter: StatementCounter) -> None:
+        self._conn = conn
+        self._counter = counter
+        self.committed: asyncio.Future[None] | None = None
+
+    async def execute(self, statement: Any, parameters: Any = None) -> Any:
+        if isinstance(statement, CompiledStatement):
+            self._counter.round_trips += 1
+            raw = self._conn.connection.driver_connection
+            assert raw is not None
+            return statement.run_sqlite(raw, parameters)
+        return self._conn.execute(statement, parameters)
+
+    async def run_sync(self, fn: Callable[[sa.Connection], T]) -> T:
+        return fn(self._conn)
 
 
 class Group:
@@ -73,3 +122,17 @@ def _sqlite_connect(synchronous: str) -> Callable[[Any, Any], None]:
 
 def sqlite_begin(conn: sa.Connection) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE")  # writes only: the write lock up front
+
+
+def reclaim_pages(engine: sa.Engine, pages: int) -> int:
+    """``Database.reclaim_space`` on SQLite, outside any transaction: up to ``pages`` free pages handed back,
+    how many are still free, and the WAL checkpointed when fewer than ``pages`` were (the file shrinks now)."""
+    with engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        # executescript steps the pragma to its end; execute() would free one page per call
+        raw.executescript(f"PRAGMA incremental_vacuum({int(pages)});")
+        left = int(raw.execute("PRAGMA freelist_count").fetchone()[0])
+        if left < pages:
+            raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        return left

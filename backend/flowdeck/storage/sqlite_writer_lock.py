@@ -1,0 +1,65 @@
+"""SQLite's write lock between Flowdeck processes, waited for without stopping the event loop.
+
+Write transactions run on the event loop (``storage/database.py``: the group commit), and ``BEGIN IMMEDIATE``
+waits for another process's writer in SQLite's busy handler, which sleeps in steps of up to 100 ms with the
+loop stopped: a ``serve`` whose worker processes write (``serve --workers N``) would answer no request
+meanwhile, and a writer would start up to 100 ms after the lock was free. So every Flowdeck process takes
+an exclusive ``flock`` on a file beside the database first, in a thread when it must wait (the kernel wakes
+it the moment the holder lets go), and begins only then. It orders Flowdeck's writers; SQLite's own lock
+stays what keeps the database consistent (other tools, migrations, never wait for this one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+
+__all__ = ("WriterLock", "writer_lock_path")
+
+
+def writer_lock_path(database_path: str) -> str | None:
+    """The lock file of a database file; None for an in-memory database (one process only)."""
+    if not database_path or database_path == ":memory:" or database_path.startswith("file::memory:"):
+        return None
+    return f"{database_path}-writer"
+
+
+class WriterLock:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    async def acquire(self) -> None:
+        fd = self._open()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        waited = asyncio.get_running_loop().run_in_executor(None, fcntl.flock, fd, fcntl.LOCK_EX)
+        try:
+            await asyncio.shield(waited)
+        except asyncio.CancelledError:
+            waited.add_done_callback(self._release_if_taken)  # the thread may still take it: give it back
+            raise
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # lets go of the lock too
+            self._fd = None
+
+    def _open(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        return self._fd
+
+    def _release_if_taken(self, waited: asyncio.Future[None]) -> None:
+        if not waited.cancelled() and waited.exception() is None:
+            with contextlib.suppress(OSError):
+                self.release()

@@ -1,0 +1,71 @@
+"""SQLite's write lock between processes (``storage/sqlite_writer_lock.py``): a writer that must wait for
+another process's writer waits in a thread, so its event loop goes on, and it begins the moment the other
+lets go. Two ``Database`` objects on one file stand for two processes (each holds its own lock file
+descriptor, and ``flock`` locks of two descriptors exclude each other as two processes' do)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from flowdeck.storage.database import Database
+from flowdeck.storage.sqlite_writer_lock import WriterLock
+
+
+async def test_a_writer_waits_for_another_without_stopping_its_event_loop(tmp_path: Path) -> None:
+    path = str(tmp_path / "lock")
+    holder, waiter = WriterLock(path), WriterLock(path)
+    order: list[str] = []
+    await holder.acquire()
+
+    async def wait() -> None:
+        await waiter.acquire()
+        order.append("waiter took it")
+
+    async def let_go() -> None:  # runs only while the loop runs: the waiter's wait must not stop it
+        await asyncio.sleep(0.05)
+        order.append("holder let go")
+        holder.release()
+
+    await asyncio.wait_for(asyncio.gather(wait(), let_go()), 10)
+    assert order == ["holder let go", "waiter took it"]
+    waiter.release()
+    for lock in (holder, waiter):
+        lock.close()
+
+
+async def test_a_cancelled_wait_gives_the_lock_back_when_it_would_have_taken_it(tmp_path: Path) -> None:
+    path = str(tmp_path / "lock")
+    holder, cancelled, later = WriterLock(path), WriterLock(path), WriterLock(path)
+    await holder.acquire()
+    waiting = asyncio.create_task(cancelled.acquire())
+    await asyncio.sleep(0)  # its thread waits
+    waiting.cancel()
+    holder.release()  # the cancelled wait's thread takes it, and gives it back
+    await asyncio.wait_for(later.acquire(), 10)
+    later.release()
+    for lock in (holder, cancelled, later):
+        lock.close()
+
+
+async def test_two_processes_writing_one_file_at_once_both_go_on(tmp_path: Path) -> None:
+    """Before the lock, the second one's BEGIN IMMEDIATE stopped the one event loop in SQLite's busy handler
+    while the first one's group waited for that loop to commit: "database is locked" after 5 s."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'f.db'}"
+    first, second = Database(url), Database(url)
+    await first.create_all()
+    try:
+        table = sa.table("tenants", sa.column("id"), sa.column("name"), sa.column("created_at"))
+
+        async def write(db: Database, n: int) -> None:
+            async with db.transaction() as conn:
+                await conn.execute(sa.insert(table).values(id=f"t{n}", name=f"tenant {n}", created_at=0.0))
+
+        await asyncio.wait_for(asyncio.gather(*(write((first, second)[n % 2], n) for n in range(40))), 20)
+        async with second.read() as conn:
+            assert (await conn.execute(sa.text("SELECT count(*) FROM tenants"))).scalar() == 40
+    finally:
+        await first.dispose()
+        await second.dispose()
