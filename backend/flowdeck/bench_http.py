@@ -29,7 +29,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
@@ -202,10 +202,13 @@ def _free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def _serve(settings: Settings, workdir: Path) -> AsyncIterator[_Server]:
-    """A ``flowdeck serve`` on a free port, answering ``/api/health``; stopped by SIGTERM (then killed) at the end."""
+async def _serve(settings: Settings, workdir: Path, workers: int | None = None) -> AsyncIterator[_Server]:
+    """A ``flowdeck serve`` on a free port, answering ``/api/health`` (with ``workers`` worker processes
+    beside it, all running); stopped by SIGTERM (then killed) at the end."""
     port = _free_port()
     env = {**os.environ, "FLOWDECK_DATABASE_URL": settings.database_url, "FLOWDECK_HOST": "127.0.0.1"}
+    if workers is not None:
+        env["FLOWDECK_SERVE_WORKERS"] = str(workers)
     log = workdir / "serve.log"
     with log.open("wb") as sink:
         process = await asyncio.create_subprocess_exec(
@@ -223,6 +226,7 @@ async def _serve(settings: Settings, workdir: Path) -> AsyncIterator[_Server]:
     server = _Server(process, f"http://127.0.0.1:{port}", log)
     try:
         await _wait_healthy(server)
+        await _wait_workers(server, workers or 0)
         yield server
     finally:
         if process.returncode is None:
@@ -245,6 +249,18 @@ async def _wait_healthy(server: _Server) -> None:
                     return
             await asyncio.sleep(0.1)
     raise RuntimeError(f"flowdeck serve did not answer /api/health within 90 s:\n{server.log_tail()}")
+
+
+async def _wait_workers(server: _Server, count: int) -> None:
+    """Until serve printed each worker process's ``running`` line."""
+    deadline = time.monotonic() + 90
+    while count and time.monotonic() < deadline:
+        text = server.log.read_text(errors="replace")
+        if all(f"[worker {i}] worker " in text for i in range(count)):
+            return
+        await asyncio.sleep(0.1)
+    if count:
+        raise RuntimeError(f"serve's {count} worker processes did not start within 90 s:\n{server.log_tail()}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -500,15 +516,16 @@ def _bench_settings(settings: Settings, workdir: Path) -> Settings:
     return settings
 
 
-async def http_rows(settings: Settings, plan: HttpPlan) -> list[dict[str, Any]]:
-    """Start a server, create the scenarios' workflows and webhooks, and measure each: two rows per scenario."""
+async def http_rows(settings: Settings, plan: HttpPlan, serve_workers: int | None = None) -> list[dict[str, Any]]:
+    """Start a server (with ``serve_workers`` worker processes; None: serve's default), create the scenarios'
+    workflows and webhooks, and measure each: two rows per scenario."""
     generator = _generator(plan)
     scenarios = [SCENARIOS[name]() for name in plan.scenarios]
     rows = []
     with tempfile.TemporaryDirectory(prefix="flowdeck-bench-http-") as tmp:
         workdir = Path(tmp)
         bench_settings = _bench_settings(settings, workdir)
-        async with _serve(bench_settings, workdir) as server:
+        async with _serve(bench_settings, workdir, serve_workers) as server:
             processes = len(_process_tree(server.process.pid))
             print(f"flowdeck serve at {server.url}: {processes} processes (with the sandbox workers)", file=sys.stderr)
             for hook in await _create_hooks(bench_settings, server, scenarios):
@@ -518,13 +535,21 @@ async def http_rows(settings: Settings, plan: HttpPlan) -> list[dict[str, Any]]:
                 await _settle(server)
                 for load in (plan.concurrent, plan.single):
                     rows.append(await _measure(server, hook, load, generator, workdir))
+                    if serve_workers is not None:
+                        rows[-1]["workload"] += f" (serve + {serve_workers} worker processes)"
                     print(f"{rows[-1]['workload']:28} {load.connections:>2} conn: done", file=sys.stderr, flush=True)
     return rows
 
 
-async def run_http_bench(settings: Settings, *, quick: bool = False, json_path: str | None = None) -> int:
-    """``flowdeck bench --http``: print the rows as ``flowdeck bench`` does; 1 if any request failed."""
-    rows = await http_rows(settings, HttpPlan.standard(quick=quick))
+async def run_http_bench(
+    settings: Settings, *, quick: bool = False, json_path: str | None = None, serve_workers: Sequence[int] = ()
+) -> int:
+    """``flowdeck bench --http``: print the rows as ``flowdeck bench`` does; 1 if any request failed. With
+    ``serve_workers`` (``--http --workers 0,1``), the rows again for serve with each count of worker processes."""
+    plan = HttpPlan.standard(quick=quick)
+    rows = []
+    for count in serve_workers or (None,):
+        rows += await http_rows(settings, plan, count)
     _print_table(rows, settings.database_url)
     if json_path:
         report = json.dumps({"database": settings.database_url.split("://")[0], "results": rows}, indent=2)

@@ -244,8 +244,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return asyncio.run(run_prune_bench(Settings.from_env(), args.prune, json_path=args.json))
     if args.http:  # issue 15: webhook round trips against a real `flowdeck serve`, nothing else
         from flowdeck.bench_http import run_http_bench
+        from flowdeck.bench_scale import parse_workers
 
-        return asyncio.run(run_http_bench(Settings.from_env(), quick=args.quick, json_path=args.json))
+        serve_workers = parse_workers(args.workers) if args.workers is not None else ()
+        return asyncio.run(
+            run_http_bench(Settings.from_env(), quick=args.quick, json_path=args.json, serve_workers=serve_workers)
+        )
     if args.workers is not None:
         from flowdeck.bench_scale import parse_workers
 
@@ -452,7 +456,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         metavar="N[,N...]",
         help="PostgreSQL only: instead of the standard table, the concurrent and fan-out workloads and the drain "
-        "across N `flowdeck worker` processes for each N (0: the bench process's own worker), e.g. 0,1,2,4",
+        "across N `flowdeck worker` processes for each N (0: the bench process's own worker), e.g. 0,1,2,4; "
+        "with --http (either database): the webhook rows for serve with each N of worker processes beside it",
     )
     bench.add_argument("--http", action="store_true", help="only the webhook round trips against `flowdeck serve`")
     bench.add_argument(

@@ -58,6 +58,17 @@ async def test_every_scenario_answers_each_request_with_its_runs_output(tmp_path
     assert not (tmp_path / "unused.db").exists()  # SQLite: the bench's own file, not the configured one
 
 
+async def test_with_a_worker_process_beside_serve_on_sqlite_every_answer_still_comes(tmp_path: Path) -> None:
+    """``bench --http --workers 1``: serve on SQLite with a worker process, no Redis; the runs' ends the child
+    decides reach the webhook waiting in serve over serve's pipes."""
+    plan = HttpPlan(Load(2, requests=20), Load(1, requests=10), Load(2, requests=4), scenarios=("chain",))
+    rows = await http_rows(settings(tmp_path), replace(plan, generator="python"), serve_workers=1)
+    assert [(r["workload"], r["requests"], r["errors"]) for r in rows] == [
+        ("http chain of 10 python (serve + 1 worker processes)", 20, 0),
+        ("http chain of 10 python (serve + 1 worker processes)", 10, 0),
+    ]
+
+
 async def test_an_answer_without_the_expected_output_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
