@@ -134,7 +134,7 @@ async def _plan(db: Database, stmt: sa.Select[Any]) -> list[str]:
             compiled = stmt.compile(dialect=sqlite.dialect(), compile_kwargs={"render_postcompile": True})
             values = compiled.construct_params()
             bound = tuple(values[name] for name in compiled.positiontup or ())
-            rows = (await conn.run_sync(lambda c: c.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", bound).all()))
+            rows = await conn.run_sync(lambda c: c.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", bound).all())
             return [str(row[-1]) for row in rows]
         sql = str(stmt.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
         await conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
