@@ -16,15 +16,25 @@ from flowdeck.domain.errors import NodeError
 from flowdeck.handlers.switch_regex import REGEX_BUDGET_SECONDS, search_within_budget
 
 SEARCH_IN_A_CHILD = """
-import sys
-from flowdeck.handlers.switch_regex import search_within_budget
+import math, re, time
+from flowdeck.handlers.switch_regex import REGEX_BUDGET_SECONDS, search_within_budget
+
+def cpu_seconds(n):
+    started = time.process_time()
+    re.search("x+x+y", "x" * n)
+    return time.process_time() - started
+
+# The backtracking grows as the square of the x's: as many as take 40 % of the budget here and now (a
+# loaded machine makes each step dearer), so the search needs the budget's CPU time it has.
+sample = max(min(cpu_seconds(400) for _ in range(3)), 1e-5)
+size = int(400 * math.sqrt(0.4 * REGEX_BUDGET_SECONDS / sample))
 print("searching", flush=True)
 try:
-    print(search_within_budget("x+x+y", "x" * 1100, "config.cases[0].matches"), flush=True)
+    print(search_within_budget("x+x+y", "x" * size, "config.cases[0].matches"), flush=True)
 except Exception as exc:
     print(f"{type(exc).__name__}: {exc}", flush=True)
 """
-"""``x+x+y`` on 1,100 x's backtracks for about half the budget's CPU time on this machine."""
+"""``x+x+y`` on as many x's as backtrack for 40 % of the budget's CPU time, measured in the child."""
 
 
 def _cpu_ticks(pid: int) -> int:
