@@ -165,10 +165,14 @@ class ChildPipes:
             waiting, self._waiting = self._waiting, []
         for ours in waiting:
             ours.close()
+        writers = [child.writer for child in self._children if child.writer is not None]
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for writer in writers:  # closed by their tasks: wait until the sockets are (else the loop may end first)
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
 
     def _attach(self, ours: socket.socket) -> None:
         if self._closed:
