@@ -37,7 +37,7 @@ __all__ = (
 )
 
 SQLITE_DIRS_SETTING: Final = "FLOWDECK_SQLITE_DIRS"
-_SIDE_FILES: Final = ("", "-wal", "-shm", "-journal")
+_SIDE_FILES: Final = ("", "-wal", "-shm", "-journal", "-writer")  # -writer: storage/sqlite_writer_lock.py
 
 
 class SourceRefusedError(ValueError):
