@@ -27,6 +27,8 @@ from urllib.parse import quote
 
 from sqlalchemy.engine import URL
 
+from flowdeck.storage.sqlite_writer_lock import LOCK_SUFFIX as WRITER_LOCK_SUFFIX
+
 __all__ = (
     "SQLITE_DIRS_SETTING",
     "PostgresIdentity",
@@ -37,7 +39,7 @@ __all__ = (
 )
 
 SQLITE_DIRS_SETTING: Final = "FLOWDECK_SQLITE_DIRS"
-_SIDE_FILES: Final = ("", "-wal", "-shm", "-journal", "-writer")  # -writer: storage/sqlite_writer_lock.py
+_SIDE_FILES: Final = ("", "-wal", "-shm", "-journal", WRITER_LOCK_SUFFIX)
 
 
 class SourceRefusedError(ValueError):

@@ -16,14 +16,17 @@ import contextlib
 import fcntl
 import os
 
-__all__ = ("WriterLock", "writer_lock_path")
+__all__ = ("LOCK_SUFFIX", "WriterLock", "writer_lock_path")
+
+LOCK_SUFFIX = "-writer"
+"""The lock file is the database file's name with this after it."""
 
 
 def writer_lock_path(database_path: str) -> str | None:
     """The lock file of a database file; None for an in-memory database (one process only)."""
     if not database_path or database_path == ":memory:" or database_path.startswith("file::memory:"):
         return None
-    return f"{database_path}-writer"
+    return f"{database_path}{LOCK_SUFFIX}"
 
 
 class WriterLock:
