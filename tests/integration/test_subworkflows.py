@@ -20,6 +20,7 @@ from flowdeck.engine.engine import Engine
 from flowdeck.storage.children import MAX_DEPTH
 from flowdeck.storage.database import Database
 from flowdeck.storage.tables import node_jobs
+from tests.support.clock import FakeClock
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
 from tests.support.runs import Outcome, read_outcome, rescue
@@ -235,11 +236,12 @@ async def test_recursion_stops_at_depth_ten(engine: Engine, tenant_id: str) -> N
 
 
 async def test_waiting_callers_hold_no_worker_slot(db: Database) -> None:
-    """80 callers wait on children that each wait 3 s (a delay): with 16 slots all finish together,
-    since neither a waiting caller nor a delayed child holds a slot (held slots would take 80 / 16 * 3 s).
-    The children wait 3 s rather than 2 so that on a loaded machine every call is made before the first
-    child's wait ends, which the check below needs."""
-    engine = Engine(db, make_test_registry(), concurrency=16, lease_seconds=5.0, poll_interval=0.05)
+    """80 callers wait on children that each wait 3 s (a delay): with 16 slots, every call and every child
+    waits at once, since neither a waiting caller nor a delayed child holds a slot (held slots would let at
+    most 16 wait). The delays run on a clock the test moves, so however slowly a loaded machine makes the
+    80 calls, no child's wait ends before all of them wait; then the clock passes the 3 s and all finish."""
+    clock = FakeClock()
+    engine = Engine(db, make_test_registry(), concurrency=16, lease_seconds=5.0, poll_interval=0.05, clock=clock)
     await engine.start()
     try:
         tenant_id = await engine.tenants.ensure("acme")
@@ -249,7 +251,6 @@ async def test_waiting_callers_hold_no_worker_slot(db: Database) -> None:
         )
         child_id = await save(engine, tenant_id, child)
         parent_id = await save(engine, tenant_id, caller_definition(child_id))
-        started = time.monotonic()
         ids = await asyncio.gather(*(engine.start_workflow_run(tenant_id, parent_id, {"x": i}) for i in range(80)))
 
         async def everything_waits() -> bool:
@@ -262,11 +263,10 @@ async def test_waiting_callers_hold_no_worker_slot(db: Database) -> None:
             return counts == {"call": 80, "end": 80}  # the children's ends wait behind their delays
 
         await wait_for(everything_waits, "all 80 calls and their children to wait, with no slot taken")
+        clock.advance(3)
         runs = await asyncio.gather(*(engine.wait_for_run(i, 30) for i in ids))
-        elapsed = time.monotonic() - started
         assert [r.status for r in runs] == [RunStatus.COMPLETED] * 80
         assert {r.output["result"]["ok"] for r in runs} == {True}
-        print(f"80 callers of 3-second children finished in {elapsed:.2f} s")
     finally:
         await engine.stop()
 
