@@ -16,7 +16,7 @@ from flowdeck.domain.errors import NodeError
 from flowdeck.handlers.switch_regex import REGEX_BUDGET_SECONDS, search_within_budget
 
 SEARCH_IN_A_CHILD = """
-import math, re, time
+import re, time
 from flowdeck.handlers.switch_regex import REGEX_BUDGET_SECONDS, search_within_budget
 
 def cpu_seconds(n):
@@ -24,17 +24,20 @@ def cpu_seconds(n):
     re.search("x+x+y", "x" * n)
     return time.process_time() - started
 
-# The backtracking grows as the square of the x's: as many as take 40 % of the budget here and now (a
-# loaded machine makes each step dearer), so the search needs the budget's CPU time it has.
-sample = max(min(cpu_seconds(400) for _ in range(3)), 1e-5)
-size = int(400 * math.sqrt(0.4 * REGEX_BUDGET_SECONDS / sample))
+# The backtracking grows as the cube of the x's (every start, every split of the two x+): as many as take
+# 30 % of the budget here and now (a loaded machine makes each step dearer), measured on a search long
+# enough to time, so the search needs the budget's CPU time it has and no more.
+size = 100
+while (sample := sorted(cpu_seconds(size) for _ in range(3))[1]) < 0.02:
+    size *= 2
+size = int(size * (0.3 * REGEX_BUDGET_SECONDS / sample) ** (1 / 3))
 print("searching", flush=True)
 try:
     print(search_within_budget("x+x+y", "x" * size, "config.cases[0].matches"), flush=True)
 except Exception as exc:
     print(f"{type(exc).__name__}: {exc}", flush=True)
 """
-"""``x+x+y`` on as many x's as backtrack for 40 % of the budget's CPU time, measured in the child."""
+"""``x+x+y`` on as many x's as backtrack for 30 % of the budget's CPU time, measured in the child."""
 
 
 def _cpu_ticks(pid: int) -> int:
