@@ -186,7 +186,7 @@ def lose_the_answer_of_a_commit(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The next COMMIT of a request that recognises its own writes commits, and then its connection closes
     before the answer arrives (what a restart or ``pg_terminate_backend`` at that instant does); the marks
     of the requests it happened to."""
-    commit, cut = database._commit, []
+    commit, cut = database.commit, []
 
     class AnswerLost:
         def __init__(self, tx: Any) -> None:
@@ -202,7 +202,7 @@ def lose_the_answer_of_a_commit(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             tx = AnswerLost(tx)
         await commit(tx, track)
 
-    monkeypatch.setattr(database, "_commit", commit_then_lose_the_answer)
+    monkeypatch.setattr(database, "commit", commit_then_lose_the_answer)
     return cut
 
 

@@ -145,7 +145,7 @@ async def test_a_commit_that_landed_but_reported_its_connection_lost_is_decided_
 ) -> None:
     """The ambiguous case: the COMMIT reached PostgreSQL and committed, its answer did not come back. The engine
     takes the decision again; the second finds the first's rows (idempotent log writes) and goes on."""
-    commit = database_module._commit
+    commit = database_module.commit
     commits = lost_after_landing = 0
 
     async def lands_then_loses_every_third(tx: Any, track: WriteTrack | None) -> None:
@@ -159,7 +159,7 @@ async def test_a_commit_that_landed_but_reported_its_connection_lost_is_decided_
             lost_after_landing += 1
             raise asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation")
 
-    monkeypatch.setattr(database_module, "_commit", lands_then_loses_every_third)
+    monkeypatch.setattr(database_module, "commit", lands_then_loses_every_third)
     db = Database(postgres_url, one_statement=False)  # every decision is a write transaction with a COMMIT
     # When the lost decision had leased the node's successor to this worker, the successor waits out its
     # lease (docs/engine.md "Lost connections"): a short one here.

@@ -19,10 +19,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from flowdeck.domain.statuses import RunStatus
-from flowdeck.engine.effects import Effects
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
+from flowdeck.engine.effects import Announcer, Effects, Held
 from flowdeck.engine.plans import RunNotFoundError
 from flowdeck.storage.disconnects import is_disconnect
+from flowdeck.storage.pg_durability import OutcomeUnknownError
 from flowdeck.storage.state import StateManager, StateTransaction
 
 __all__ = ("Cas", "DecideFn", "DuplicateDeliveryError", "KnownVersions")
@@ -81,9 +82,12 @@ class _RunLock:
 class Cas:
     """Takes decisions under the compare-and-swap and announces their effects once committed."""
 
-    def __init__(self, state: StateManager, announce: Callable[[Effects], None]) -> None:
+    def __init__(self, state: StateManager, announce: Announcer) -> None:
         self.state = state
         self.announce = announce
+        self.recheck: Callable[[Effects, Held], None] | None = None
+        """Given the effects of an early-released decision whose outcome is unknown (PostgreSQL restarted
+        before its WAL flush) and its place in the order: settles it with what of them the database shows."""
         self.versions = KnownVersions()
         self._run_locks: dict[str, _RunLock] = {}
 
@@ -122,6 +126,8 @@ class Cas:
                     effects = Effects(tx.now)
                     version, status = await self._claim_version(tx, instance_id, known)
                     result = await decision(tx, status, effects)
+                    if defer and effects.run_status in TERMINAL_RUN_STATUSES:
+                        await tx.conn.commit_durably()  # a run's end is never seen before it is durable
             except DuplicateDeliveryError:
                 return None
             except _CasConflictError:
@@ -141,20 +147,32 @@ class Cas:
                 self.versions.forget(instance_id)
                 raise
             self.versions.remember(instance_id, version + 1)
-            pending = tx.committed
-            if pending is None or pending.done():
-                self.announce(effects)
-            else:
-                pending.add_done_callback(functools.partial(self._settled, instance_id=instance_id, effects=effects))
+            self.announce_once_durable(tx.committed, instance_id, effects)
             return result
         raise RuntimeError(f"run {instance_id}: no decision after {MAX_CAS_ATTEMPTS} compare-and-swap attempts")
 
-    def _settled(self, commit: asyncio.Future[None], instance_id: str, effects: Effects) -> None:
-        """An early-released decision's group committed (announce it) or failed (it is lost)."""
-        if commit.cancelled() or commit.exception() is not None:
-            self.versions.forget(instance_id)
-        else:
+    def announce_once_durable(self, committed: asyncio.Future[None] | None, instance_id: str, effects: Effects) -> None:
+        """Announce a decision's effects now (``committed`` is ``None`` or done: it is durable) or once its
+        early-released writes are (storage/database.py)."""
+        if committed is None or (committed.done() and not committed.cancelled() and committed.exception() is None):
             self.announce(effects)
+        else:
+            settled = functools.partial(
+                self._settled, instance_id=instance_id, effects=effects, held=self.announce.hold()
+            )
+            committed.add_done_callback(settled)
+
+    def _settled(self, commit: asyncio.Future[None], instance_id: str, effects: Effects, held: Held) -> None:
+        """An early-released decision became durable (announce it), failed to commit (it is lost: SQLite),
+        or may have been lost (PostgreSQL restarted: announce what the database shows of it)."""
+        if not commit.cancelled() and commit.exception() is None:
+            self.announce.settle(held, effects)
+            return
+        self.versions.forget(instance_id)
+        if isinstance(commit.exception(), OutcomeUnknownError) and self.recheck is not None:
+            self.recheck(effects, held)
+        else:
+            self.announce.settle(held, None)
 
     @staticmethod
     async def _claim_version(tx: StateTransaction, instance_id: str, known: int | None) -> tuple[int, RunStatus]:

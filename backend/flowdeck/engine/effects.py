@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,7 +11,7 @@ from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.publisher import NodeUpdate, Publisher, RunUpdate, Update
 from flowdeck.storage.records import Job
 
-__all__ = ("Announcer", "Effects", "job_key")
+__all__ = ("Announcer", "Effects", "Held", "job_key")
 
 
 def job_key(job: Job) -> tuple[str, str, str]:
@@ -48,11 +49,22 @@ class Effects:
         self.jobs_added += other.jobs_added
 
 
+@dataclass(slots=True)
+class Held:
+    """A decision's place in the order of announcements while it is not yet durable (early release)."""
+
+    effects: Effects | None = None
+    settled: bool = False
+
+
 class Announcer:
-    """Hands committed effects to the publisher and to the in-process listeners."""
+    """Hands committed effects to the publisher and to the in-process listeners, in the order the decisions
+    committed: effects behind an early-released decision that is not yet durable wait for it (a run's
+    updates never overtake each other, whichever decision is durable first)."""
 
     def __init__(self, publisher: Publisher) -> None:
         self.publisher = publisher
+        self._held: deque[Held] = deque()
         self.job_listeners: list[Callable[[float], None]] = []
         """Called with the due time of newly queued jobs (in-process wake-ups)."""
         self.stop_listeners: list[Callable[[str], None]] = []
@@ -60,7 +72,27 @@ class Announcer:
         self.end_listeners: list[Callable[[str, RunStatus], None]] = []
         """Called with the id and status of a run that failed or was cancelled (cancel its children)."""
 
+    def hold(self) -> Held:
+        """A place in the order for the effects of a decision that is not yet durable (``settle`` it)."""
+        held = Held()
+        self._held.append(held)
+        return held
+
+    def settle(self, held: Held, effects: Effects | None) -> None:
+        """The held decision is durable (``effects``: what to announce of it) or lost (``None``)."""
+        held.effects, held.settled = effects, True
+        while self._held and self._held[0].settled:
+            ready = self._held.popleft().effects
+            if ready is not None:
+                self._announce(ready)
+
     def __call__(self, effects: Effects) -> None:
+        if self._held:
+            self._held.append(Held(effects, settled=True))
+        else:
+            self._announce(effects)
+
+    def _announce(self, effects: Effects) -> None:
         self.publisher.publish(effects.updates)
         if self.end_listeners:
             for update in effects.updates:

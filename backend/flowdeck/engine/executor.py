@@ -201,7 +201,7 @@ class NodeExecutor:
             if known is not None:
                 self._contexts.move_to_end(key)
                 return known
-        if leased_early:  # the rows it folds may be in the open group: reads see what is committed
+        if leased_early and not self.state.db.reads_see_released:  # SQLite: the rows may be in the open group
             await self.state.settle()
         context = await self.state.assemble_context(job.instance_id, graph.ancestors(job.node_id), job.iteration)
         self._share(job, graph, context)

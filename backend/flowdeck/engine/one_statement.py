@@ -34,10 +34,12 @@ class OneStatementSteps:
         """A step that would take the run past it writes nothing: the general decision fails the node."""
 
     async def try_steps(
-        self, plan: RunPlan, job: Job, outcome: Completed, owner: str | None
+        self, plan: RunPlan, job: Job, outcome: Completed, owner: str | None, early_release: bool = False
     ) -> tuple[bool, Job | None]:
         """Offer the result to the store as one of the one-statement steps; (taken, the job leased to
-        ``owner``). Not taken: nothing was written, the general decision takes it (labels need it too)."""
+        ``owner``). Not taken: nothing was written, the general decision takes it (labels need it too).
+        The chain and iteration steps commit asynchronously (storage/pg_durability.py): their effects are
+        announced once they are durable, and without ``early_release`` this returns only then."""
         if not self.state.db.one_statement:
             return False, None  # the portable store takes no step in one statement
         if outcome.labels:
@@ -45,10 +47,11 @@ class OneStatementSteps:
         charge = charge_of(plan.graph, job.node_id, outcome)
         if owner is not None:
             taken, follow = await self._chain_step(plan, job, outcome, charge, owner)
+            if not taken:
+                taken, follow = await self._iteration_step(plan, job, outcome, charge, owner)
             if taken:
-                return True, follow
-            taken, follow = await self._iteration_step(plan, job, outcome, charge, owner)
-            if taken:
+                if not early_release:
+                    await self.state.settle()
                 return True, follow
         return await self._end_step(plan, job, outcome, charge), None
 
@@ -180,4 +183,4 @@ class OneStatementSteps:
             effects.jobs_added += 1
             effects.node(job_key(step.next_job), NodeStatus.DISPATCHED, step.next_job.attempt)
             effects.node(job_key(step.next_job), NodeStatus.RUNNING, step.next_job.attempt)
-        self.cas.announce(effects)
+        self.cas.announce_once_durable(step.committed, job.instance_id, effects)

@@ -30,8 +30,9 @@ from flowdeck.engine.flow_control import FlowRequest
 from flowdeck.engine.one_statement import OneStatementSteps
 from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome, Parked, RunStateError
 from flowdeck.engine.partial_retry import apply_retry, retry_flow
-from flowdeck.engine.plans import PlanCache, RunPlan
+from flowdeck.engine.plans import PlanCache, RunNotFoundError, RunPlan
 from flowdeck.engine.publisher import Publisher
+from flowdeck.engine.recheck import Recheck
 from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits
 from flowdeck.engine.run_start import open_run
 from flowdeck.engine.run_timing import RunTiming
@@ -40,6 +41,7 @@ from flowdeck.engine.waits import has_waits, park_wait
 from flowdeck.storage.children import ParentRef
 from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.records import Job
+from flowdeck.storage.run_queries import RunQueries, RunView
 from flowdeck.storage.state import StateManager, StateTransaction
 from flowdeck.storage.steps import RunStart
 
@@ -74,8 +76,17 @@ class Orchestrator:
         self.end_listeners = self._announce.end_listeners
         """Called with the id and status of a run that failed or was cancelled (engine/calls.py)."""
         self._cas = Cas(state, self._announce)
+        self._cas.recheck = Recheck(self._run_view, state.db.flush_wal, self._announce)
         self._steps = OneStatementSteps(self._cas, lease_seconds, self.limits.max_run_bytes)
         self._batches = Batcher(self._decide_alone, self._decide_together)
+
+    async def _run_view(self, instance_id: str) -> RunView | None:
+        """The run as the database shows it now (``None``: it is gone)."""
+        try:
+            plan = await self.plans.get(instance_id)
+        except RunNotFoundError:
+            return None
+        return await RunQueries(self.state.db, self.state).run_view(plan.tenant_id, instance_id)
 
     def forget_versions(self) -> None:
         """Forget the instance versions this process knows (its last decisions may have been lost)."""
@@ -237,7 +248,9 @@ class Orchestrator:
 
         async with self._cas.serialized(job.instance_id):
             if isinstance(outcome, Completed):
-                taken, follow = await self._steps.try_steps(plan, job, outcome, delivery.claim_for)
+                taken, follow = await self._steps.try_steps(
+                    plan, job, outcome, delivery.claim_for, delivery.early_release
+                )
                 if taken:
                     return follow
             return await self._cas.decide_now(job.instance_id, decide, defer=delivery.early_release)

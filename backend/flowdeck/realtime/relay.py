@@ -30,8 +30,8 @@ import socketio  # type: ignore[import-untyped]
 from socketio import packet as socketio_packet
 
 from flowdeck.domain.statuses import node_progress
-from flowdeck.engine.projection import NodeView
 from flowdeck.engine.publisher import Consumer, LocalPublisher, NodeUpdate, RunUpdate, Subscription
+from flowdeck.engine.recheck import node_of
 from flowdeck.realtime.messages import update_message
 from flowdeck.storage.run_queries import RunView
 
@@ -42,13 +42,6 @@ log = logging.getLogger(__name__)
 Update = NodeUpdate | RunUpdate
 _NAMESPACE = "/"
 _FRESH_SECONDS = 5.0
-
-
-def _node_view(view: RunView, update: NodeUpdate) -> NodeView | None:
-    node = view.nodes.get(update.node_id)
-    if node is not None and update.iteration:
-        node = node.iterations.get(update.iteration)
-    return node
 
 
 def is_news(update: Update, view: RunView) -> bool:
@@ -64,7 +57,7 @@ def is_news(update: Update, view: RunView) -> bool:
     """
     if isinstance(update, RunUpdate):
         return update.at > view.run.updated_at
-    node = _node_view(view, update)
+    node = node_of(view, update)
     if node is None:
         return True
     progress, shown = node_progress(update.attempt, update.status), node_progress(node.attempt, node.status)

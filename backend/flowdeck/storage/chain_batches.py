@@ -37,6 +37,7 @@ import sqlalchemy as sa
 from flowdeck.domain.statuses import EventType, NodeStatus, RunStatus
 from flowdeck.storage.compiled import compile_statement
 from flowdeck.storage.database import Database
+from flowdeck.storage.pg_durability import ASYNC_COMMIT_SQL
 from flowdeck.storage.records import Job
 from flowdeck.storage.run_bytes import add_charge, charge_fits
 from flowdeck.storage.statements import JOB_COLUMNS, JOB_INSERT_COLUMNS
@@ -74,6 +75,7 @@ WITH input AS (
     FROM input
     WHERE instances.id = input.instance_id AND instances.version = input.expected
         AND {charge_fits("instances.output_bytes", "input.charge", "input.budget")}
+        AND {ASYNC_COMMIT_SQL} = 'off'  -- early release: storage/pg_durability.py
         AND NOT EXISTS (  -- a duplicate delivery leaves even the version alone (the general path sees it)
             SELECT 1 FROM instance_logs
             WHERE instance_logs.instance_id = input.instance_id AND instance_logs.node_id = input.node_id
@@ -224,15 +226,22 @@ class ChainStepBatcher:
             "p_payloads": [s.payload for s in steps],
             "p_now": now,
         }
-        async with self.db.autocommit() as conn:
+        async with self.db.autocommit(early_release=True) as conn:
             rows = (await conn.execute(_STATEMENT, params)).all()
-        return [_step(now, *row[1:]) for row in rows]
+        return [_step(now, conn.committed, *row[1:]) for row in rows]
 
 
-def _step(now: float, status: str | None, log_id: int | None, removed: int | None, *job_columns: Any) -> ChainStep:
+def _step(
+    now: float,
+    committed: asyncio.Future[None] | None,
+    status: str | None,
+    log_id: int | None,
+    removed: int | None,
+    *job_columns: Any,
+) -> ChainStep:
     next_job = None if job_columns[0] is None else Job(*job_columns)
     run_status = None if status is None else RunStatus(status)
-    return ChainStep(now, run_status, log_id is not None, removed is not None, next_job)
+    return ChainStep(now, run_status, log_id is not None, removed is not None, next_job, committed)
 
 
 def _one_per_run(queue: list[_Pending]) -> tuple[list[_Pending], list[_Pending]]:

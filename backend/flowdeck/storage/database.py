@@ -30,6 +30,8 @@ someone waits for it, at 64 members, or ``defer_seconds`` after its first early 
 is first. If such a group fails to commit, its decisions are lost as in a crash, and the
 ``loss_listeners`` (the worker) drop what was built on them: the nodes running on them stop and
 their leases, which are durable, bring them back.
+
+Early release (PostgreSQL): the same contract, by asynchronous commit: storage/pg_durability.py.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -47,17 +49,26 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from flowdeck.storage.compiled import CompiledStatement
 from flowdeck.storage.disconnects import (
     DatabaseUnavailableError,
-    WriteTrack,
     is_disconnect,
     refused,
-    unsent,
     write_track,
 )
 from flowdeck.storage.json_codec import json_dumps, json_loads
 from flowdeck.storage.pg_checkout import PooledConnection
+from flowdeck.storage.pg_connection import (
+    BACKOFF_LIMIT,
+    FRESH,
+    AsyncpgConnection,
+    commit,
+    mark_fresh,
+    note_started_at,
+    released,
+    shielded,
+    started_at,
+)
+from flowdeck.storage.pg_durability import FLUSH_SQL, WalFlusher
 from flowdeck.storage.schema import metadata
 from flowdeck.storage.sqlite_engine import (
     GROUP_LIMIT,
@@ -82,91 +93,15 @@ class Connection(Protocol):
     """What the stores use of a connection: ``await conn.execute(...)`` returning a buffered result."""
 
     committed: asyncio.Future[None] | None
-    """SQLite's early release: the commit of the group this transaction's writes are in (``None``:
-    they were durable when the block ended)."""
+    """Early release: when this block's writes are durable (SQLite: its group's commit; PostgreSQL: the
+    WAL flush that covers them); ``None``: they were durable when the block ended."""
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any: ...
 
+    async def commit_durably(self) -> None:
+        """In an early-released transaction: its writes are seen by others only once durable after all."""
+
     async def run_sync(self, fn: Callable[[sa.Connection], T]) -> T: ...
-
-
-_BACKOFF_LIMIT = 1.0
-"""The longest pause between two attempts of a statement that lost its connection (from 20 ms, doubling)."""
-
-_Reopen = Callable[[], Awaitable[tuple[PooledConnection, Any, bool]]]
-
-
-class _AsyncpgConnection:
-    """A pooled connection whose compiled hot statements run on asyncpg directly (PostgreSQL), and whose
-    other statements run through SQLAlchemy's connection on it, made at the first (storage/pg_checkout.py).
-
-    SQLAlchemy's side of the connection is in autocommit mode, so it never opens a transaction of
-    its own: ``Database`` opens one on the asyncpg connection itself (``asyncpg.Connection.transaction``),
-    and both SQLAlchemy's statements and the compiled ones run inside it.
-
-    With ``reopen``, a statement that fails because PostgreSQL closed the connection runs again on a
-    fresh one: any statement of a read (reads change nothing), and a statement without a transaction
-    only when it did not run (``unsent``: asyncpg refused before sending, or PostgreSQL said it closed
-    an idle session). It is taken again for up to ``patience`` seconds (FLOWDECK_DB_RECONNECT_SECONDS)
-    after the first loss, with a back-off between new connections; pooled connections found dead on the
-    way are skipped at once (a pool whose every connection PostgreSQL closed at once, by
-    ``pg_terminate_backend`` of all backends, a restart or ``idle_session_timeout``, is walked through
-    and discarded, however large). ``fresh``: the connection was opened for this check-out (else it was
-    pooled).
-    """
-
-    committed: asyncio.Future[None] | None = None
-
-    def __init__(
-        self,
-        conn: PooledConnection,
-        raw: Any,
-        counter: StatementCounter,
-        reopen: _Reopen | None = None,
-        *,
-        reads: bool = False,
-        fresh: bool = False,
-        patience: float = 15.0,
-    ) -> None:
-        self._conn = conn
-        self._raw = raw
-        self._counter = counter
-        self._reopen = reopen
-        self._reads = reads
-        self._fresh = fresh
-        self._patience = patience
-
-    async def execute(self, statement: Any, parameters: Any = None) -> Any:
-        spent = 0
-        give_up: float | None = None
-        while True:
-            try:
-                return await self._execute(statement, parameters)
-            except Exception as exc:
-                retry = is_disconnect(exc) if self._reads else unsent(exc)
-                if self._reopen is None or not retry:
-                    raise
-                now = asyncio.get_running_loop().time()
-                give_up = now + self._patience if give_up is None else give_up
-                if self._fresh:  # a pooled connection found dead costs no wait: the next one is taken at once
-                    spent += 1
-                    if now >= give_up:
-                        raise
-                log.warning("a statement lost its PostgreSQL connection (%s); running it again on a fresh one", exc)
-                if spent:
-                    await asyncio.sleep(min(0.01 * 2**spent, _BACKOFF_LIMIT))
-                self._conn, self._raw, self._fresh = await self._reopen()
-
-    async def _execute(self, statement: Any, parameters: Any) -> Any:
-        if isinstance(statement, CompiledStatement) and isinstance(parameters, list) and len(parameters) > 1:
-            statement = statement.core  # many rows: one multi-row statement through SQLAlchemy
-        if not isinstance(statement, CompiledStatement):
-            return await (await self._conn.sqlalchemy()).execute(statement, parameters)
-        self._counter.round_trips += 1
-        return await statement.run_asyncpg(self._raw, parameters)
-
-    async def run_sync(self, fn: Callable[[sa.Connection], T]) -> T:
-        return await (await self._conn.sqlalchemy()).run_sync(fn)
 
 
 class Database:
@@ -185,7 +120,8 @@ class Database:
         (data-modifying CTEs). ``False`` writes the same rows with the portable statements SQLite uses;
         tests/integration/test_one_statement_equivalence.py runs every topology both ways and compares.
         ``sqlite_synchronous``: ``FULL`` (power-loss safe) or ``NORMAL`` (FLOWDECK_SQLITE_SYNCHRONOUS).
-        ``defer_seconds``: how long an early-released SQLite group may stay open at most.
+        ``defer_seconds``: how long an early-released SQLite group may stay open at most (PostgreSQL: how
+        long an early-released commit may wait for its WAL flush).
         ``reconnect_seconds`` (PostgreSQL): how long a caller waits for PostgreSQL to take connections
         again (a restart, a failover) before its statement fails (FLOWDECK_DB_RECONNECT_SECONDS).
         ``application_name`` (PostgreSQL): its connections' name in ``pg_stat_activity``."""
@@ -228,9 +164,12 @@ class Database:
                 json_deserializer=json_loads,
             )
             self.sync_engine = self.engine.sync_engine
-            sa.event.listen(self.sync_engine, "connect", _mark_fresh)
+            sa.event.listen(self.sync_engine, "connect", mark_fresh)
+            sa.event.listen(self.sync_engine, "connect", note_started_at)
+            self._wal = WalFlusher(self.flush_wal, delay=defer_seconds, lost=self._lose)
         self.loss_listeners: list[Callable[[BaseException], None]] = []
-        """Called when a group with early-released members failed to commit (their decisions are lost)."""
+        """Called when early-released decisions were lost, or may have been (PostgreSQL restarted before
+        their WAL flush)."""
         sa.event.listen(self.sync_engine, "before_cursor_execute", self._count_statement)
         sa.event.listen(self.sync_engine, "begin", self._count_round_trip)
         sa.event.listen(self.sync_engine, "rollback", self._count_round_trip)
@@ -245,11 +184,12 @@ class Database:
         """A transaction that commits when the block ends (it returns once the writes are durable) and
         rolls back if it raises.
 
-        ``defer`` (SQLite): return as soon as the writes are in the open group, before its commit
-        (early release, above); the connection's ``committed`` future says when they are durable.
+        ``defer``: return before the writes are durable (SQLite: as soon as they are in the open group,
+        before its commit; PostgreSQL: an asynchronous commit), the early release above; the
+        connection's ``committed`` future says when they are durable.
         """
         if not self.is_sqlite:
-            async with self._postgres(transaction="write") as conn:
+            async with self._postgres(transaction="write", early_release=defer) as conn:
                 yield conn
             return
         async with self._sqlite_lock:
@@ -301,6 +241,7 @@ class Database:
     async def settle(self) -> None:
         """Wait until every early-released write is durable (before an effect outside the engine)."""
         if not self.is_sqlite:
+            await self._wal.settle()
             return
         group = self._group
         if group is not None and group.released:
@@ -308,9 +249,28 @@ class Database:
             await asyncio.shield(group.committed)
 
     def commit_soon(self) -> None:
-        """Commit the open group at the next turn of the event loop (nothing more will join it soon)."""
-        if self.is_sqlite and self._group is not None:
+        """Commit the open group at the next turn of the event loop (nothing more will join it soon);
+        PostgreSQL: flush the WAL past the early-released commits now."""
+        if not self.is_sqlite:
+            self._wal.flush_soon()
+        elif self._group is not None:
             self._commit_soon(self._group)
+
+    @property
+    def reads_see_released(self) -> bool:
+        """Whether a read sees early-released writes at once (PostgreSQL: they are committed, only not yet
+        flushed); SQLite's reads see them once their group commits."""
+        return not self.is_sqlite
+
+    async def flush_wal(self) -> Any:
+        """PostgreSQL: flush the WAL past every commit that returned so far, whichever connection made it;
+        returns when the PostgreSQL that did it started (storage/pg_durability.py)."""
+        async with self._postgres(transaction=None) as conn:  # a read's retries: it changes nothing
+            return (await conn.execute(sa.text(FLUSH_SQL))).one()[1]
+
+    def _lose(self, error: BaseException) -> None:
+        for lost in self.loss_listeners:
+            lost(error)
 
     def _commit_soon(self, group: Group) -> None:
         if group.flush is None and self._group is group:
@@ -372,18 +332,23 @@ class Database:
                 yield conn
 
     @asynccontextmanager
-    async def autocommit(self) -> AsyncIterator[Connection]:
+    async def autocommit(self, *, early_release: bool = False) -> AsyncIterator[Connection]:
         """A connection for one statement that is atomic by itself, run without BEGIN and COMMIT round
-        trips (PostgreSQL only: SQLite has no data-modifying CTEs to make such statements of)."""
+        trips (PostgreSQL only: SQLite has no data-modifying CTEs to make such statements of).
+
+        ``early_release``: the statement commits asynchronously (``pg_durability.ASYNC_COMMIT_SQL`` in
+        it); ``committed`` on the connection says when it is durable once the block ends."""
         if self.is_sqlite:
             raise RuntimeError("single-statement writes are a PostgreSQL path (SQLite has no data-modifying CTEs)")
         async with self._postgres(transaction=None, reads=False) as conn:
             yield conn
+            if early_release:
+                conn.committed = self._wal.released(started_at(conn.pooled))
 
     @asynccontextmanager
     async def _postgres(
-        self, *, transaction: Literal["write", "read"] | None, reads: bool = True
-    ) -> AsyncIterator[_AsyncpgConnection]:
+        self, *, transaction: Literal["write", "read"] | None, reads: bool = True, early_release: bool = False
+    ) -> AsyncIterator[AsyncpgConnection]:
         """A pooled connection, in a transaction (committed for "write", rolled back for "read") or none.
 
         Public APIs only: SQLAlchemy runs in autocommit mode (it opens no transaction) and the
@@ -396,7 +361,7 @@ class Database:
         its connection after BEGIN raises: it never committed, and the caller decides whether to take
         it again (docs/engine.md "Lost connections"); one that loses it at COMMIT may have committed.
         """
-        conn, raw, tx, fresh = await self._open(transaction)
+        conn, raw, tx, fresh = await self._open(transaction, early_release)
 
         async def reopen() -> tuple[PooledConnection, Any, bool]:
             nonlocal conn, raw, tx
@@ -404,7 +369,7 @@ class Database:
             conn, raw, tx, again = await self._open(transaction)
             return conn, raw, again
 
-        wrapped = _AsyncpgConnection(
+        wrapped = AsyncpgConnection(
             conn,
             raw,
             self.counter,
@@ -431,7 +396,9 @@ class Database:
                 raise
             if transaction == "write":
                 self.counter.commits += 1
-                await _commit(tx, track)
+                await commit(tx, track)
+                if early_release and not wrapped.durable_commit:
+                    wrapped.committed = self._wal.released(started_at(conn))
             else:
                 try:
                     await tx.rollback()
@@ -440,13 +407,15 @@ class Database:
                         raise
         finally:
             if raw.is_closed() or raw.is_in_transaction():  # never pool a connection mid-transaction
-                await _shielded(conn.discard())
+                await shielded(conn.discard())
             elif conn.bare:  # no task to shield it in (a task and a turn of the loop: ~20 us a check-out)
-                await _released(conn)
+                await released(conn)
             else:
-                await _shielded(conn.release())
+                await shielded(conn.release())
 
-    async def _open(self, transaction: Literal["write", "read"] | None) -> tuple[PooledConnection, Any, Any, bool]:
+    async def _open(
+        self, transaction: Literal["write", "read"] | None, early_release: bool = False
+    ) -> tuple[PooledConnection, Any, Any, bool]:
         """A pooled connection in autocommit mode, its transaction begun if asked, that PostgreSQL has not
         closed, and whether it was opened for this check-out (``fresh``) rather than taken from the pool.
 
@@ -465,7 +434,7 @@ class Database:
             fresh = True
             try:
                 conn = await PooledConnection.check_out(self.engine)
-                fresh = bool(conn.info.pop(_FRESH, False))
+                fresh = bool(conn.info.pop(FRESH, False))
                 raw = conn.driver
                 assert raw is not None
                 if raw.is_closed():
@@ -474,10 +443,13 @@ class Database:
                 if transaction is not None:
                     tx = raw.transaction()
                     await tx.start()
+                    if early_release:  # its COMMIT returns before the WAL is flushed (storage/pg_durability.py)
+                        self.counter.round_trips += 1
+                        await raw.execute("SET LOCAL synchronous_commit TO OFF")
                 return conn, raw, tx, fresh
             except BaseException as exc:  # a cancelled task too: the connection is never left checked out
                 if conn is not None:
-                    await _shielded(conn.discard())
+                    await shielded(conn.discard())
                 if not isinstance(exc, Exception) or not (is_disconnect(exc) or refused(exc)):
                     raise
                 if not fresh:
@@ -489,7 +461,7 @@ class Database:
                 if failures == 1:
                     log.warning("PostgreSQL closed or refused the connection (%s); trying again", exc)
                 if failures >= 2:
-                    pause = min(0.05 * 2 ** (failures - 2), _BACKOFF_LIMIT)
+                    pause = min(0.05 * 2 ** (failures - 2), BACKOFF_LIMIT)
                     await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))
 
     async def reclaim_space(self, pages: int) -> int:
@@ -526,6 +498,7 @@ class Database:
             if self._writer is not None:
                 self._writer.close()
         else:
+            await self._wal.close()  # what was released early is flushed before the pool closes
             await self.engine.dispose()
 
     def _count_statement(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
@@ -539,44 +512,3 @@ class Database:
     def _count_commit(self, *_: Any) -> None:
         self.counter.round_trips += 1
         self.counter.commits += 1
-
-
-async def _commit(tx: Any, track: WriteTrack | None) -> None:
-    """COMMIT a write transaction. One that fails may have committed (the connection was cut while it was
-    under way) unless the failure says it did not run (``unsent``): then the unit of work's write counts as
-    lost, never committed, and the API runs the request again (api/replay.py). The engine takes its
-    decision again either way (its log writes are idempotent: docs/engine.md "Lost connections")."""
-    before = track is not None and track.committed
-    if track is not None:
-        track.committed = True  # from here it may have committed (a cancelled task too)
-    try:
-        await tx.commit()
-    except Exception as exc:
-        if track is not None and unsent(exc):
-            track.committed, track.lost = before, True
-        elif track is not None and is_disconnect(exc):
-            track.unknown = True
-        raise
-
-
-_FRESH = "flowdeck_fresh"
-"""Set on a pooled connection's record when it is opened; taken off at its first check-out (``_open``)."""
-
-
-def _mark_fresh(_dbapi_connection: Any, record: Any) -> None:
-    record.info[_FRESH] = True
-
-
-async def _released(conn: PooledConnection) -> None:
-    """Give back a bare connection: it never suspends; were it cut short all the same, it is discarded."""
-    try:
-        await conn.release()
-    except asyncio.CancelledError:
-        await _shielded(conn.discard())
-        raise
-
-
-async def _shielded(closing: Coroutine[Any, Any, None]) -> None:
-    """Give a connection back (or close it) even when the task is cancelled meanwhile, as SQLAlchemy's own
-    ``async with engine.connect()`` does: a cancelled request never leaves a connection checked out."""
-    await asyncio.shield(asyncio.ensure_future(closing))

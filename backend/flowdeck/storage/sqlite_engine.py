@@ -65,6 +65,9 @@ class InlineConnection:
             return statement.run_sqlite(raw, parameters)
         return self._conn.execute(statement, parameters)
 
+    async def commit_durably(self) -> None:
+        """Nothing to do: SQLite's readers see a group's writes only once it committed (they are durable)."""
+
     async def run_sync(self, fn: Callable[[sa.Connection], T]) -> T:
         return fn(self._conn)
 

@@ -137,13 +137,13 @@ class PostgresStateManager(StateManager):
             "p_lease_until": now + step.lease_seconds,
             "p_owner": step.owner,
         }
-        async with self.db.autocommit() as conn:
+        async with self.db.autocommit(early_release=True) as conn:
             row = (await conn.execute(postgres_statements().iteration_step, params)).first()
         if row is None:
             return ChainStep(now, None, False, False, None)
         status, log_id, *job_columns = row
         next_job = None if job_columns[0] is None else Job(*job_columns)
-        return ChainStep(now, RunStatus(status), log_id is not None, log_id is not None, next_job)
+        return ChainStep(now, RunStatus(status), log_id is not None, log_id is not None, next_job, conn.committed)
 
     async def end_step(self, step: EndStepInput) -> EndStep:
         """See ``statements_postgres._end_step``."""

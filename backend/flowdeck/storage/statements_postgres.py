@@ -23,6 +23,7 @@ from sqlalchemy.dialects import postgresql
 from flowdeck.domain.flow_control import DEFAULT_PRIORITY
 from flowdeck.domain.statuses import EventType, NodeStatus, RunStatus
 from flowdeck.storage.compiled import compile_statement
+from flowdeck.storage.pg_durability import ASYNC_COMMIT_SQL
 from flowdeck.storage.run_bytes import add_charge, charge_fits
 from flowdeck.storage.statements import JOB_COLUMNS, JOB_INSERT_COLUMNS, LOG_VALUES, statements_for, typed
 from flowdeck.storage.tables import instance_logs, instances, node_jobs
@@ -396,6 +397,7 @@ WITH pre AS (
     UPDATE instances i SET version = :p_next, {_ADD}, updated_at = CAST(:p_now AS DOUBLE PRECISION)
     FROM pre
     WHERE i.id = :p_instance_id AND i.version = :p_expected
+        AND {ASYNC_COMMIT_SQL} = 'off'  -- early release: storage/pg_durability.py
     RETURNING pre.status, pre.item_count, pre.next_index
 ){_LOGGED_RESULT}
 ), removed AS (

@@ -6,6 +6,7 @@ The portable store offers none (``None``); PostgreSQL's takes them in one statem
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +105,8 @@ class ChainStep:
     job_removed: bool
     next_job: Job | None
     """The successor's job, leased to the worker, when it was dispatched."""
+    committed: asyncio.Future[None] | None = None
+    """When the step is durable (it commits asynchronously: early release, storage/pg_durability.py)."""
 
 
 @dataclass(frozen=True, slots=True)
