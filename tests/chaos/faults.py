@@ -1,7 +1,7 @@
 """Random faults, counted: a worker or serve killed (SIGKILL to its process group, started again a moment
 later), a worker frozen past its lease and woken (a zombie that comes back with stale work), PostgreSQL
-cutting Flowdeck's connections (``pg_terminate_backend``), PostgreSQL restarted. On SQLite: serve killed, or
-frozen past its leases and woken."""
+cutting Flowdeck's connections (``pg_terminate_backend``), PostgreSQL restarted or crashed (``-m immediate``).
+On SQLite: serve killed, or frozen past its leases and woken."""
 
 from __future__ import annotations
 
@@ -34,7 +34,14 @@ class Faults:
         """Fault -> weight. SQLite has one process (serve) and no server to cut or restart."""
         if self.cluster is None:
             return {"kill_serve": 2, "zombie_serve": 1}
-        return {"kill_worker": 3, "zombie_worker": 2, "terminate_backends": 3, "kill_serve": 1, "restart_postgres": 1}
+        return {
+            "kill_worker": 3,
+            "zombie_worker": 2,
+            "terminate_backends": 3,
+            "kill_serve": 1,
+            "restart_postgres": 1,
+            "crash_postgres": 1,
+        }
 
     async def run(self, seconds: float, gap: tuple[float, float]) -> None:
         loop = asyncio.get_running_loop()
@@ -131,3 +138,11 @@ class Faults:
         assert self.cluster is not None
         await asyncio.to_thread(self.cluster.pg_ctl, "-m", "fast", "restart")
         self.counts["PostgreSQL restart"] += 1
+
+    async def crash_postgres(self) -> None:
+        """An immediate stop (no shutdown checkpoint: the WAL not yet written is lost, as in a crash, and
+        with it the workers' decisions that committed asynchronously and were not yet flushed), then a
+        start that recovers from the WAL."""
+        assert self.cluster is not None
+        await asyncio.to_thread(self.cluster.pg_ctl, "-m", "immediate", "restart")
+        self.counts["PostgreSQL crash"] += 1

@@ -3,7 +3,8 @@ while faults hit them at random; afterwards every invariant is checked over the 
 
 PostgreSQL: ``serve`` and three workers on a cluster of the suite's own (so it may be restarted), faults:
 SIGKILL of a worker or of serve, a worker frozen past its lease and woken (a zombie), ``pg_terminate_backend``
-of Flowdeck's connections, a PostgreSQL restart. SQLite: ``serve`` alone, killed with SIGKILL and started again.
+of Flowdeck's connections, a PostgreSQL restart or crash (an immediate stop). SQLite: ``serve`` alone, killed
+with SIGKILL and started again.
 
 ``FLOWDECK_CHAOS_SECONDS`` sets how long faults go on (default: a short run for ``make test``); ``make chaos
 MINUTES=30`` soaks. The fault counts and results are printed at the end (``-s`` shows them).
