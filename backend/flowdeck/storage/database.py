@@ -49,6 +49,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from flowdeck.storage.compiled import compile_statement
 from flowdeck.storage.disconnects import (
     DatabaseUnavailableError,
     is_disconnect,
@@ -113,6 +114,7 @@ class Database:
         one_statement: bool = True,
         sqlite_synchronous: str = "FULL",
         defer_seconds: float = 0.002,
+        wal_flush_seconds: float = 0.01,
         reconnect_seconds: float = 15.0,
         application_name: str = "flowdeck",
     ) -> None:
@@ -120,8 +122,9 @@ class Database:
         (data-modifying CTEs). ``False`` writes the same rows with the portable statements SQLite uses;
         tests/integration/test_one_statement_equivalence.py runs every topology both ways and compares.
         ``sqlite_synchronous``: ``FULL`` (power-loss safe) or ``NORMAL`` (FLOWDECK_SQLITE_SYNCHRONOUS).
-        ``defer_seconds``: how long an early-released SQLite group may stay open at most (PostgreSQL: how
-        long an early-released commit may wait for its WAL flush).
+        ``defer_seconds``: how long an early-released SQLite group may stay open at most.
+        ``wal_flush_seconds`` (PostgreSQL): how long an early-released commit waits at most for the WAL
+        flush that makes it durable (its effects, live updates among them, wait as long).
         ``reconnect_seconds`` (PostgreSQL): how long a caller waits for PostgreSQL to take connections
         again (a restart, a failover) before its statement fails (FLOWDECK_DB_RECONNECT_SECONDS).
         ``application_name`` (PostgreSQL): its connections' name in ``pg_stat_activity``."""
@@ -166,7 +169,8 @@ class Database:
             self.sync_engine = self.engine.sync_engine
             sa.event.listen(self.sync_engine, "connect", mark_fresh)
             sa.event.listen(self.sync_engine, "connect", note_started_at)
-            self._wal = WalFlusher(self.flush_wal, delay=defer_seconds, lost=self._lose)
+            self._wal = WalFlusher(self.flush_wal, delay=wal_flush_seconds, lost=self._lose)
+            self._flush_statement = compile_statement(sa.text(FLUSH_SQL), is_sqlite=False, returns_rows=True)
         self.loss_listeners: list[Callable[[BaseException], None]] = []
         """Called when early-released decisions were lost, or may have been (PostgreSQL restarted before
         their WAL flush)."""
@@ -266,7 +270,7 @@ class Database:
         """PostgreSQL: flush the WAL past every commit that returned so far, whichever connection made it;
         returns when the PostgreSQL that did it started (storage/pg_durability.py)."""
         async with self._postgres(transaction=None) as conn:  # a read's retries: it changes nothing
-            return (await conn.execute(sa.text(FLUSH_SQL))).one()[1]
+            return (await conn.execute(self._flush_statement, {})).one()[1]
 
     def _lose(self, error: BaseException) -> None:
         for lost in self.loss_listeners:
