@@ -62,6 +62,7 @@ from flowdeck.storage.pg_connection import (
     BACKOFF_LIMIT,
     FRESH,
     AsyncpgConnection,
+    EarlyReleasedTransaction,
     commit,
     mark_fresh,
     note_started_at,
@@ -445,11 +446,9 @@ class Database:
                     raise asyncpg.ConnectionDoesNotExistError("the pooled connection was closed by PostgreSQL")
                 tx = None
                 if transaction is not None:
-                    tx = raw.transaction()
+                    # early release: its COMMIT returns before the WAL is flushed (storage/pg_durability.py)
+                    tx = EarlyReleasedTransaction(raw) if early_release else raw.transaction()
                     await tx.start()
-                    if early_release:  # its COMMIT returns before the WAL is flushed (storage/pg_durability.py)
-                        self.counter.round_trips += 1
-                        await raw.execute("SET LOCAL synchronous_commit TO OFF")
                 return conn, raw, tx, fresh
             except BaseException as exc:  # a cancelled task too: the connection is never left checked out
                 if conn is not None:

@@ -24,6 +24,7 @@ __all__ = (
     "BACKOFF_LIMIT",
     "FRESH",
     "AsyncpgConnection",
+    "EarlyReleasedTransaction",
     "commit",
     "mark_fresh",
     "note_started_at",
@@ -125,6 +126,26 @@ class AsyncpgConnection:
     def pooled(self) -> PooledConnection:
         """The pooled connection the last statement ran on (a statement run again may have changed it)."""
         return self._conn
+
+
+class EarlyReleasedTransaction:
+    """BEGIN … COMMIT sent as plain statements on the asyncpg connection, the BEGIN with the setting that
+    makes its COMMIT asynchronous (storage/pg_durability.py) in the same round trip: asyncpg's own
+    ``Transaction`` sends its BEGIN alone, and a ``SET LOCAL`` after it cost one more round trip a decision."""
+
+    BEGIN = "BEGIN; SET LOCAL synchronous_commit TO OFF"
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+
+    async def start(self) -> None:
+        await self._raw.execute(self.BEGIN)
+
+    async def commit(self) -> None:
+        await self._raw.execute("COMMIT")
+
+    async def rollback(self) -> None:
+        await self._raw.execute("ROLLBACK")
 
 
 async def commit(tx: Any, track: WriteTrack | None) -> None:
