@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncpg  # type: ignore[import-untyped]
 import httpx
 import pytest
 import sqlalchemy as sa
 
+from flowdeck.accounts.store import AccountStore
 from flowdeck.storage.account_tables import api_tokens, users
 from tests.api.conftest import PASSWORD, Account, Server
 from tests.support.graphs import linear
@@ -183,3 +185,22 @@ async def test_guessing_the_current_password_is_rate_limited_like_a_login(alice:
         "/api/auth/password", json={"currentPassword": PASSWORD, "newPassword": "whatever it is now"}
     )
     assert limited.status_code == 429
+
+
+async def test_a_token_whose_use_cannot_be_noted_still_authenticates(
+    server: Server, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Noting a token's last use is bookkeeping: PostgreSQL cutting that write's connection (a restart, a
+    ``pg_terminate_backend``) does not turn the request into a 500 (the chaos suite's crash soak found one)."""
+    created = (await alice.client.post("/api/tokens", json={"name": "noted-later"})).json()
+    tried: list[str] = []
+
+    async def cut(self: AccountStore, token_id: str, now: float) -> None:
+        tried.append(token_id)
+        raise asyncpg.AdminShutdownError("terminating connection due to administrator command")
+
+    monkeypatch.setattr(AccountStore, "touch_token", cut)
+    async with server.client(headers={"Authorization": f"Bearer {created['token']}"}) as ci:
+        me = await ci.get("/api/auth/me")
+    assert me.status_code == 200 and me.json()["authMethod"] == "token"
+    assert tried == [created["id"]]

@@ -6,6 +6,7 @@ hash; the plain value exists once, in the response or on the terminal.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -18,7 +19,10 @@ from flowdeck.accounts.rate_limit import LoginRateLimiter
 from flowdeck.accounts.revocation import RevocationSink, api_token_key, ignore_revocations, session_key
 from flowdeck.accounts.store import AccountStore, TokenRow, UserExistsError, UserRow
 from flowdeck.storage.database import Database
+from flowdeck.storage.disconnects import is_disconnect
 from flowdeck.storage.tenants import TenantStore
+
+log = logging.getLogger(__name__)
 
 __all__ = (
     "AccountError",
@@ -194,7 +198,14 @@ class AccountsService:
             return None
         token_id, last_used, user = found
         if last_used is None or now - last_used > TOKEN_TOUCH_SECONDS:
-            await self.store.touch_token(token_id, now)
+            try:
+                await self.store.touch_token(token_id, now)
+            except Exception as exc:
+                if not is_disconnect(exc):
+                    raise
+                # Bookkeeping for the token list: a request is not refused for it (PostgreSQL went away
+                # mid-write; the next use notes it again).
+                log.warning("could not note the use of API token %s: %s", token_id, exc)
         return Principal(user.id, user.tenant_id, user.tenant_name, user.email, "token", token_id=token_id)
 
     async def create_token(self, principal: Principal, name: str, expires_in_days: int | None) -> tuple[TokenRow, str]:
