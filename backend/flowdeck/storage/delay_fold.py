@@ -1,8 +1,9 @@
 """A delay as people read it: WAITING until it falls due, its successors PENDING meanwhile.
 
 The engine completes a ``delay`` node at once and queues its successors with a due time (the ``dueAt`` of their
-NODE_DISPATCHED rows, written in the same step right after the delay's NODE_COMPLETED row, so no other row of
-the run comes between). The log stays as it is; this is how the per-node view (``fold_nodes``: the REST detail,
+NODE_DISPATCHED rows, written in the same step right after the delay's NODE_COMPLETED row: no other decision's
+row of the run comes between, but a worker's claim of another node, which takes no compare-and-swap, may put
+its NODE_STARTED row there). The log stays as it is; this is how the per-node view (``fold_nodes``: the REST detail,
 the live snapshot) shows it: the delay WAITING with ``nextAttemptAt`` = the due time until one of its successors
 starts, then COMPLETED at that due time; the successors PENDING until they start. The timeline's bar of the delay
 ends at the due time too (``delay_ends``).
@@ -63,8 +64,9 @@ def delay_waits(rows: Sequence[LogRow]) -> list[DelayWait]:
             current.successors.append(str(row.node_id))
             holding[(str(row.node_id), row.iteration)] = current
             continue  # the next delayed dispatch of the same step follows the same completion
-        current = None
-        previous = row if row.event_type == EventType.NODE_COMPLETED.value else None
+        if row.event_type != EventType.NODE_STARTED.value:  # a claim's (another node's) may come between
+            current = None
+            previous = row if row.event_type == EventType.NODE_COMPLETED.value else None
         if row.node_id is not None and row.event_type in _MOVES:
             wait = holding.pop((row.node_id, row.iteration), None)
             if wait is not None and wait.ended_at is None:
