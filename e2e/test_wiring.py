@@ -99,6 +99,15 @@ def test_the_plus_on_an_edge_inserts_a_node_between_its_ends_and_undo_restores_b
 
     new = editor.new_node_id("set", before)
     expect(editor.edges()).to_have_count(4)
+    # `done` moves right to make room in a render after the insertion: read the boxes once it has.
+    page.wait_for_function(
+        """([a, b, c]) => {
+            const box = (id) => document.querySelector(`.react-flow__node[data-id="${id}"]`)?.getBoundingClientRect();
+            const [check, inserted, done] = [box(a), box(b), box(c)];
+            return check && inserted && done && check.right <= inserted.left && inserted.right <= done.left;
+        }""",
+        arg=["check", new, "done"],
+    )
     check, inserted, done = (editor.node(i).bounding_box() for i in ("check", new, "done"))
     assert check and inserted and done
     assert check["x"] + check["width"] <= inserted["x"] and inserted["x"] + inserted["width"] <= done["x"]
