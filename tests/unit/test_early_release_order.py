@@ -126,3 +126,12 @@ def test_a_lost_decision_announces_nothing_and_holds_nothing_up() -> None:
     announcer(_effects("b"))
     announcer.settle(lost, None)
     assert recorder.published == ["b"]
+
+
+async def test_closing_while_postgresql_is_away_gives_up_after_its_patience() -> None:
+    server, lost = _Server(), list[BaseException]()
+    flusher = _flusher(server, lost)
+    pending = flusher.released(STARTED)
+    server.down = True
+    await asyncio.wait_for(flusher.close(patience=0.2), timeout=5)  # the process stops: it does not hang
+    assert isinstance(pending.exception(), OutcomeUnknownError)

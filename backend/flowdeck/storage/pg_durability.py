@@ -110,10 +110,15 @@ class WalFlusher:
     def pending(self) -> bool:
         return self._open is not None or bool(self._in_flight)
 
-    async def close(self) -> None:
-        """Flush what is pending (the engine stopped; the pool closes next)."""
+    async def close(self, patience: float = 5.0) -> None:
+        """Flush what is pending (the engine stopped; the pool closes next). Flushes are sent again until
+        answered: with PostgreSQL away, stop after ``patience`` seconds (what was pending is then unknown, as
+        after a crash of this process)."""
         with contextlib.suppress(Exception):
-            await self.settle()
+            await asyncio.wait_for(self.settle(), patience)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _settle_batch(self, batch: asyncio.Future[None], made_on: set[datetime.datetime | None]) -> None:
         try:
