@@ -4,13 +4,18 @@ at the same moment go in one statement, each still deciding its own run alone.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import make_url
 
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
+from flowdeck.storage.chain_batches import _ONE_STATEMENT
 from flowdeck.storage.database import Database
 from flowdeck.storage.state_postgres import PostgresStateManager
 from flowdeck.storage.steps import ChainStepInput
@@ -109,3 +114,30 @@ async def test_a_step_past_its_runs_output_budget_in_a_batch_writes_nothing_and_
     counters = {row[0]: (row[1], row[2]) for row in rows}
     assert counters[fits] == (1_000, 2)
     assert counters[past] == (0, 1)  # untouched: the general decision fails the node
+
+
+async def test_a_lone_step_probes_every_table_by_index_while_postgresql_thinks_them_tiny(postgres_url: str) -> None:
+    """The generic plan of a lone run's chain step (the one the chain uses node after node) reads no table
+    whole. It is made at a statement's sixth execution and kept for the connection's life: on a fresh
+    database, with tables PostgreSQL has never analysed, a plan that joined the step's row to a table
+    scanned it all and went on doing so as the table grew (the batch form did: docs/benchmarks.md)."""
+    url = make_url(postgres_url)
+    conn = await asyncpg.connect(host=url.host, port=url.port or 5432, user=url.username, database=url.database)
+    try:
+        await conn.execute("SET plan_cache_mode = force_generic_plan")
+        await conn.execute(f"PREPARE lone_step AS {_ONE_STATEMENT.sql}")
+        nulls = ", ".join(["NULL"] * len(_ONE_STATEMENT.names))
+        plan = json.loads(await conn.fetchval(f"EXPLAIN (FORMAT JSON) EXECUTE lone_step({nulls})"))
+    finally:
+        await conn.close()
+
+    scans = {(node["Node Type"], node.get("Relation Name")) for node in _nodes(plan[0]["Plan"])}
+    assert {table for kind, table in scans if kind == "Seq Scan"} == set()
+    assert {("Index Scan", "instances"), ("Index Scan", "node_jobs")} <= scans
+    assert ("Index Only Scan", "instance_logs") in scans or ("Index Scan", "instance_logs") in scans
+
+
+def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", ()):
+        yield from _nodes(child)

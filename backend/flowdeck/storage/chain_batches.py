@@ -1,5 +1,6 @@
 """The chain step on PostgreSQL, in one statement for any number of runs: group commit across runs
-(issue 15). This is the only SQL of the chain step: a lone run's step goes through it as a batch of one.
+(issue 15). This is the only SQL of the chain step: ``_chain_steps`` writes it once, over a batch's rows
+(array parameters) or over a lone run's one row (scalar parameters, which PostgreSQL plans as index probes).
 
 A chain step is one run's decision: CAS the instance, log the node's NODE_COMPLETED, remove its job
 and, when the run is RUNNING and the job was still there, dispatch the successor with its job leased
@@ -12,7 +13,7 @@ the budget check of ``storage/run_bytes.py``, and the NODE_STARTED payload of
 tests/integration/test_generated_equivalence.py compares what it writes, alone and batched, with
 what the portable decision writes on SQLite and PostgreSQL.
 
-``_CHAIN_STEPS`` takes a batch of steps as a set: every part joins the batch's rows, so each row's
+``_chain_steps`` takes a batch of steps as a set: every part joins the batch's rows, so each row's
 compare-and-swap decides for its own run only (a run whose CAS fails, or whose step would go past its
 output budget, gets no row in ``cas``, writes nothing, and the others go on; its step then returns no
 status and the general decision takes it).
@@ -30,6 +31,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -57,31 +59,76 @@ _JOBS = ", ".join(JOB_INSERT_COLUMNS)
 _JOB_OUT = ", ".join(column.name for column in JOB_COLUMNS)
 _JOB_SELECTED = ", ".join(f"job.{column.name}" for column in JOB_COLUMNS)
 
-_CHAIN_STEPS = f"""
-WITH input AS (
+_STEP_COLUMNS: Final = (
+    ("instance_id", "p_instance_ids", "VARCHAR"),
+    ("expected", "p_expected", "INTEGER"),
+    ("node_id", "p_node_ids", "VARCHAR"),
+    ("iteration", "p_iterations", "VARCHAR"),
+    ("attempt", "p_attempts", "INTEGER"),
+    ("job", "p_jobs", "BIGINT"),
+    ("output_variable", "p_output_variables", "VARCHAR"),
+    ("successor", "p_successors", "VARCHAR"),
+    ("owner", "p_owners", "VARCHAR"),
+    ("tenant_id", "p_tenant_ids", "VARCHAR"),
+    ("lease_until", "p_lease_untils", "DOUBLE PRECISION"),
+    ("charge", "p_charges", "BIGINT"),
+    ("budget", "p_budgets", "BIGINT"),
+    ("priority", "p_priorities", "INTEGER"),
+)
+"""A step's columns in ``input``: (column, parameter, type); and ``n``, its place in the batch, and ``payload``."""
+
+_CASTS: Final = {column: f"CAST(:{param} AS {sql_type})" for column, param, sql_type in _STEP_COLUMNS}
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """Where the statement takes its steps from: ``source``, the body of ``input``; ``key``, the SQL of a
+    step's column where the statement looks rows up by it."""
+
+    source: str
+    key: Callable[[str], str]
+
+
+_MANY = _Rows(
+    source=f"""
     SELECT t.*, p.payload
-    FROM unnest(
-        CAST(:p_instance_ids AS VARCHAR[]), CAST(:p_expected AS INTEGER[]), CAST(:p_node_ids AS VARCHAR[]),
-        CAST(:p_iterations AS VARCHAR[]), CAST(:p_attempts AS INTEGER[]), CAST(:p_jobs AS BIGINT[]),
-        CAST(:p_output_variables AS VARCHAR[]), CAST(:p_successors AS VARCHAR[]), CAST(:p_owners AS VARCHAR[]),
-        CAST(:p_tenant_ids AS VARCHAR[]), CAST(:p_lease_untils AS DOUBLE PRECISION[]),
-        CAST(:p_charges AS BIGINT[]), CAST(:p_budgets AS BIGINT[]), CAST(:p_priorities AS INTEGER[])
-    ) WITH ORDINALITY AS t(instance_id, expected, node_id, iteration, attempt, job, output_variable, successor,
-        owner, tenant_id, lease_until, charge, budget, priority, n)
+    FROM unnest({", ".join(f"CAST(:{param} AS {sql_type}[])" for _, param, sql_type in _STEP_COLUMNS)})
+        WITH ORDINALITY AS t({", ".join(column for column, _, _ in _STEP_COLUMNS)}, n)
     JOIN jsonb_array_elements(CAST(:p_payloads AS JSONB)) WITH ORDINALITY AS p(payload, n) ON p.n = t.n
-), cas AS (
+""",
+    key=lambda column: f"input.{column}",
+)
+"""A batch: the parameters are arrays, a step per element, joined to ``input`` by each lookup."""
+
+_ONE = _Rows(
+    source=f"""
+    SELECT {", ".join(f"{cast} AS {column}" for column, cast in _CASTS.items())}, 1 AS n,
+        CAST(:p_payloads AS JSONB) AS payload
+""",
+    key=_CASTS.__getitem__,
+)
+"""A lone step (most steps, unless the database is busy): the same parameters, each a scalar, and the
+lookups compare with them directly. PostgreSQL then plans every lookup as an index probe whatever it
+knows of the tables' sizes (with ``input`` joined, a plan made while a table was small went on reading
+all of it), and runs the statement in about half the time of a batch of one (docs/benchmarks.md)."""
+
+
+def _chain_steps(rows: _Rows) -> str:
+    key = rows.key
+    return f"""
+WITH input AS ({rows.source}), cas AS (
     UPDATE instances SET version = input.expected + 1, {add_charge("instances.output_bytes", "input.charge")},
         updated_at = CAST(:p_now AS DOUBLE PRECISION)
     FROM input
-    WHERE instances.id = input.instance_id AND instances.version = input.expected
-        AND {charge_fits("instances.output_bytes", "input.charge", "input.budget")}
+    WHERE instances.id = {key("instance_id")} AND instances.version = {key("expected")}
+        AND {charge_fits("instances.output_bytes", key("charge"), key("budget"))}
         AND {ASYNC_COMMIT_SQL} = 'off'  -- early release: storage/pg_durability.py
         AND NOT EXISTS (  -- a duplicate delivery leaves even the version alone (the general path sees it)
             SELECT 1 FROM instance_logs
-            WHERE instance_logs.instance_id = input.instance_id AND instance_logs.node_id = input.node_id
-                AND instance_logs.iteration = input.iteration
+            WHERE instance_logs.instance_id = {key("instance_id")} AND instance_logs.node_id = {key("node_id")}
+                AND instance_logs.iteration = {key("iteration")}
                 AND instance_logs.event_type = {_q(EventType.NODE_COMPLETED)}
-                AND instance_logs.node_attempt = input.attempt
+                AND instance_logs.node_attempt = {key("attempt")}
         )
     RETURNING instances.id, instances.status
 ), logged AS (
@@ -96,7 +143,8 @@ WITH input AS (
     RETURNING instance_id, log_id
 ), removed AS (
     DELETE FROM node_jobs USING input, logged
-    WHERE node_jobs.id = input.job AND node_jobs.attempt = input.attempt AND logged.instance_id = input.instance_id
+    WHERE node_jobs.id = {key("job")} AND node_jobs.attempt = {key("attempt")}
+        AND logged.instance_id = input.instance_id
     RETURNING node_jobs.id, node_jobs.instance_id
 ), dispatched AS (
     INSERT INTO instance_logs (instance_id, node_id, iteration, event_type, node_status, node_attempt, created_at)
@@ -134,7 +182,13 @@ FROM input
 ORDER BY input.n
 """
 
-_STATEMENT = compile_statement(sa.text(_CHAIN_STEPS), is_sqlite=False, json_names=("p_payloads",), returns_rows=True)
+
+_MANY_STATEMENT = compile_statement(
+    sa.text(_chain_steps(_MANY)), is_sqlite=False, json_names=("p_payloads",), returns_rows=True
+)
+_ONE_STATEMENT = compile_statement(
+    sa.text(_chain_steps(_ONE)), is_sqlite=False, json_names=("p_payloads",), returns_rows=True
+)
 
 _Pending = tuple[ChainStepInput, "asyncio.Future[ChainStep]"]
 
@@ -204,11 +258,11 @@ class ChainStepBatcher:
                 future.set_result(result)
 
     async def _send(self, steps: list[ChainStepInput]) -> list[ChainStep]:
-        """One statement for the batch, whatever its size: a lone run's step goes through it too, so the
-        chain step's SQL exists once."""
+        """One statement for the batch, whatever its size: a lone step takes the same statement over one
+        row (scalar parameters), a batch over its rows (arrays)."""
         now = self.clock()
         self.largest = max(self.largest, len(steps))
-        params = {
+        columns: dict[str, list[Any]] = {
             "p_instance_ids": [s.job.instance_id for s in steps],
             "p_expected": [s.expected_version for s in steps],
             "p_node_ids": [s.job.node_id for s in steps],
@@ -224,10 +278,13 @@ class ChainStepBatcher:
             "p_budgets": [s.budget for s in steps],
             "p_priorities": [s.job.priority for s in steps],
             "p_payloads": [s.payload for s in steps],
-            "p_now": now,
         }
+        if len(steps) == 1:
+            statement, params = _ONE_STATEMENT, {name: values[0] for name, values in columns.items()}
+        else:
+            statement, params = _MANY_STATEMENT, dict(columns)
         async with self.db.autocommit(early_release=True) as conn:
-            rows = (await conn.execute(_STATEMENT, params)).all()
+            rows = (await conn.execute(statement, {**params, "p_now": now})).all()
         return [_step(now, conn.committed, *row[1:]) for row in rows]
 
 
