@@ -154,6 +154,13 @@ class _Progress:
             )
 
 
+WARM_ROUNDS = 2
+"""Unmeasured rounds before a concurrent workload, so that every pooled connection it uses is warm:
+PostgreSQL prepares statements per connection and plans each afresh at its first five executions before
+keeping a generic plan; in one cold round of 100 runs planning was 40 % of PostgreSQL's CPU
+(docs/benchmarks.md), a start-up cost a server that has run for a minute no longer pays."""
+
+
 class _Bench:
     """The engine under test, the benchmark's tenant, and how the benchmark learns that runs finished:
     from the publisher, as a live client does (reading the run back would add the client's reads to
@@ -232,8 +239,8 @@ class _Bench:
 
     async def concurrent(self, definition: dict[str, Any], runs: int, name: str, target: str) -> Result:
         workflow = await self.engine.create_workflow(self.tenant_id, definition)
-        # Warm up as many connections as the measured round will use (PostgreSQL prepares per connection).
-        await asyncio.gather(*(self.timed_run(workflow.id) for _ in range(20)))
+        for _ in range(WARM_ROUNDS):
+            await asyncio.gather(*(self.timed_run(workflow.id) for _ in range(runs)))
 
         async def body(progress: _Progress) -> list[float]:
             async def one() -> float:

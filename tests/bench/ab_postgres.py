@@ -30,6 +30,7 @@ ADMIN_URL = os.environ.get("FLOWDECK_AB_ADMIN_URL", "postgresql://postgres@127.0
 
 ONE_ROUND = """
 import asyncio, json, os, sys, time
+import flowdeck.bench
 from flowdeck.bench import NoopHandler, _Bench, chain
 from flowdeck.runtime import open_runtime
 from flowdeck.settings import Settings
@@ -56,9 +57,15 @@ async def main(chain_runs):
         rt.engine.worker.tenant_concurrency = rt.engine.worker.concurrency
         found = {}
         try:
+            # revisions before WARM_ROUNDS warmed with 20 runs
+            warm_runs = getattr(flowdeck.bench, "WARM_ROUNDS", 0) * 100 or 20
+            # The nodes each call runs, its warm-up included (the CPU counts them all); the concurrent
+            # workload runs once unmeasured first, so that its warm-up runs on warm connections too.
+            await bench.concurrent(chain(5), 100, "warm-up", "")
             for name, work, nodes in (
-                ("chain", lambda: bench.sequential(chain(20), chain_runs, "chain of 20"), chain_runs * 20),
-                ("concurrent", lambda: bench.concurrent(chain(5), 100, "100 concurrent chains of 5", ""), 500),
+                ("chain", lambda: bench.sequential(chain(20), chain_runs, "chain of 20"), (chain_runs + 1) * 20),
+                ("concurrent", lambda: bench.concurrent(chain(5), 100, "100 concurrent chains of 5", ""),
+                 (warm_runs + 100) * 5),
             ):
                 cpu, before = time.process_time(), await backends(rt.engine.db)
                 row = (await work()).row()
@@ -76,8 +83,8 @@ async def main(chain_runs):
 
 asyncio.run(main(int(sys.argv[1])))
 """
-"""One round of one revision (the warm-up runs are counted too, and the backends of connections opened
-during a workload count whole: an upper bound per node, alike for every revision)."""
+"""One round of one revision (CPU per node over every run of a workload, its warm-up runs included, all
+on warm connections; the backends of connections opened during a workload count whole)."""
 
 
 def checkout(rev: str, root: Path) -> Path:
