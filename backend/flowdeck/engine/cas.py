@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import random
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -32,7 +31,6 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-MAX_CAS_ATTEMPTS = 200
 _LOST_CONNECTION_RETRIES = 3
 """A decision whose connection PostgreSQL closed is taken again this many times at most (then the
 node's lease brings it back)."""
@@ -43,10 +41,6 @@ DecideFn = Callable[[StateTransaction, RunStatus, Effects], Awaitable[T]]
 
 class DuplicateDeliveryError(Exception):
     """This result was delivered before: roll back, change nothing."""
-
-
-class _CasConflictError(Exception):
-    """Another decision moved the instance on first: roll back and decide again."""
 
 
 class KnownVersions:
@@ -112,28 +106,23 @@ class Cas:
                 del self._run_locks[instance_id]
 
     async def decide_now(self, instance_id: str, decision: DecideFn[T], *, defer: bool = False) -> T | None:
-        """Take ``decision`` under the CAS, again on fresh state each time it loses (the caller holds the
-        run's lock). ``None`` when it found a duplicate delivery.
+        """Take ``decision`` under the CAS (the caller holds the run's lock in this process), again on fresh
+        state when PostgreSQL closed its connection. ``None`` when it found a duplicate delivery.
 
         ``defer``: return before the decision is durable (early release, storage/database.py), for a
         worker going on with the node it leased; its effects are announced once it is durable.
         """
         lost = 0
-        for attempt in range(MAX_CAS_ATTEMPTS):
-            known = self.versions.get(instance_id)
+        while True:
             try:
                 async with self.state.transaction(defer=defer) as tx:
                     effects = Effects(tx.now)
-                    version, status = await self._claim_version(tx, instance_id, known)
+                    version, status = await self._claim_version(tx, instance_id)
                     result = await decision(tx, status, effects)
                     if defer and effects.run_status in TERMINAL_RUN_STATUSES:
                         await tx.conn.commit_durably()  # a run's end is never seen before it is durable
             except DuplicateDeliveryError:
                 return None
-            except _CasConflictError:
-                self.versions.forget(instance_id)
-                await asyncio.sleep(random.uniform(0, 0.001 * min(attempt + 1, 20)))  # noqa: S311 -- jitter
-                continue
             except Exception as exc:
                 self.versions.forget(instance_id)
                 if not is_disconnect(exc) or lost >= _LOST_CONNECTION_RETRIES:
@@ -149,7 +138,6 @@ class Cas:
             self.versions.remember(instance_id, version + 1)
             self.announce_once_durable(tx.committed, instance_id, effects)
             return result
-        raise RuntimeError(f"run {instance_id}: no decision after {MAX_CAS_ATTEMPTS} compare-and-swap attempts")
 
     def announce_once_durable(self, committed: asyncio.Future[None] | None, instance_id: str, effects: Effects) -> None:
         """Announce a decision's effects now (``committed`` is ``None`` or done: it is durable) or once its
@@ -175,22 +163,16 @@ class Cas:
             self.announce.settle(held, None)
 
     @staticmethod
-    async def _claim_version(tx: StateTransaction, instance_id: str, known: int | None) -> tuple[int, RunStatus]:
-        """The compare-and-swap: move the instance from its version to the next; returns (old version, status).
+    async def _claim_version(tx: StateTransaction, instance_id: str) -> tuple[int, RunStatus]:
+        """The compare-and-swap: take the instance's next version; returns (old version, status).
 
-        The version this process committed last is usually still current (a run's decisions mostly
-        happen here), which saves reading it first; when another process moved it on, read it and
-        try once more.
+        It compares nothing: the decision reads the run after it, under the row's lock, so whatever
+        another process decided before is what it reads. (Comparing with the version this process last
+        committed cost a failed update, a read and another update whenever another process had moved
+        the run on: several processes finishing nodes of one wide fan-out did so at nearly every node.)
         """
-        if known is not None:
-            status = await tx.compare_and_swap(instance_id, known)
-            if status is not None:
-                return known, status
-        current = await tx.read_instance_version(instance_id)
-        if current is None:
+        taken = await tx.take_next_version(instance_id)
+        if taken is None:
             raise RunNotFoundError(f"run {instance_id} does not exist")
-        _, version = current
-        status = await tx.compare_and_swap(instance_id, version)
-        if status is None:
-            raise _CasConflictError
+        status, version = taken
         return version, status

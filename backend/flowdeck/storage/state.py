@@ -209,14 +209,16 @@ class StateTransaction:
     async def compare_and_swap(self, instance_id: str, expected_version: int) -> RunStatus | None:
         """Claim the next version of the instance and return its status; ``None`` when the instance is
         not at ``expected_version`` (another decision got there first, or it does not exist)."""
-        params = {
-            "p_id": instance_id,
-            "p_expected": expected_version,
-            "p_next": expected_version + 1,
-            "p_now": self.now,
-        }
+        params = {"p_id": instance_id, "p_expected": expected_version, "p_now": self.now}
         status = (await self.conn.execute(self.db.sql.compare_and_swap, params)).scalar_one_or_none()
         return None if status is None else RunStatus(status)
+
+    async def take_next_version(self, instance_id: str) -> tuple[RunStatus, int] | None:
+        """Move the instance to its next version, whatever it is, locking it to the commit (engine/cas.py):
+        its status and the version it moved from; ``None`` when it does not exist."""
+        params = {"p_id": instance_id, "p_now": self.now}
+        row = (await self.conn.execute(self.db.sql.take_next_version, params)).first()
+        return None if row is None else (RunStatus(row[0]), row[1] - 1)
 
     async def set_run_status(
         self,

@@ -49,6 +49,7 @@ class Statements:
     insert_log_returning_node: Any
     instance_version: Any
     compare_and_swap: Any
+    take_next_version: Any
     context_rows: Any
     insert_job: Any
     delete_job: Any
@@ -282,8 +283,12 @@ def statements_for(is_sqlite: bool) -> Statements:
         instance_version=sa.select(instances.c.status, instances.c.version).where(instances.c.id == _p("p_id")),
         compare_and_swap=instances.update()
         .where(instances.c.id == _p("p_id"), instances.c.version == _p("p_expected"))
-        .values(version=_p("p_next"), updated_at=_p("p_now"))
+        .values(version=instances.c.version + 1, updated_at=_p("p_now"))
         .returning(instances.c.status),
+        take_next_version=instances.update()
+        .where(instances.c.id == _p("p_id"))
+        .values(version=instances.c.version + 1, updated_at=_p("p_now"))
+        .returning(instances.c.status, instances.c.version),
         context_rows=_context_rows(),
         insert_job=insert(node_jobs).on_conflict_do_nothing().returning(*JOB_COLUMNS),
         delete_job=node_jobs.delete().where(*_this_job()),
@@ -387,6 +392,7 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         ),
         instance_version=c(core.instance_version),
         compare_and_swap=c(core.compare_and_swap),
+        take_next_version=c(core.take_next_version),
         insert_job=c(core.insert_job, JOB_INSERT_COLUMNS),
         delete_job=c(core.delete_job),
         park_job=c(core.park_job),
