@@ -30,7 +30,6 @@ ADMIN_URL = os.environ.get("FLOWDECK_AB_ADMIN_URL", "postgresql://postgres@127.0
 
 ONE_ROUND = """
 import asyncio, json, os, sys, time
-import flowdeck.bench
 from flowdeck.bench import NoopHandler, _Bench, chain
 from flowdeck.runtime import open_runtime
 from flowdeck.settings import Settings
@@ -50,6 +49,22 @@ async def backends(db):
         ticks[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return ticks
 
+async def concurrent(bench, warm_only=False):
+    workflow = await bench.engine.create_workflow(bench.tenant_id, chain(5))
+    for _ in range(2):
+        await asyncio.gather(*(bench.timed_run(workflow.id) for _ in range(100)))
+    if warm_only:
+        return None
+
+    async def body(progress):
+        async def one():
+            ms = await bench.timed_run(workflow.id)
+            progress.step()
+            return ms
+        return list(await asyncio.gather(*(one() for _ in range(100))))
+
+    return await bench.measure("100 concurrent chains of 5", 5, 100, body)
+
 async def main(chain_runs):
     settings = Settings.from_env()
     async with open_runtime(settings, migrate=False, extra_handlers=[NoopHandler()], with_scheduler=False) as rt:
@@ -57,15 +72,14 @@ async def main(chain_runs):
         rt.engine.worker.tenant_concurrency = rt.engine.worker.concurrency
         found = {}
         try:
-            # revisions before WARM_ROUNDS warmed with 20 runs
-            warm_runs = getattr(flowdeck.bench, "WARM_ROUNDS", 0) * 100 or 20
-            # The nodes each call runs, its warm-up included (the CPU counts them all); the concurrent
-            # workload runs once unmeasured first, so that its warm-up runs on warm connections too.
-            await bench.concurrent(chain(5), 100, "warm-up", "")
+            # Every revision runs the same work (the bench's own warm-ups differ between revisions, and on a
+            # server without autovacuum each run leaves dead rows that slow later rounds): the concurrent
+            # workload warms twice, unmeasured, then runs measured; the chain warms with one run. CPU per node
+            # counts every run of a workload, its warm-up included.
+            await concurrent(bench, warm_only=True)
             for name, work, nodes in (
                 ("chain", lambda: bench.sequential(chain(20), chain_runs, "chain of 20"), (chain_runs + 1) * 20),
-                ("concurrent", lambda: bench.concurrent(chain(5), 100, "100 concurrent chains of 5", ""),
-                 (warm_runs + 100) * 5),
+                ("concurrent", lambda: concurrent(bench), 300 * 5),
             ):
                 cpu, before = time.process_time(), await backends(rt.engine.db)
                 row = (await work()).row()
@@ -106,6 +120,25 @@ async def admin(sql: str) -> None:
         await conn.close()
 
 
+async def autovacuum_off() -> bool:
+    conn = await asyncpg.connect(ADMIN_URL)
+    try:
+        return bool(await conn.fetchval("SHOW autovacuum") == "off")
+    finally:
+        await conn.close()
+
+
+async def vacuum(name: str) -> None:
+    """What autovacuum would do about once a round (a round of three revisions takes about its naptime, a
+    minute): without it the queue table bloats with every round, and a revision whose reads scan it (the
+    claim's read of which tenants wait) slows with the rounds, which says nothing about a real server."""
+    conn = await asyncpg.connect(ADMIN_URL.rsplit("/", 1)[0] + f"/{name}")
+    try:
+        await conn.execute("VACUUM (ANALYZE)")
+    finally:
+        await conn.close()
+
+
 def database_url(name: str) -> str:
     base = ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
     return f"{base}/{name}"
@@ -136,12 +169,17 @@ def main() -> int:
         for rev in args.revs:
             asyncio.run(admin(f'CREATE DATABASE "{names[rev]}"'))
             run(sources[rev], database_url(names[rev]), "migrate")
+        stand_in = asyncio.run(autovacuum_off())
+        if stand_in:
+            print("autovacuum is off here: each database is vacuumed after each of its rounds", file=sys.stderr)
         for n in range(args.rounds):
             for rev in args.revs:
                 out = run(sources[rev], database_url(names[rev]), str(args.chain_runs), code=ONE_ROUND)
                 found = json.loads(out.split("AB-RESULT ", 1)[1])
                 rounds[rev].append(found)
                 print(f"round {n + 1} {rev}: {json.dumps(found)}", file=sys.stderr, flush=True)
+                if stand_in:
+                    asyncio.run(vacuum(names[rev]))
     finally:
         for rev in args.revs:
             asyncio.run(admin(f'DROP DATABASE IF EXISTS "{names[rev]}" WITH (FORCE)'))
