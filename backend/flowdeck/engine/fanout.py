@@ -188,7 +188,7 @@ class Fanout:
         # fails here, at start-up, when the transport is unreachable
         await self.transport.open(self._deliver, (self.origin, SHARED))
         self.watches.begin()
-        self._outgoing = self._publisher.subscribe(maxsize=_QUEUED)
+        self._outgoing = self._publisher.subscribe(maxsize=_QUEUED, wants=self._wanted_elsewhere)
         self._stop_revocations = self._publisher.on_revoke(self._revocation_listener)
         self._stop_notices = self._publisher.on_notice(self._notice_listener)
         self._publisher.watches = self.watches
@@ -284,19 +284,27 @@ class Fanout:
                 for topic in topics:
                     await self._send_updates(topic, part)
 
+    def _wanted_elsewhere(self, update: Update) -> bool:
+        """Asked as an update is published: most node updates no other process watches, and those are then
+        never queued nor woken for."""
+        return bool(self._topics(update))
+
+    def _topics(self, update: Update) -> tuple[str, ...]:
+        """Where an update goes: a run update to every process (if any other is alive), a node update only
+        to the processes watching its run (to every process while this one may not yet know them all: in
+        the grace after it started)."""
+        watches = self.watches
+        if isinstance(update, RunUpdate):
+            return (SHARED,) if watches.in_grace or watches.others_alive() else ()
+        targets = watches.targets(update.instance_id)
+        return tuple(sorted(targets)) if targets or not watches.in_grace else (SHARED,)
+
     def _route(self, batch: list[Update]) -> list[tuple[tuple[str, ...], list[Update]]]:
-        """The batch cut into runs of updates going to the same topics, in order: a run update to every
-        process (if any other is alive), a node update only to the processes watching its run (to every
-        process while this one may not yet know them all: in the grace after it started)."""
+        """The batch cut into runs of updates going to the same topics (``_topics``, decided again now:
+        a process may have started or stopped watching since), in order."""
         routed: list[tuple[tuple[str, ...], list[Update]]] = []
-        watches, grace = self.watches, self.watches.in_grace
         for update in batch:
-            topics: tuple[str, ...]
-            if isinstance(update, RunUpdate):
-                topics = (SHARED,) if grace or watches.others_alive() else ()
-            else:
-                targets = watches.targets(update.instance_id)
-                topics = tuple(sorted(targets)) if targets or not grace else (SHARED,)
+            topics = self._topics(update)
             if not topics:
                 continue
             if routed and routed[-1][0] == topics:

@@ -115,15 +115,26 @@ class Publisher(Protocol):
 class Subscription:
     """A bounded queue of updates for one consumer; when it overflows, the oldest are dropped."""
 
-    def __init__(self, publisher: LocalPublisher, instance_id: str | None, maxsize: int, runs_only: bool) -> None:
+    def __init__(
+        self,
+        publisher: LocalPublisher,
+        instance_id: str | None,
+        maxsize: int,
+        runs_only: bool,
+        wants: Callable[[Update], bool] | None = None,
+    ) -> None:
         self._publisher = publisher
         self.instance_id = instance_id
         self.runs_only = runs_only
+        self.wants = wants
+        """Asked of each update as it is published: ``False`` leaves it out (never queued)."""
         self.queue: asyncio.Queue[Update] = asyncio.Queue(maxsize=maxsize)
         self.dropped = 0
 
     def offer(self, update: Update) -> None:
         if self.runs_only and isinstance(update, NodeUpdate):
+            return
+        if self.wants is not None and not self.wants(update):
             return
         if self.queue.full():
             self.queue.get_nowait()
@@ -157,10 +168,15 @@ class LocalPublisher:
         """Where a client says which runs' node updates it wants from other processes (the fan-out's)."""
 
     def subscribe(
-        self, instance_id: str | None = None, *, maxsize: int = 10_000, runs_only: bool = False
+        self,
+        instance_id: str | None = None,
+        *,
+        maxsize: int = 10_000,
+        runs_only: bool = False,
+        wants: Callable[[Update], bool] | None = None,
     ) -> Subscription:
-        """Updates of one run (or of all runs); ``runs_only`` leaves out node updates."""
-        return self.attach(Subscription(self, instance_id, maxsize, runs_only))
+        """Updates of one run (or of all runs); ``runs_only`` leaves out node updates, ``wants`` any it refuses."""
+        return self.attach(Subscription(self, instance_id, maxsize, runs_only, wants))
 
     def attach(self, subscription: Subscription) -> Subscription:
         """Offer ``subscription`` its run's updates (or all, for ``instance_id`` None) from now on."""

@@ -1,0 +1,67 @@
+"""What a process's fan-out takes from its publisher: only the updates another process may want. A node
+update of a run nobody else watches is never queued (most of them: one less queue and task wake-up per
+node); a run update is, once another process is alive; everything is during the start-up grace."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from flowdeck.domain.statuses import NodeStatus, RunStatus
+from flowdeck.engine.fanout import Fanout
+from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate
+
+
+class QuietTransport:
+    max_message_bytes: int | None = None
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes]] = []
+
+    async def open(self, deliver: Callable[[bytes], None], topics: Sequence[str]) -> None:
+        pass
+
+    async def send(self, topic: str, message: bytes) -> None:
+        self.sent.append((topic, message))
+
+    async def close(self) -> None:
+        pass
+
+
+def _node(run: str) -> NodeUpdate:
+    return NodeUpdate(run, "n1", "", NodeStatus.COMPLETED, 1, 0.0)
+
+
+async def test_updates_no_other_process_wants_are_never_queued() -> None:
+    publisher = LocalPublisher()
+    fanout = Fanout(QuietTransport(), publisher, heartbeat_seconds=0.02, ack_seconds=0.05)
+    await fanout.start()  # returns once its grace is over: alone, nobody watches anything
+    try:
+        outgoing = fanout._outgoing
+        assert outgoing is not None
+        publisher.publish([_node("r1"), RunUpdate("r1", RunStatus.COMPLETED, 0.0), _node("r2")])
+        assert outgoing.queue.qsize() == 0 and outgoing.dropped == 0
+
+        fanout.watches.heard("other-process")  # another process is alive and watches r2
+        fanout.watches.add("other-process", ["r2"])
+        publisher.publish([_node("r1"), _node("r2"), RunUpdate("r1", RunStatus.FAILED, 0.0)])
+        queued = [outgoing.queue.get_nowait() for _ in range(outgoing.queue.qsize())]
+        assert [(type(u).__name__, u.instance_id) for u in queued] == [("NodeUpdate", "r2"), ("RunUpdate", "r1")]
+    finally:
+        await fanout.stop()
+
+
+async def test_in_the_start_up_grace_every_update_is_taken() -> None:
+    publisher = LocalPublisher()
+    fanout = Fanout(QuietTransport(), publisher, heartbeat_seconds=5, ack_seconds=0.05)
+    starting = asyncio.create_task(fanout.start())  # its grace lasts 7.5 s: it may not know the others yet
+    try:
+        while fanout._outgoing is None:
+            await asyncio.sleep(0)
+        publisher.publish([_node("r1")])
+        assert fanout.watches.in_grace
+        assert fanout._outgoing.queue.qsize() == 1
+    finally:
+        starting.cancel()
+        await asyncio.gather(starting, return_exceptions=True)
+        await fanout.stop()
