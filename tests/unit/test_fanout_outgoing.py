@@ -56,8 +56,11 @@ async def test_in_the_start_up_grace_every_update_is_taken() -> None:
     fanout = Fanout(QuietTransport(), publisher, heartbeat_seconds=5, ack_seconds=0.05)
     starting = asyncio.create_task(fanout.start())  # its grace lasts 7.5 s: it may not know the others yet
     try:
-        while fanout._outgoing is None:
+        for _ in range(100):  # a few turns of the loop: its transport opens at once
+            if fanout._outgoing is not None:
+                break
             await asyncio.sleep(0)
+        assert fanout._outgoing is not None
         publisher.publish([_node("r1")])
         assert fanout.watches.in_grace
         assert fanout._outgoing.queue.qsize() == 1
