@@ -77,6 +77,9 @@ _STEP_COLUMNS: Final = (
 )
 """A step's columns in ``input``: (column, parameter, type); and ``n``, its place in the batch, and ``payload``."""
 
+_PARAMS: Final = (*(param for _, param, _ in _STEP_COLUMNS), "p_payloads")
+"""The statement's parameters but ``p_now``, in the order ``_values`` gives a step's."""
+
 _CASTS: Final = {column: f"CAST(:{param} AS {sql_type})" for column, param, sql_type in _STEP_COLUMNS}
 
 
@@ -262,30 +265,24 @@ class ChainStepBatcher:
         row (scalar parameters), a batch over its rows (arrays)."""
         now = self.clock()
         self.largest = max(self.largest, len(steps))
-        columns: dict[str, list[Any]] = {
-            "p_instance_ids": [s.job.instance_id for s in steps],
-            "p_expected": [s.expected_version for s in steps],
-            "p_node_ids": [s.job.node_id for s in steps],
-            "p_iterations": [s.job.iteration for s in steps],
-            "p_attempts": [s.job.attempt for s in steps],
-            "p_jobs": [s.job.id for s in steps],
-            "p_output_variables": [s.output_variable for s in steps],
-            "p_successors": [s.successor for s in steps],
-            "p_owners": [s.owner for s in steps],
-            "p_tenant_ids": [s.job.tenant_id for s in steps],
-            "p_lease_untils": [now + s.lease_seconds for s in steps],
-            "p_charges": [s.charge for s in steps],
-            "p_budgets": [s.budget for s in steps],
-            "p_priorities": [s.job.priority for s in steps],
-            "p_payloads": [s.payload for s in steps],
-        }
         if len(steps) == 1:
-            statement, params = _ONE_STATEMENT, {name: values[0] for name, values in columns.items()}
+            statement, params = _ONE_STATEMENT, dict(zip(_PARAMS, _values(steps[0], now), strict=True))
         else:
-            statement, params = _MANY_STATEMENT, dict(columns)
+            columns = zip(*(_values(step, now) for step in steps), strict=True)
+            statement, params = _MANY_STATEMENT, {name: list(c) for name, c in zip(_PARAMS, columns, strict=True)}
         async with self.db.autocommit(early_release=True) as conn:
             rows = (await conn.execute(statement, {**params, "p_now": now})).all()
         return [_step(now, conn.committed, *row[1:]) for row in rows]
+
+
+def _values(step: ChainStepInput, now: float) -> tuple[Any, ...]:
+    """A step's parameters, in ``_PARAMS`` order."""
+    job = step.job
+    return (
+        *(job.instance_id, step.expected_version, job.node_id, job.iteration, job.attempt, job.id),
+        *(step.output_variable, step.successor, step.owner, job.tenant_id, now + step.lease_seconds),
+        *(step.charge, step.budget, job.priority, step.payload),
+    )
 
 
 def _step(
