@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis.asyncio as redis
 
@@ -15,13 +17,21 @@ __all__ = ("CHANNEL", "RedisTransport")
 
 CHANNEL = "flowdeck:updates"
 
+log = logging.getLogger(__name__)
+
+
+TIMEOUT_SECONDS = 5.0
+"""How long a Redis command may take: a Redis that stopped answering fails the start-up with that said,
+drops the live messages sent meanwhile (the fan-out says so once) and never holds up a stop."""
+
 
 class RedisTransport:
     max_message_bytes: int | None = None
 
-    def __init__(self, url: str, *, channel: str = CHANNEL) -> None:
+    def __init__(self, url: str, *, channel: str = CHANNEL, timeout: float = TIMEOUT_SECONDS) -> None:
         self.url = url
         self.channel = channel
+        self.timeout = timeout
         self._client: redis.Redis | None = None
         self._pubsub: Any = None
         self._listening: asyncio.Task[None] | None = None
@@ -30,15 +40,20 @@ class RedisTransport:
         return f"{self.channel}:{topic}"
 
     async def open(self, deliver: Callable[[bytes], None], topics: Sequence[str]) -> None:
-        self._client = redis.from_url(self.url)
+        self._client = redis.from_url(self.url, socket_connect_timeout=self.timeout)
         self._pubsub = self._client.pubsub()
-        # fails here, at start-up, when Redis is unreachable
-        await self._pubsub.subscribe(*(self.channel_of(topic) for topic in topics))
+        try:  # fails here, at start-up, when Redis is unreachable or does not answer
+            await asyncio.wait_for(self._pubsub.subscribe(*(self.channel_of(topic) for topic in topics)), self.timeout)
+        except TimeoutError as exc:
+            await self.close()
+            raise ConnectionError(
+                f"Redis at {_where(self.url)} (FLOWDECK_REDIS_URL) did not answer within {self.timeout:g} s"
+            ) from exc
         self._listening = asyncio.create_task(self._listen(self._pubsub, deliver), name="flowdeck-redis-in")
 
     async def send(self, topic: str, message: bytes) -> None:
         assert self._client is not None
-        await self._client.publish(self.channel_of(topic), message)
+        await asyncio.wait_for(self._client.publish(self.channel_of(topic), message), self.timeout)
 
     async def close(self) -> None:
         if self._listening is not None:
@@ -46,15 +61,22 @@ class RedisTransport:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._listening
             self._listening = None
-        if self._pubsub is not None:
-            await self._pubsub.aclose()
-            self._pubsub = None
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        pubsub, client, self._pubsub, self._client = self._pubsub, self._client, None, None
+        for closing in (pubsub, client):
+            if closing is not None:
+                try:
+                    await asyncio.wait_for(closing.aclose(), self.timeout)
+                except (TimeoutError, OSError, redis.RedisError):
+                    log.warning("closing the Redis connection failed; going on", exc_info=True)
 
     @staticmethod
     async def _listen(pubsub: Any, deliver: Callable[[bytes], None]) -> None:
         async for message in pubsub.listen():
             if message.get("type") == "message":
                 deliver(message["data"])
+
+
+def _where(url: str) -> str:
+    """host:port of a Redis URL (never its password)."""
+    parsed = urlsplit(url)
+    return f"{parsed.hostname}:{parsed.port or 6379}"
