@@ -81,7 +81,7 @@ class CompiledStatement:
     def _decoded(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
         values = list(row)
         for index in self.json_columns:
-            if values[index] is not None:
+            if isinstance(values[index], str | bytes):  # a JSON number comes back a number: the column's affinity
                 values[index] = _decoder.decode(values[index])
         return tuple(values)
 

@@ -452,31 +452,8 @@ class StateManager:
             row = (await conn.execute(self.db.sql.get_instance, {"p_id": instance_id})).first()
         if row is None:
             return None
-        m = row._mapping
-        return InstanceRecord(
-            id=m["id"],
-            tenant_id=m["tenant_id"],
-            workflow_id=m["workflow_id"],
-            workflow_version=m["workflow_version"],
-            is_test=m["is_test"],
-            status=RunStatus(m["status"]),
-            version=m["version"],
-            trigger=m["trigger"],
-            input=m["input"],
-            output=m["output"],
-            error=m["error"],
-            created_at=m["created_at"],
-            started_at=m["started_at"],
-            completed_at=m["completed_at"],
-            updated_at=m["updated_at"],
-            deadline_at=m["deadline_at"],
-            sla_breached_at=m["sla_breached_at"],
-            parent_instance_id=m["parent_instance_id"],
-            parent_node_id=m["parent_node_id"],
-            parent_iteration=m["parent_iteration"],
-            parent_attempt=m["parent_attempt"],
-            depth=m["depth"],
-        )
+        run_id, tenant_id, workflow_id, workflow_version, is_test, status, *rest = row  # INSTANCE_RECORD_COLUMNS
+        return InstanceRecord(run_id, tenant_id, workflow_id, workflow_version, bool(is_test), RunStatus(status), *rest)
 
     async def assemble_context(
         self, instance_id: str, node_ids: Iterable[str], iteration: str = "", *, before_log_id: int | None = None

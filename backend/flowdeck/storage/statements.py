@@ -11,7 +11,7 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -19,7 +19,12 @@ from sqlalchemy.dialects import postgresql, sqlite
 from flowdeck.domain.flow_control import aged_at
 from flowdeck.domain.statuses import EventType
 from flowdeck.storage.compiled import compile_statement
+from flowdeck.storage.records import InstanceRecord
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
+
+INSTANCE_RECORD_COLUMNS: Final = tuple(field.name for field in dataclasses.fields(InstanceRecord))
+"""The columns ``get_instance`` reads, in the order of ``InstanceRecord``'s fields."""
+_INSTANCE_JSON_COLUMNS: Final = tuple(INSTANCE_RECORD_COLUMNS.index(name) for name in ("input", "output"))
 
 __all__ = ("JOB_COLUMNS", "JOB_INSERT_COLUMNS", "LOG_COLUMNS", "LOG_VALUES", "Statements", "statements_for", "typed")
 
@@ -344,7 +349,9 @@ def statements_for(is_sqlite: bool) -> Statements:
             error=_p("p_error"),
             deadline_at=_p("p_deadline"),
         ),
-        get_instance=sa.select(instances).where(instances.c.id == _p("p_id")),
+        get_instance=sa.select(*(instances.c[name] for name in INSTANCE_RECORD_COLUMNS)).where(
+            instances.c.id == _p("p_id")
+        ),
         outputs_if_idle=_outputs_if_idle(),
     )
     return _compiled(core, is_sqlite)
@@ -408,4 +415,5 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         finish_run=c(core.finish_run, json_names=["p_output"]),
         reopen_run=c(core.reopen_run),
         outputs_if_idle=c(core.outputs_if_idle, json_columns=[2]),
+        get_instance=c(core.get_instance, json_columns=_INSTANCE_JSON_COLUMNS),
     )
