@@ -285,9 +285,13 @@ class Fanout:
                     await self._send_updates(topic, part)
 
     def _wanted_elsewhere(self, update: Update) -> bool:
-        """Asked as an update is published: most node updates no other process watches, and those are then
-        never queued nor woken for."""
-        return bool(self._topics(update))
+        """Asked as an update is published: a process alone (past its start-up grace) queues nothing, so
+        its node updates are not queued, woken for and dropped one by one. With others alive everything is
+        queued and ``_route`` decides when it sends: a watch that arrives meanwhile still gets what was
+        published just before it (a watcher whose acknowledgement came late reads its snapshot before
+        that)."""
+        watches = self.watches
+        return watches.in_grace or watches.others_alive()
 
     def _topics(self, update: Update) -> tuple[str, ...]:
         """Where an update goes: a run update to every process (if any other is alive), a node update only
