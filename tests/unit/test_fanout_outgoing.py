@@ -18,12 +18,14 @@ class QuietTransport:
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, bytes]] = []
+        self.sending = asyncio.Event()
 
     async def open(self, deliver: Callable[[bytes], None], topics: Sequence[str]) -> None:
         pass
 
     async def send(self, topic: str, message: bytes) -> None:
         self.sent.append((topic, message))
+        self.sending.set()
 
     async def close(self) -> None:
         pass
@@ -57,13 +59,11 @@ async def test_a_process_alone_queues_nothing_and_with_others_queues_everything(
 
 async def test_in_the_start_up_grace_every_update_is_taken() -> None:
     publisher = LocalPublisher()
-    fanout = Fanout(QuietTransport(), publisher, heartbeat_seconds=5, ack_seconds=0.05)
+    transport = QuietTransport()
+    fanout = Fanout(transport, publisher, heartbeat_seconds=5, ack_seconds=0.05)
     starting = asyncio.create_task(fanout.start())  # its grace lasts 7.5 s: it may not know the others yet
     try:
-        for _ in range(100):  # a few turns of the loop: its transport opens at once
-            if fanout._outgoing is not None:
-                break
-            await asyncio.sleep(0)
+        await asyncio.wait_for(transport.sending.wait(), 5)  # its hello: sent once it took its subscription
         assert fanout._outgoing is not None
         publisher.publish([_node("r1")])
         assert fanout.watches.in_grace

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,27 +61,31 @@ _JOB_OUT = ", ".join(column.name for column in JOB_COLUMNS)
 _JOB_SELECTED = ", ".join(f"job.{column.name}" for column in JOB_COLUMNS)
 
 _STEP_COLUMNS: Final = (
-    ("instance_id", "p_instance_ids", "VARCHAR"),
-    ("expected", "p_expected", "INTEGER"),
-    ("node_id", "p_node_ids", "VARCHAR"),
-    ("iteration", "p_iterations", "VARCHAR"),
-    ("attempt", "p_attempts", "INTEGER"),
-    ("job", "p_jobs", "BIGINT"),
-    ("output_variable", "p_output_variables", "VARCHAR"),
-    ("successor", "p_successors", "VARCHAR"),
-    ("owner", "p_owners", "VARCHAR"),
-    ("tenant_id", "p_tenant_ids", "VARCHAR"),
-    ("lease_until", "p_lease_untils", "DOUBLE PRECISION"),
-    ("charge", "p_charges", "BIGINT"),
-    ("budget", "p_budgets", "BIGINT"),
-    ("priority", "p_priorities", "INTEGER"),
+    ("instance_id", "p_instance_ids", "VARCHAR", "job.instance_id"),
+    ("expected", "p_expected", "INTEGER", "expected_version"),
+    ("node_id", "p_node_ids", "VARCHAR", "job.node_id"),
+    ("iteration", "p_iterations", "VARCHAR", "job.iteration"),
+    ("attempt", "p_attempts", "INTEGER", "job.attempt"),
+    ("job", "p_jobs", "BIGINT", "job.id"),
+    ("output_variable", "p_output_variables", "VARCHAR", "output_variable"),
+    ("successor", "p_successors", "VARCHAR", "successor"),
+    ("owner", "p_owners", "VARCHAR", "owner"),
+    ("tenant_id", "p_tenant_ids", "VARCHAR", "job.tenant_id"),
+    ("lease_seconds", "p_lease_seconds", "DOUBLE PRECISION", "lease_seconds"),
+    ("charge", "p_charges", "BIGINT", "charge"),
+    ("budget", "p_budgets", "BIGINT", "budget"),
+    ("priority", "p_priorities", "INTEGER", "job.priority"),
 )
-"""A step's columns in ``input``: (column, parameter, type); and ``n``, its place in the batch, and ``payload``."""
+"""A step's columns in ``input``: (column, parameter, type, the ``ChainStepInput`` attribute it comes from);
+and ``n``, its place in the batch, and ``payload``."""
 
-_PARAMS: Final = (*(param for _, param, _ in _STEP_COLUMNS), "p_payloads")
+_PARAMS: Final = (*(param for _, param, _, _ in _STEP_COLUMNS), "p_payloads")
 """The statement's parameters but ``p_now``, in the order ``_values`` gives a step's."""
 
-_CASTS: Final = {column: f"CAST(:{param} AS {sql_type})" for column, param, sql_type in _STEP_COLUMNS}
+_values: Final = operator.attrgetter(*(attribute for *_, attribute in _STEP_COLUMNS), "payload")
+"""A step's parameters, in ``_PARAMS`` order."""
+
+_CASTS: Final = {column: f"CAST(:{param} AS {sql_type})" for column, param, sql_type, _ in _STEP_COLUMNS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +100,8 @@ class _Rows:
 _MANY = _Rows(
     source=f"""
     SELECT t.*, p.payload
-    FROM unnest({", ".join(f"CAST(:{param} AS {sql_type}[])" for _, param, sql_type in _STEP_COLUMNS)})
-        WITH ORDINALITY AS t({", ".join(column for column, _, _ in _STEP_COLUMNS)}, n)
+    FROM unnest({", ".join(f"CAST(:{param} AS {sql_type}[])" for _, param, sql_type, _ in _STEP_COLUMNS)})
+        WITH ORDINALITY AS t({", ".join(column for column, *_ in _STEP_COLUMNS)}, n)
     JOIN jsonb_array_elements(CAST(:p_payloads AS JSONB)) WITH ORDINALITY AS p(payload, n) ON p.n = t.n
 """,
     key=lambda column: f"input.{column}",
@@ -162,7 +167,8 @@ WITH input AS ({rows.source}), cas AS (
     RETURNING instance_id, node_id, iteration
 ), job AS (
     INSERT INTO node_jobs ({_JOBS})
-    SELECT dispatched.instance_id, dispatched.node_id, dispatched.iteration, 1, 1, input.lease_until, input.owner,
+    SELECT dispatched.instance_id, dispatched.node_id, dispatched.iteration, 1, 1,
+        CAST(:p_now AS DOUBLE PRECISION) + input.lease_seconds, input.owner,
         CAST(:p_now AS DOUBLE PRECISION), input.tenant_id, 0, input.priority
     FROM dispatched JOIN input ON input.instance_id = dispatched.instance_id
     ON CONFLICT DO NOTHING
@@ -266,23 +272,13 @@ class ChainStepBatcher:
         now = self.clock()
         self.largest = max(self.largest, len(steps))
         if len(steps) == 1:
-            statement, params = _ONE_STATEMENT, dict(zip(_PARAMS, _values(steps[0], now), strict=True))
+            statement, params = _ONE_STATEMENT, dict(zip(_PARAMS, _values(steps[0]), strict=True))
         else:
-            columns = zip(*(_values(step, now) for step in steps), strict=True)
+            columns = zip(*map(_values, steps), strict=True)
             statement, params = _MANY_STATEMENT, {name: list(c) for name, c in zip(_PARAMS, columns, strict=True)}
         async with self.db.autocommit(early_release=True) as conn:
             rows = (await conn.execute(statement, {**params, "p_now": now})).all()
         return [_step(now, conn.committed, *row[1:]) for row in rows]
-
-
-def _values(step: ChainStepInput, now: float) -> tuple[Any, ...]:
-    """A step's parameters, in ``_PARAMS`` order."""
-    job = step.job
-    return (
-        *(job.instance_id, step.expected_version, job.node_id, job.iteration, job.attempt, job.id),
-        *(step.output_variable, step.successor, step.owner, job.tenant_id, now + step.lease_seconds),
-        *(step.charge, step.budget, job.priority, step.payload),
-    )
 
 
 def _step(
