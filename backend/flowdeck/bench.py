@@ -237,9 +237,11 @@ class _Bench:
         result.target = target
         return result
 
-    async def concurrent(self, definition: dict[str, Any], runs: int, name: str, target: str) -> Result:
+    async def concurrent(
+        self, definition: dict[str, Any], runs: int, name: str, target: str, *, warm_rounds: int = WARM_ROUNDS
+    ) -> Result:
         workflow = await self.engine.create_workflow(self.tenant_id, definition)
-        for _ in range(WARM_ROUNDS):
+        for _ in range(warm_rounds):
             await asyncio.gather(*(self.timed_run(workflow.id) for _ in range(runs)))
 
         async def body(progress: _Progress) -> list[float]:

@@ -26,7 +26,7 @@ async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, jso
     """``flowdeck bench --prune N``: rounds of 100 concurrent chains of 5 alone, then while the pruner
     deletes N copied runs beside them, then alone again; the throughput of both, and how long each
     delete transaction and each SQLite vacuum step took."""
-    from flowdeck.bench import NoopHandler, _Bench, chain
+    from flowdeck.bench import WARM_ROUNDS, NoopHandler, _Bench, chain
     from flowdeck.bench import _write_json as write_json
 
     async with open_runtime(
@@ -45,6 +45,7 @@ async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, jso
             copy_seconds = time.perf_counter() - started
             print(f"copied {runs} runs in {copy_seconds:.1f} s", file=sys.stderr)  # noqa: T201
             stand_in = await _vacuum_after_copying(engine.db)
+            await _round(bench, warm_rounds=WARM_ROUNDS)  # warms the connections; not counted
             alone = [await _round(bench) for _ in range(rounds)]
             batches: list[float] = []
             engine.pruner.listeners.append(lambda deleted: batches.append(deleted.seconds))
@@ -82,11 +83,12 @@ async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, jso
     return await write_json(json_path, settings, {"prune": found})
 
 
-async def _round(bench: Any) -> float:
-    """One round of 100 concurrent chains of 5: its runs per second."""
+async def _round(bench: Any, warm_rounds: int = 0) -> float:
+    """One round of 100 concurrent chains of 5: its runs per second (the rounds after the first find the
+    connections warm: no warm-up of their own)."""
     from flowdeck.bench import chain
 
-    result = await bench.concurrent(chain(5), 100, "100 concurrent chains of 5", "")
+    result = await bench.concurrent(chain(5), 100, "100 concurrent chains of 5", "", warm_rounds=warm_rounds)
     return float(result.runs / result.seconds)
 
 

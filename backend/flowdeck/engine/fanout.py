@@ -299,7 +299,7 @@ class Fanout:
         the grace after it started)."""
         watches = self.watches
         if isinstance(update, RunUpdate):
-            return (SHARED,) if watches.in_grace or watches.others_alive() else ()
+            return (SHARED,) if self._wanted_elsewhere(update) else ()
         targets = watches.targets(update.instance_id)
         return tuple(sorted(targets)) if targets or not watches.in_grace else (SHARED,)
 
