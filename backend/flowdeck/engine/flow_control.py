@@ -308,7 +308,13 @@ class FlowAdmission:
     async def admit_ready(self) -> int:
         """Admit what may start now; returns how many runs were admitted."""
         async with self._state.db.read(snapshot=False) as conn:  # a read: no writer lock taken while idle
-            rows = await flow.ready_rows(conn, self._state.clock(), self.step_seconds, self._batch)
+            rows = await flow.ready_rows(
+                conn,
+                is_sqlite=self._state.db.is_sqlite,
+                now=self._state.clock(),
+                step_seconds=self.step_seconds,
+                limit=self._batch,
+            )
         groups: dict[tuple[str, str], Waiting] = {}
         admitted = 0
         for row in rows:

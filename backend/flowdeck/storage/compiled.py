@@ -22,7 +22,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.dialects.postgresql import asyncpg
 from sqlalchemy.engine import Dialect
 
-__all__ = ("CompiledResult", "CompiledStatement", "compile_statement")
+__all__ = ("CompiledResult", "CompiledStatement", "EachDialect", "compile_each", "compile_statement")
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
@@ -129,6 +129,25 @@ def compile_statement(
         returns_rows = bool(statement.is_select or compiled.effective_returning) or inserted is not None
     return CompiledStatement(
         statement, compiled.string, names, frozenset(json_names), fixed, returns_rows, tuple(json_columns), inserted
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EachDialect:
+    """A store's statement compiled for both dialects once, at import (``on`` picks the database's)."""
+
+    sqlite: CompiledStatement
+    postgres: CompiledStatement
+
+    def on(self, is_sqlite: bool) -> CompiledStatement:
+        return self.sqlite if is_sqlite else self.postgres
+
+
+def compile_each(statement: Any, **options: Any) -> EachDialect:
+    """``compile_statement`` for SQLite and for PostgreSQL (a statement whose SQL is the same Core on both)."""
+    return EachDialect(
+        compile_statement(statement, is_sqlite=True, **options),
+        compile_statement(statement, is_sqlite=False, **options),
     )
 
 

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from flowdeck.domain.flow_control import DEFAULT_PRIORITY, aged_at
 from flowdeck.domain.statuses import RunStatus
+from flowdeck.storage.compiled import compile_each
 from flowdeck.storage.database import Connection
 from flowdeck.storage.tables import instances, node_jobs, run_flow
 
@@ -67,7 +68,7 @@ class Waiting:
     waiting: str
 
 
-def _aged(step_seconds: float) -> Any:
+def _aged(step_seconds: Any) -> Any:
     """The queue order: when the run became ready, aged by its priority (domain/flow_control.py ``aged_at``,
     the rule node-job claims order by too)."""
     return aged_at(_f.ready_at, _f.priority, step_seconds)
@@ -132,16 +133,21 @@ async def debounced_in_window(conn: Connection, workflow_id: str, debounce_key: 
     return [row[0] for row in rows]
 
 
-async def ready_rows(conn: Connection, now: float, step_seconds: float, limit: int) -> list[Waiting]:
+_READY_ROWS = compile_each(  # at every run's end (admission is nudged then): run on the driver, compiled once
+    sa.select(_f.instance_id, _f.workflow_id, _f.group_key, _f.concurrency_limit, _f.strategy, _f.waiting)
+    .join(instances, _i.id == _f.instance_id)
+    .where(_f.waiting.is_not(None), _f.ready_at <= sa.bindparam("p_now"), _i.status == RunStatus.PENDING.value)
+    .order_by(_aged(sa.bindparam("p_step", type_=sa.Float)), _f.instance_id)
+    .limit(sa.bindparam("p_limit"))
+)
+
+
+async def ready_rows(
+    conn: Connection, *, is_sqlite: bool, now: float, step_seconds: float, limit: int
+) -> list[Waiting]:
     """Waiting runs that may be ready: queued ones, and debounced ones past their window."""
-    rows = await conn.execute(
-        sa.select(_f.instance_id, _f.workflow_id, _f.group_key, _f.concurrency_limit, _f.strategy, _f.waiting)
-        .join(instances, _i.id == _f.instance_id)
-        .where(_f.waiting.is_not(None), _f.ready_at <= now, _i.status == RunStatus.PENDING.value)
-        .order_by(_aged(step_seconds), _f.instance_id)
-        .limit(limit)
-    )
-    return [Waiting(*row) for row in rows]
+    parameters = {"p_now": now, "p_step": step_seconds, "p_limit": limit}
+    return [Waiting(*row) for row in await conn.execute(_READY_ROWS.on(is_sqlite), parameters)]
 
 
 async def take_waiting(conn: Connection, instance_id: str, waiting: str, *, then: str | None = None) -> bool:

@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from operator import itemgetter
 from typing import Any
 
 import sqlalchemy as sa
@@ -467,7 +468,7 @@ class StateManager:
         scopes, nodes = visible_scopes(iteration), list(node_ids)
         params = {"p_id": instance_id, "p_scopes": scopes, "p_nodes": nodes, "p_hidden": DEFINITION_KEY}
         async with self.db.read(snapshot=False) as conn:
-            rows = sorted((await conn.execute(self.db.sql.context_rows, params)).all())
+            rows = sorted(map(tuple, await conn.execute(self.db.sql.context_rows, params)), key=itemgetter(0))
         if before_log_id is not None:
             rows = [row for row in rows if row[0] < before_log_id]
         completed = EventType.NODE_COMPLETED.value

@@ -106,13 +106,15 @@ def _this_job() -> tuple[Any, ...]:
     )
 
 
-def _context_rows() -> Any:
+def _context_rows(is_sqlite: bool) -> Any:
     """The rows a node's context folds: the run's own rows, and its ancestors' rows in its scopes.
 
     Two lookups joined by UNION ALL, each served by an index (the run's rows by node_id IS NULL on
     the idempotency index; node rows by node, scope and event type), in no particular order: the
     caller sorts by log_id. Scanning every row of the run instead made each loop iteration read
-    all the per-item rows of the loop.
+    all the per-item rows of the loop. The node and scope lists are one parameter each (a JSON
+    array on SQLite, an array on PostgreSQL), so the statement is compiled once and runs on the
+    driver: as an expanding IN list, SQLAlchemy rendered it again at every node.
     """
     columns = (
         instance_logs.c.log_id,
@@ -126,16 +128,33 @@ def _context_rows() -> Any:
     run_rows = sa.select(*columns).where(
         instance_logs.c.instance_id == _p("p_id"),
         instance_logs.c.node_id.is_(None),
-        instance_logs.c.event_type.in_([EventType.INPUT_SET.value, EventType.SYSTEM_SET.value]),
+        _one_of(instance_logs.c.event_type, EventType.INPUT_SET, EventType.SYSTEM_SET),
         sa.or_(instance_logs.c.output_variable.is_(None), instance_logs.c.output_variable != _p("p_hidden")),
     )
     node_rows = sa.select(*columns).where(
         instance_logs.c.instance_id == _p("p_id"),
-        instance_logs.c.node_id.in_(_p("p_nodes", expanding=True)),
-        instance_logs.c.iteration.in_(_p("p_scopes", expanding=True)),
-        instance_logs.c.event_type.in_([EventType.SYSTEM_SET.value, EventType.NODE_COMPLETED.value]),
+        _in_list(instance_logs.c.node_id, "p_nodes", is_sqlite),
+        _in_list(instance_logs.c.iteration, "p_scopes", is_sqlite),
+        _one_of(instance_logs.c.event_type, EventType.SYSTEM_SET, EventType.NODE_COMPLETED),
     )
     return sa.union_all(run_rows, node_rows)
+
+
+CONTEXT_ROWS_LISTS: Final = ("p_nodes", "p_scopes")
+"""``context_rows``'s list parameters (JSON-encoded on SQLite)."""
+
+
+def _one_of(column: sa.Column[Any], *kinds: EventType) -> Any:
+    """``column IN`` constants written into the SQL (an expanding list would be rendered at every execution)."""
+    return column.in_([sa.literal_column(f"'{kind.value}'") for kind in kinds])
+
+
+def _in_list(column: sa.Column[Any], name: str, is_sqlite: bool) -> Any:
+    """``column IN`` a list given as one parameter: ``json_each`` of a JSON array on SQLite, ``= ANY`` of an array
+    on PostgreSQL; both probe the column's index once per element."""
+    if is_sqlite:
+        return column.in_(sa.select(sa.column("value")).select_from(sa.func.json_each(_p(name))))
+    return column == sa.any_(_p(name, type_=postgresql.ARRAY(column.type)))
 
 
 LOG_VALUES = tuple(c.name for c in LOG_COLUMNS if c is not instance_logs.c.log_id)
@@ -294,7 +313,7 @@ def statements_for(is_sqlite: bool) -> Statements:
         .where(instances.c.id == _p("p_id"))
         .values(version=instances.c.version + 1, updated_at=_p("p_now"))
         .returning(instances.c.status, instances.c.version),
-        context_rows=_context_rows(),
+        context_rows=_context_rows(is_sqlite),
         insert_job=insert(node_jobs).on_conflict_do_nothing().returning(*JOB_COLUMNS),
         delete_job=node_jobs.delete().where(*_this_job()),
         reschedule_job=node_jobs.update()
@@ -363,6 +382,8 @@ _INSTANCE_VALUES = (
     *("parent_instance_id", "parent_node_id", "parent_iteration", "parent_attempt", "depth", "root_instance_id"),
     "requested_by",
 )
+_CONTEXT_PAYLOAD: Final = 4
+"""The payload's place among ``context_rows``' columns."""
 _BARRIER_VALUES = ("instance_id", "node_id", "iteration", "resolved_edges", "taken_edges")
 
 
@@ -400,6 +421,9 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         instance_version=c(core.instance_version),
         compare_and_swap=c(core.compare_and_swap),
         take_next_version=c(core.take_next_version),
+        context_rows=c(
+            core.context_rows, json_names=CONTEXT_ROWS_LISTS if is_sqlite else (), json_columns=[_CONTEXT_PAYLOAD]
+        ),
         insert_job=c(core.insert_job, JOB_INSERT_COLUMNS),
         delete_job=c(core.delete_job),
         park_job=c(core.park_job),

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from flowdeck.storage.compiled import compile_each
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.tables import workflows
 from flowdeck.storage.trigger_tables import workflow_webhooks
@@ -34,7 +35,7 @@ class HookTarget:
 _p = sa.bindparam
 _LIVE = sa.and_(workflows.c.id == _p("p_id"), workflows.c.deleted_at.is_(None))
 # Built once: a webhook can be called often, and building a statement costs more than SQLite runs it.
-_TARGET = (
+_TARGET = compile_each(  # and compiled: run on the driver
     sa.select(workflows.c.id, workflows.c.tenant_id, workflow_webhooks.c.secret_hash, workflow_webhooks.c.last_used_at)
     .select_from(workflows.outerjoin(workflow_webhooks, workflow_webhooks.c.workflow_id == workflows.c.id))
     .where(_LIVE)
@@ -80,7 +81,7 @@ class WebhookStore:
 
     async def target(self, workflow_id: str) -> HookTarget | None:
         async with self.db.read(snapshot=False) as conn:
-            row = (await conn.execute(_TARGET, {"p_id": workflow_id})).first()
+            row = (await conn.execute(_TARGET.on(self.db.is_sqlite), {"p_id": workflow_id})).first()
         return None if row is None else HookTarget(row[0], row[1], row[2], row[3])
 
     async def touch(self, workflow_id: str, secret_hash: str, now: float) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from flowdeck.storage.compiled import compile_each
 from flowdeck.storage.database import Database
 from flowdeck.storage.tables import workflow_versions, workflows
 from flowdeck.storage.widgets import delete_widgets_of_workflow
@@ -24,10 +25,12 @@ __all__ = (
 )
 
 
-_LATEST_VERSION = sa.select(workflows.c.latest_version).where(
-    workflows.c.id == sa.bindparam("p_id"),
-    workflows.c.tenant_id == sa.bindparam("p_tenant"),
-    workflows.c.deleted_at.is_(None),
+_LATEST_VERSION = compile_each(  # read at every production run's start: run on the driver
+    sa.select(workflows.c.latest_version).where(
+        workflows.c.id == sa.bindparam("p_id"),
+        workflows.c.tenant_id == sa.bindparam("p_tenant"),
+        workflows.c.deleted_at.is_(None),
+    )
 )
 
 
@@ -203,7 +206,8 @@ class WorkflowStore:
     async def latest_version(self, tenant_id: str, workflow_id: str) -> int | None:
         """The latest version number of a workflow of this tenant (``None``: no such workflow)."""
         async with self.db.read(snapshot=False) as conn:  # one statement: no BEGIN and ROLLBACK around it
-            version = (await conn.execute(_LATEST_VERSION, {"p_id": workflow_id, "p_tenant": tenant_id})).scalar()
+            parameters = {"p_id": workflow_id, "p_tenant": tenant_id}
+            version = (await conn.execute(_LATEST_VERSION.on(self.db.is_sqlite), parameters)).scalar_one_or_none()
         return None if version is None else int(version)
 
     async def definition(self, workflow_id: str, version: int) -> Any:
