@@ -43,8 +43,8 @@ async def test_postgresql_reads_a_context_by_index_in_its_generic_plan(postgres_
     finally:
         await conn.close()
     scans = [(node["Node Type"], node.get("Relation Name")) for node in _nodes(plan[0]["Plan"])]
-    assert ("Seq Scan", "instance_logs") not in scans, scans
-    assert [kind for kind, table in scans if table == "instance_logs"] == ["Index Scan", "Index Scan"], scans
+    reads = [kind for kind, table in scans if table == "instance_logs"]
+    assert len(reads) == 2 and set(reads) <= {"Index Scan", "Index Only Scan", "Bitmap Heap Scan"}, scans
 
 
 def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from flowdeck.domain.graph import Graph
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
@@ -45,7 +45,20 @@ from flowdeck.storage.run_queries import RunQueries, RunView
 from flowdeck.storage.state import StateManager, StateTransaction
 from flowdeck.storage.steps import RunStart
 
-__all__ = ("Completed", "Failed", "NodeOutcome", "Orchestrator", "RunStateError")
+__all__ = ("Completed", "Failed", "NodeOutcome", "Orchestrator", "RunStateError", "StartTaker")
+
+
+class StartTaker(Protocol):
+    """An in-process worker that runs the start node of a run started here: leased to it in the run's first
+    transaction, it needs no claim (engine/worker.py)."""
+
+    id: str
+
+    def reserve_start(self, tenant_id: str) -> int | None:
+        """A slot held for a start node (a reservation), or ``None`` when there is none to spare."""
+
+    def take_start(self, reservation: int, job: Job | None) -> None:
+        """Run the start node leased in the committed transaction; ``None``: none was (the slot is free again)."""
 
 
 class Orchestrator:
@@ -75,6 +88,8 @@ class Orchestrator:
         """Called with the id of a cancelled or deleted run (stop its in-flight nodes)."""
         self.end_listeners = self._announce.end_listeners
         """Called with the id and status of a run that failed or was cancelled (engine/calls.py)."""
+        self.start_taker: StartTaker | None = None
+        """The in-process worker that takes the start nodes of the runs started here, while it has room."""
         self._cas = Cas(state, self._announce)
         self._cas.recheck = Recheck(self._run_view, state.db.flush_wal, self._announce)
         self._steps = OneStatementSteps(self._cas, lease_seconds, self.limits.max_run_bytes)
@@ -130,7 +145,6 @@ class Orchestrator:
         timeout = graph.definition.options.timeout_seconds
         timing = timing or RunTiming()
         now = None
-        pending = False
         one_statement = not is_test and timing.available_at is None and not labels and flow is None
         if one_statement and not has_waits(graph):  # PG: one statement
             start = RunStart(
@@ -151,11 +165,15 @@ class Orchestrator:
             effects.run(instance_id, RunStatus.RUNNING)
             effects.node((instance_id, graph.start_id, ""), NodeStatus.DISPATCHED, 1)
             effects.wake_at.append(now)
-        else:
+            return await self._opened(plan, effects, pending=False)
+        taker = self.start_taker
+        reservation = taker.reserve_start(tenant_id) if taker is not None else None
+        started: Job | None = None
+        try:
             async with self.state.transaction() as tx:
                 effects = Effects(tx.now)
-                pending, _ = await open_run(
-                    self._decision(tx, plan, effects),
+                pending, started = await open_run(
+                    self._decision(tx, plan, effects, owner=None if taker is None else taker.id),
                     run_input=run_input,
                     workflow_version=workflow_version,
                     test_definition=test_definition,
@@ -164,15 +182,22 @@ class Orchestrator:
                     labels=labels,
                     requested_by=requested_by,
                     flow=flow,
+                    claim=reservation is not None,
                 )
-        sla = graph.definition.options.sla_seconds
+            return await self._opened(plan, effects, pending=pending)
+        finally:
+            if taker is not None and reservation is not None:  # after the announcement: its updates go first
+                taker.take_start(reservation, started)
+
+    async def _opened(self, plan: RunPlan, effects: Effects, *, pending: bool) -> str:
+        sla = plan.graph.definition.options.sla_seconds
         if sla:
-            await arm_sla(self.state, instance_id, sla)
+            await arm_sla(self.state, plan.instance_id, sla)
         self.plans.remember(plan)
         if not pending:  # a PENDING run's first decision must read its status (and begin it): general path
-            self._cas.versions.remember(instance_id, 1)
+            self._cas.versions.remember(plan.instance_id, 1)
         self._announce(effects)
-        return instance_id
+        return plan.instance_id
 
     async def record_refused_run(
         self,

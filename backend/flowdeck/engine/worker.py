@@ -7,7 +7,8 @@
 - Fair share: claims take tenants in turn, and one tenant holds at most ``tenant_concurrency``
   of this worker's slots (default: half of them, at least one).
 - A chain runs without claim round trips: finishing a node leases its successor to this worker in
-  the same transaction, and the same task goes on with it.
+  the same transaction, and the same task goes on with it. So does a run started in this process: its
+  start node is leased to this worker in the run's first transaction while a slot is free.
 - Heartbeats renew every held lease in one statement. A job whose run was cancelled or deleted
   disappears from the table; the heartbeat notices and stops the local task.
 - Sweeps fail runs past ``options.timeoutSeconds`` and recover runs that nothing can move on.
@@ -89,7 +90,10 @@ class Worker:
         self._due_times: list[float] = []
         """A heap of the future due times this worker knows of (one timer runs for the earliest)."""
         self._running: dict[int, str] = {}
-        """Job id -> tenant of every node running here (claims within a decision add to it too)."""
+        """Job id -> tenant of every node running here (claims within a decision add to it too), and of
+        every slot held for a start node (under a negative key: its reservation)."""
+        self._reservations = itertools.count(-1, -1)
+        self._reserved = 0
         self._saturated = False
         self._capped = False
         self._next_due_read = 0.0
@@ -106,6 +110,7 @@ class Worker:
         self.orchestrator.job_listeners.append(self.notify)
         self.orchestrator.stop_listeners.append(self.stop_run)
         self.state.db.loss_listeners.append(self._decisions_lost)
+        self.orchestrator.start_taker = self
         await self.sweep(recover_stale=True)
         self._loops = [
             asyncio.create_task(self._claim_loop(), name=f"flowdeck-claim-{self.id}"),
@@ -118,6 +123,8 @@ class Worker:
         ``hurry``); then stop what is left and give its leases back so another worker resumes it."""
         self._stopping = True
         self._wake.set()
+        if self.orchestrator.start_taker is self:
+            self.orchestrator.start_taker = None
         with contextlib.suppress(ValueError):
             self.orchestrator.job_listeners.remove(self.notify)
         if grace > 0 and self._current:
@@ -209,10 +216,32 @@ class Worker:
         """This worker's share per tenant, for a claim (live: a claim inside a decision adds to it)."""
         return TenantShare(self.tenant_concurrency, self._running, self.priority_step_seconds)
 
+    def reserve_start(self, tenant_id: str) -> int | None:
+        """Hold a slot for the start node of a run this process starts (``Orchestrator.start_taker``), if one
+        is free and the tenant is under its share here; ``None`` otherwise (the start node is queued)."""
+        if self._stopping or len(self._current) + self._reserved >= self.concurrency:
+            return None
+        if sum(1 for tenant in self._running.values() if tenant == tenant_id) >= self.tenant_concurrency:
+            return None
+        reservation = next(self._reservations)
+        self._running[reservation] = tenant_id
+        self._reserved += 1
+        return reservation
+
+    def take_start(self, reservation: int, job: Job | None) -> None:
+        """Run the start node leased to this worker in its run's committed first transaction (``None``: none
+        was, the slot is free again). Stopped meanwhile: the lease brings it back to a worker."""
+        if self._running.pop(reservation, None) is not None:
+            self._reserved -= 1
+        if job is not None and not self._stopping:
+            self._spawn(job)
+        elif self._saturated or self._capped:
+            self._wake.set()
+
     async def _claim_loop(self) -> None:
         while not self._stopping:
             self._wake.clear()
-            free = self.concurrency - len(self._current)
+            free = self.concurrency - len(self._current) - self._reserved
             woken = False
             if free > 0:
                 share = self.share()

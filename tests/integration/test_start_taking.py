@@ -1,0 +1,57 @@
+"""A run started in a process whose worker has a free slot begins on that worker: its start node is leased to
+it in the run's first transaction and runs without a claim (engine/worker.py ``reserve_start``); with no slot
+free, the start node waits in the queue like any other job. Both databases (a labelled run takes the general
+start path on PostgreSQL too)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from flowdeck.engine.engine import Engine
+from flowdeck.storage.database import Database
+from flowdeck.storage.records import LogRow
+from tests.support.graphs import definition, edge, end, node
+from tests.support.handlers import make_test_registry
+from tests.support.runs import read_outcome
+
+LABELS = {"team": "data"}
+
+
+def _sleepy() -> dict[str, object]:
+    nodes = [node("start", "start"), node("s1", config={"sleep": "0.5"}), end()]
+    return definition(nodes, [edge("start", "s1"), edge("s1", "end")])
+
+
+def _row(rows: list[LogRow], event_type: str, node_id: str | None = None) -> LogRow:
+    return next(r for r in rows if r.event_type == event_type and r.node_id == node_id)
+
+
+async def test_a_run_begins_on_the_worker_of_the_process_that_started_it(engine: Engine, tenant_id: str) -> None:
+    workflow = await engine.create_workflow(tenant_id, _sleepy())
+    run_id = await engine.start_workflow_run(tenant_id, workflow.id, {"n": 1}, labels=LABELS)
+    run = await engine.wait_for_run(run_id, 20)
+    assert run.status.value == "COMPLETED"
+    rows = (await read_outcome(engine, run_id)).rows
+    started = _row(rows, "NODE_STARTED", "start")
+    assert started.created_at == _row(rows, "INPUT_SET").created_at  # leased in the run's first transaction
+    assert sum(1 for r in rows if r.event_type == "NODE_STARTED" and r.node_id == "start") == 1
+
+
+async def test_with_no_slot_free_the_start_node_waits_in_the_queue(db: Database) -> None:
+    engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, concurrency=1)
+    await engine.start()
+    try:
+        tenant_id = await engine.tenants.ensure("acme")
+        workflow = await engine.create_workflow(tenant_id, _sleepy())
+        first = await engine.start_workflow_run(tenant_id, workflow.id, labels=LABELS)
+        while "s1" not in (await read_outcome(engine, first)).nodes:  # s1 runs: the worker's one slot is taken
+            await asyncio.sleep(0.01)
+        second = await engine.start_workflow_run(tenant_id, workflow.id, labels=LABELS)
+        for run_id in (first, second):
+            assert (await engine.wait_for_run(run_id, 20)).status.value == "COMPLETED"
+        rows = (await read_outcome(engine, second)).rows
+        assert _row(rows, "NODE_STARTED", "start").created_at > _row(rows, "INPUT_SET").created_at  # claimed later
+        first_rows = (await read_outcome(engine, first)).rows
+        assert _row(rows, "NODE_STARTED", "start").created_at >= _row(first_rows, "NODE_COMPLETED", "end").created_at
+    finally:
+        await engine.stop()
