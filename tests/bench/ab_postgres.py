@@ -4,6 +4,7 @@ database of its own, rounds interleaved (A B C A B C …) so that a machine whos
 under all of them alike; the medians, and the CPU each node cost the engine's process and PostgreSQL.
 
     python tests/bench/ab_postgres.py fd254e3 main WORKTREE --rounds 3
+    python tests/bench/ab_postgres.py 7d5739b WORKTREE --sqlite   # the same on SQLite files (no server CPU)
 
 ``WORKTREE`` is this checkout as it stands (uncommitted changes included); other names are checked out
 into throwaway git worktrees under ``--root``. The databases are made and dropped by the script
@@ -16,9 +17,11 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,8 @@ from flowdeck.settings import Settings
 async def backends(db):
     # CPU seconds so far of each PostgreSQL backend serving this database (they run on this machine)
     from sqlalchemy import text
+    if db.is_sqlite:
+        return {}
     async with db.read(snapshot=False) as conn:
         pids = [r[0] for r in await conn.execute(text(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"))]
@@ -139,7 +144,9 @@ async def vacuum(name: str) -> None:
         await conn.close()
 
 
-def database_url(name: str) -> str:
+def database_url(name: str, sqlite_dir: Path | None = None) -> str:
+    if sqlite_dir is not None:
+        return f"sqlite+aiosqlite:///{sqlite_dir / name}.db"
     base = ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
     return f"{base}/{name}"
 
@@ -160,21 +167,24 @@ def main() -> int:
     parser.add_argument("--chain-runs", type=int, default=50, help="runs of the chain of 20 per round")
     parser.add_argument("--root", type=Path, default=Path("/tmp/flowdeck-ab"), help="where worktrees go")
     parser.add_argument("--json", type=Path, help="also write every round's figures here")
+    parser.add_argument("--sqlite", action="store_true", help="SQLite files (in a temporary directory) instead")
     args = parser.parse_args()
+    sqlite_dir = Path(tempfile.mkdtemp(prefix="flowdeck-ab-")) if args.sqlite else None
     args.root.mkdir(parents=True, exist_ok=True)
     sources = {rev: checkout(rev, args.root) for rev in args.revs}
     names = {rev: f"flowdeck_ab_{uuid.uuid4().hex[:8]}" for rev in args.revs}
     rounds: dict[str, list[dict[str, Any]]] = {rev: [] for rev in args.revs}
     try:
         for rev in args.revs:
-            asyncio.run(admin(f'CREATE DATABASE "{names[rev]}"'))
-            run(sources[rev], database_url(names[rev]), "migrate")
-        stand_in = asyncio.run(autovacuum_off())
+            if sqlite_dir is None:
+                asyncio.run(admin(f'CREATE DATABASE "{names[rev]}"'))
+            run(sources[rev], database_url(names[rev], sqlite_dir), "migrate")
+        stand_in = sqlite_dir is None and asyncio.run(autovacuum_off())
         if stand_in:
             print("autovacuum is off here: each database is vacuumed after each of its rounds", file=sys.stderr)
         for n in range(args.rounds):
             for rev in args.revs:
-                out = run(sources[rev], database_url(names[rev]), str(args.chain_runs), code=ONE_ROUND)
+                out = run(sources[rev], database_url(names[rev], sqlite_dir), str(args.chain_runs), code=ONE_ROUND)
                 found = json.loads(out.split("AB-RESULT ", 1)[1])
                 rounds[rev].append(found)
                 print(f"round {n + 1} {rev}: {json.dumps(found)}", file=sys.stderr, flush=True)
@@ -182,7 +192,10 @@ def main() -> int:
                     asyncio.run(vacuum(names[rev]))
     finally:
         for rev in args.revs:
-            asyncio.run(admin(f'DROP DATABASE IF EXISTS "{names[rev]}" WITH (FORCE)'))
+            if sqlite_dir is None:
+                asyncio.run(admin(f'DROP DATABASE IF EXISTS "{names[rev]}" WITH (FORCE)'))
+        if sqlite_dir is not None:
+            shutil.rmtree(sqlite_dir, ignore_errors=True)
     print(table(args.revs, rounds))
     if args.json:
         args.json.write_text(json.dumps(rounds, indent=2))
