@@ -4,14 +4,10 @@ at the same moment go in one statement, each still deciding its own run alone.""
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator
 
-import asyncpg  # type: ignore[import-untyped]
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.engine.engine import Engine
@@ -22,6 +18,7 @@ from flowdeck.storage.steps import ChainStepInput
 from flowdeck.storage.tables import instances
 from tests.support.graphs import linear
 from tests.support.handlers import make_test_registry
+from tests.support.plans import generic_plan_scans
 from tests.support.runs import read_outcome
 
 
@@ -121,23 +118,7 @@ async def test_a_lone_step_probes_every_table_by_index_while_postgresql_thinks_t
     whole. It is made at a statement's sixth execution and kept for the connection's life: on a fresh
     database, with tables PostgreSQL has never analysed, a plan that joined the step's row to a table
     scanned it all and went on doing so as the table grew (the batch form did: docs/benchmarks.md)."""
-    url = make_url(postgres_url)
-    conn = await asyncpg.connect(host=url.host, port=url.port or 5432, user=url.username, database=url.database)
-    try:
-        await conn.execute("SET plan_cache_mode = force_generic_plan")
-        await conn.execute(f"PREPARE lone_step AS {_ONE_STATEMENT.sql}")
-        nulls = ", ".join(["NULL"] * len(_ONE_STATEMENT.names))
-        plan = json.loads(await conn.fetchval(f"EXPLAIN (FORMAT JSON) EXECUTE lone_step({nulls})"))
-    finally:
-        await conn.close()
-
-    scans = {(node["Node Type"], node.get("Relation Name")) for node in _nodes(plan[0]["Plan"])}
+    scans = set(await generic_plan_scans(postgres_url, _ONE_STATEMENT))
     assert {table for kind, table in scans if kind == "Seq Scan"} == set()
     assert {("Index Scan", "instances"), ("Index Scan", "node_jobs")} <= scans
     assert ("Index Only Scan", "instance_logs") in scans or ("Index Scan", "instance_logs") in scans
-
-
-def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield node
-    for child in node.get("Plans", ()):
-        yield from _nodes(child)

@@ -4,17 +4,12 @@ both databases, and folds what the engine's runs need (loops, retries: tests/int
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy.engine import make_url
 
 from flowdeck.storage.database import Database
 from flowdeck.storage.statements import statements_for
+from tests.support.plans import generic_plan_scans
 
 
 async def test_sqlite_reads_a_context_by_the_idempotency_index(tmp_path: Path) -> None:
@@ -32,22 +27,6 @@ async def test_sqlite_reads_a_context_by_the_idempotency_index(tmp_path: Path) -
 
 async def test_postgresql_reads_a_context_by_index_in_its_generic_plan(postgres_url: str) -> None:
     """The generic plan (made at the sixth execution and kept) on tables PostgreSQL has never analysed."""
-    statement = statements_for(False).context_rows
-    url = make_url(postgres_url)
-    conn = await asyncpg.connect(host=url.host, port=url.port or 5432, user=url.username, database=url.database)
-    try:
-        await conn.execute("SET plan_cache_mode = force_generic_plan")
-        await conn.execute(f"PREPARE context_rows AS {statement.sql}")
-        nulls = ", ".join(["NULL"] * len(statement.names))
-        plan = json.loads(await conn.fetchval(f"EXPLAIN (FORMAT JSON) EXECUTE context_rows({nulls})"))
-    finally:
-        await conn.close()
-    scans = [(node["Node Type"], node.get("Relation Name")) for node in _nodes(plan[0]["Plan"])]
+    scans = await generic_plan_scans(postgres_url, statements_for(False).context_rows)
     reads = [kind for kind, table in scans if table == "instance_logs"]
     assert len(reads) == 2 and set(reads) <= {"Index Scan", "Index Only Scan", "Bitmap Heap Scan"}, scans
-
-
-def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield node
-    for child in node.get("Plans", ()):
-        yield from _nodes(child)
