@@ -18,6 +18,7 @@ from flowdeck.domain.retention import DAY_SECONDS
 from flowdeck.runtime import open_runtime
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
+from flowdeck.storage.retention import Deleted
 
 __all__ = ("run_prune_bench",)
 
@@ -48,7 +49,8 @@ async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, jso
             await _round(bench, warm_rounds=WARM_ROUNDS)  # warms the connections; not counted
             alone = [await _round(bench) for _ in range(rounds)]
             batches: list[float] = []
-            engine.pruner.listeners.append(lambda deleted: batches.append(deleted.seconds))
+            slow: list[Deleted] = []
+            engine.pruner.listeners.append(lambda deleted: _note_batch(deleted, batches, slow))
             steps = _time_vacuum_steps(engine.db)
             started = time.perf_counter()
             pruning = asyncio.create_task(engine.pruner.prune())
@@ -74,6 +76,11 @@ async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, jso
         "batchMsP50": round(statistics.median(batches) * 1000, 1) if batches else None,
         "batchMsP99": round(sorted(batches)[int(len(batches) * 0.99)] * 1000, 1) if batches else None,
         "batchMsMax": round(max(batches) * 1000, 1) if batches else None,
+        "batchesOver100Ms": len(slow),
+        "slowBatchesMsAndCpuMs": [
+            [round(d.seconds * 1000, 1), None if d.cpu_seconds is None else round(d.cpu_seconds * 1000, 1)]
+            for d in slow[:_SLOW_SHOWN]
+        ],
         "vacuumSteps": len(steps),
         "vacuumStepMsMax": round(max(steps) * 1000, 1) if steps else None,
         "vacuumSecondsTotal": round(sum(steps), 2),
@@ -81,6 +88,17 @@ async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, jso
     for key, value in found.items():
         print(f"{key:38} {value}")  # noqa: T201
     return await write_json(json_path, settings, {"prune": found})
+
+
+_SLOW_SECONDS = 0.1
+"""A batch holding its locks longer than this is listed (issue 22's bound), with its CPU time beside it."""
+_SLOW_SHOWN = 20
+
+
+def _note_batch(deleted: Deleted, batches: list[float], slow: list[Deleted]) -> None:
+    batches.append(deleted.seconds)
+    if deleted.seconds > _SLOW_SECONDS:
+        slow.append(deleted)
 
 
 async def _round(bench: Any, warm_rounds: int = 0) -> float:

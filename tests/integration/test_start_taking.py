@@ -39,7 +39,8 @@ async def test_a_run_begins_on_the_worker_of_the_process_that_started_it(engine:
 
 
 async def test_with_no_slot_free_the_start_node_waits_in_the_queue(db: Database) -> None:
-    engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, concurrency=1)
+    """...and is claimed the moment the slot frees: the worker polls only every 30 s here."""
+    engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=30, concurrency=1)
     await engine.start()
     try:
         tenant_id = await engine.tenants.ensure("acme")

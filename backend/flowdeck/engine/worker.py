@@ -225,9 +225,13 @@ class Worker:
     def reserve_start(self, tenant_id: str) -> int | None:
         """Hold a slot for the start node of a run this process starts (``Orchestrator.start_taker``), if one
         is free and the tenant is under its share here; ``None`` otherwise (the start node is queued)."""
-        if self._stopping or len(self._current) + self._reserved >= self.concurrency:
+        if self._stopping:
+            return None
+        if len(self._current) + self._reserved >= self.concurrency:
+            self._saturated = True  # the start node is queued: a slot that frees claims it
             return None
         if sum(1 for tenant in self._running.values() if tenant == tenant_id) >= self.tenant_concurrency:
+            self._capped = True
             return None
         reservation = next(self._reservations)
         self._running[reservation] = tenant_id

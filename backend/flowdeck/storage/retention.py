@@ -91,6 +91,9 @@ class Deleted:
     """How long the deleting transaction held its locks: PostgreSQL, its one statement as the client
     saw it (an upper bound: it includes the event loop's delay in reading the answer); SQLite, its
     statements (they run on the event loop, and the group's commit is shared)."""
+    cpu_seconds: float | None = None
+    """SQLite: the CPU the event loop's thread spent meanwhile; far below ``seconds``, the batch waited
+    (for the disk, or for a core other processes held) rather than worked. PostgreSQL: ``None``."""
 
     @property
     def total(self) -> int:
@@ -233,7 +236,7 @@ class RetentionStore:
         if not self.db.is_sqlite:
             return await self._delete_in_one_statement(run_ids)
         async with self.db.transaction() as conn:
-            started = time.perf_counter()  # its statements run on the event loop; the commit is shared
+            started, cpu = time.perf_counter(), time.thread_time()  # its statements run on the event loop
             taken = (await conn.execute(due_statement(run_ids))).all()
             if not taken:
                 return Deleted()
@@ -241,8 +244,8 @@ class RetentionStore:
             for table in RUN_OWNED_TABLES:
                 await conn.execute(table.delete().where(table.c.instance_id.in_(ids)))
             await conn.execute(instances.delete().where(instances.c.id.in_(ids)))
-            seconds = time.perf_counter() - started
-        return _deleted([row[1] for row in taken], seconds)
+            seconds, cpu = time.perf_counter() - started, time.thread_time() - cpu
+        return _deleted([row[1] for row in taken], seconds, cpu)
 
     async def _delete_in_one_statement(self, run_ids: Sequence[str]) -> Deleted:
         """PostgreSQL: one statement (data-modifying CTEs), its own transaction: the runs are locked
@@ -306,6 +309,6 @@ def candidates_statement(
     return stmt
 
 
-def _deleted(is_test: list[bool], seconds: float) -> Deleted:
+def _deleted(is_test: list[bool], seconds: float, cpu_seconds: float | None = None) -> Deleted:
     tests = sum(1 for test in is_test if test)
-    return Deleted(len(is_test) - tests, tests, seconds)
+    return Deleted(len(is_test) - tests, tests, seconds, cpu_seconds)
