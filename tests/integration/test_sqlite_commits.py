@@ -4,9 +4,7 @@ write transactions that queue behind a commit share the next one, and one's fail
 from __future__ import annotations
 
 import asyncio
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -80,44 +78,4 @@ async def test_a_read_sees_one_snapshot_and_the_next_read_sees_what_committed_si
         async with db.read() as reader:
             assert (await reader.execute(count)).scalar_one() == 2
     finally:
-        await db.dispose()
-
-
-async def test_the_loop_serves_reads_while_a_group_commits_and_writers_wait_for_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A group's commit (its fsync) runs in the committer thread: the event loop answers reads meanwhile, the
-    next writer begins only after it, and the committing writer returns only once it is durable."""
-    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'flowdeck.db'}")
-    await db.create_all()
-    entered, release = threading.Event(), threading.Event()
-    commit = db.sync_engine.dialect.do_commit
-
-    def slow_commit(dbapi_connection: Any) -> None:
-        entered.set()
-        release.wait(10)  # as a long fsync
-        commit(dbapi_connection)
-
-    monkeypatch.setattr(db.sync_engine.dialect, "do_commit", slow_commit)
-
-    async def add(name: str) -> str:
-        async with db.transaction() as conn:
-            await conn.execute(tenants.insert().values(id=name, name=name, created_at=0))
-        return name
-
-    try:
-        first = asyncio.create_task(add("t1"))
-        await asyncio.to_thread(entered.wait, 10)  # t1's group is committing, in the thread
-        count = sa.select(sa.func.count()).select_from(tenants)
-        async with db.read(snapshot=False) as reader:  # the loop is free, and t1 is not durable yet
-            assert (await reader.execute(count)).scalar_one() == 0
-        second = asyncio.create_task(add("t2"))  # waits for the writer: no group begins on a committing connection
-        assert not first.done()  # a writer returns once its writes are durable
-        release.set()
-        assert await first == "t1"
-        assert await second == "t2"  # its own group, begun after t1's commit ended
-        async with db.read(snapshot=False) as reader:
-            assert (await reader.execute(count)).scalar_one() == 2
-    finally:
-        release.set()
         await db.dispose()

@@ -15,11 +15,9 @@ PostgreSQL's does) every commit waits for an fsync of the WAL, about 0.25 ms her
 transaction does not commit alone: it runs in a savepoint of one open transaction (its failure rolls
 back only its own writes), and the commit comes at the next turn of the event loop, after the write
 transactions that other tasks are about to start in this turn have joined (at most 64). A
-``transaction()`` block still returns only once its writes are durable. The commit itself (the WAL
-write and its fsync: 0.3-1.2 ms, a sixth of a webhook call's time on the loop) runs in a thread of its
-own while the loop serves requests, runs nodes and reads; writers wait for it (one writer at a time).
-Reads have a connection of their own, kept open (WAL: they see what is committed), so they never read
-a group's writes before its commit; their BEGIN and ROLLBACK go to sqlite3 directly.
+``transaction()`` block still returns only once its writes are durable. Reads have a connection of
+their own, kept open (WAL: they see what is committed), so they never read a group's writes before
+its commit; their BEGIN and ROLLBACK go to sqlite3 directly.
 
 Early release (SQLite): a worker going on with the next node of a run does not wait for its
 decision's fsync (``transaction(defer=True)``). The writes are in the open group, the next node runs
@@ -42,7 +40,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -144,7 +141,6 @@ class Database:
                 raise ValueError(f"sqlite_synchronous must be FULL or NORMAL, not {sqlite_synchronous!r}")
             self._sqlite_lock = asyncio.Lock()
             self._group: Group | None = None
-            self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowdeck-sqlite-commit")
             self._defer_seconds = defer_seconds
             lock_path = writer_lock_path(make_url(url).database or "")
             self._writer = WriterLock(lock_path) if lock_path else None
@@ -182,8 +178,7 @@ class Database:
         sa.event.listen(self.sync_engine, "before_cursor_execute", self._count_statement)
         sa.event.listen(self.sync_engine, "begin", self._count_round_trip)
         sa.event.listen(self.sync_engine, "rollback", self._count_round_trip)
-        if not self.is_sqlite:  # SQLite's commits are counted on the loop (they run in another thread)
-            sa.event.listen(self.sync_engine, "commit", self._count_commit)
+        sa.event.listen(self.sync_engine, "commit", self._count_commit)
 
     def insert(self, table: sa.Table) -> Any:
         """A dialect insert with ``on_conflict_do_nothing`` / ``on_conflict_do_update`` available."""
@@ -228,7 +223,7 @@ class Database:
                         loop = asyncio.get_running_loop()
                         group.timer = loop.call_later(self._defer_seconds, self._commit_soon, group)
                 if group.members >= GROUP_LIMIT:
-                    await self._commit_in_thread()
+                    self._commit_group()
                 elif not defer:  # commit at the next turn: the writes ready by then join first
                     self._commit_soon(group)
         if defer:
@@ -289,50 +284,26 @@ class Database:
     async def _flush(self, group: Group) -> None:
         async with self._sqlite_lock:  # behind the writers already waiting: they join the group first
             if self._group is group:
-                await self._commit_in_thread()
-
-    async def _commit_in_thread(self) -> None:
-        """Commit the open group (the lock held) in the committer thread, the loop free meanwhile; the lock
-        stays held until the commit ended, even if this is cancelled: no group may begin on its connection."""
-        group = self._detach_group()
-        if group is None:
-            return
-        outcome = asyncio.get_running_loop().run_in_executor(self._committer, _commit, group.transaction)
-        cancelled = False
-        while not outcome.done():
-            try:
-                await asyncio.shield(outcome)
-            except asyncio.CancelledError:
-                cancelled = True
-        self._settle_group(group, outcome.result())
-        if cancelled:
-            raise asyncio.CancelledError
+                self._commit_group()
 
     def _commit_group(self) -> None:
-        """Commit the open SQLite transaction (the lock held) on the loop's own thread and settle it."""
-        group = self._detach_group()
-        if group is not None:
-            self._settle_group(group, _commit(group.transaction))
-
-    def _detach_group(self) -> Group | None:
+        """Commit the open SQLite transaction (the lock held) and tell its members how it went."""
         group, self._group = self._group, None
-        if group is not None and group.timer is not None:
+        if group is None:
+            return
+        if group.timer is not None:
             group.timer.cancel()
-        return group
-
-    def _settle_group(self, group: Group, error: Exception | None) -> None:
-        """Tell a committed (or failed) group's members how it went, and let go of its connection and lock."""
         try:
-            if error is not None:
-                group.committed.set_exception(error)
-                group.committed.exception()  # retrieved here: each member raises it from its own await
-                if group.released:
-                    log.error("a group commit with %d early-released decisions failed: they are lost", group.released)
-                    for lost in self.loss_listeners:
-                        lost(error)
-            else:
-                self._count_commit()
-                group.committed.set_result(None)
+            group.transaction.commit()
+        except Exception as exc:  # noqa: BLE001 -- every member raises it from its own await
+            group.committed.set_exception(exc)
+            group.committed.exception()  # retrieved here: each member raises it from its own await
+            if group.released:
+                log.error("a group commit with %d early-released decisions failed: they are lost", group.released)
+                for lost in self.loss_listeners:
+                    lost(exc)
+        else:
+            group.committed.set_result(None)
         finally:
             group.conn.close()
             if self._writer is not None:
@@ -521,9 +492,7 @@ class Database:
 
     async def dispose(self) -> None:
         if self.is_sqlite:
-            async with self._sqlite_lock:  # after a commit under way in the committer thread
-                self._commit_group()  # a group whose commit was still due
-            self._committer.shutdown(wait=True)
+            self._commit_group()  # a group whose commit was still due
             self.sync_engine.dispose()
             if self._reader is not None:
                 self._reader.close()
@@ -546,12 +515,3 @@ class Database:
     def _count_commit(self, *_: Any) -> None:
         self.counter.round_trips += 1
         self.counter.commits += 1
-
-
-def _commit(transaction: sa.RootTransaction) -> Exception | None:
-    """Commit a group's transaction; what went wrong is returned, for the loop to hand to its members."""
-    try:
-        transaction.commit()
-    except Exception as exc:  # noqa: BLE001 -- every member raises it from its own await
-        return exc
-    return None

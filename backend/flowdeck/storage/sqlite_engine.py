@@ -90,12 +90,10 @@ class Group:
 
 def sqlite_engine(url: str, synchronous: str) -> sa.Engine:
     """A synchronous engine on the database file (sqlite3), one connection per thread, set up by ``_sqlite_connect``
-    (``sqlite_begin`` on its "begin" event makes its write transactions take the write lock up front). The
-    loop's connection may be committed from the committer thread (storage/database.py), never by two at once."""
+    (``sqlite_begin`` on its "begin" event makes its write transactions take the write lock up front)."""
     engine = sa.create_engine(
         make_url(url).set(drivername="sqlite+pysqlite"),
         poolclass=sa.pool.SingletonThreadPool,
-        connect_args={"check_same_thread": False},
         json_serializer=json_dumps,
         json_deserializer=json_loads,
     )
