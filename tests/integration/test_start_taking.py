@@ -6,7 +6,6 @@ start path on PostgreSQL too)."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.database import Database
@@ -57,29 +56,3 @@ async def test_with_no_slot_free_the_start_node_waits_in_the_queue(db: Database)
         assert _row(rows, "NODE_STARTED", "start").created_at >= _row(first_rows, "NODE_COMPLETED", "end").created_at
     finally:
         await engine.stop()
-
-
-async def test_a_tenant_at_its_cap_gets_its_next_job_from_the_decision_that_frees_its_slot(tmp_path: Path) -> None:
-    """One slot per tenant (``tenant_concurrency=1``): the second run's start node waits in the queue, and the
-    decision that ends the first run leases it in the same transaction instead of leaving it to a claim.
-    SQLite: PostgreSQL ends a run in one statement (storage/statements_postgres.py), then the claim takes it."""
-    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'flowdeck.db'}")
-    await db.create_all()
-    engine = Engine(
-        db, make_test_registry(), lease_seconds=2.0, poll_interval=0.05, concurrency=2, tenant_concurrency=1
-    )
-    await engine.start()
-    try:
-        tenant_id = await engine.tenants.ensure("acme")
-        workflow = await engine.create_workflow(tenant_id, _sleepy())
-        first = await engine.start_workflow_run(tenant_id, workflow.id, labels=LABELS)
-        while "s1" not in (await read_outcome(engine, first)).nodes:
-            await asyncio.sleep(0.01)
-        second = await engine.start_workflow_run(tenant_id, workflow.id, labels=LABELS)
-        for run_id in (first, second):
-            assert (await engine.wait_for_run(run_id, 20)).status.value == "COMPLETED"
-        ended = _row((await read_outcome(engine, first)).rows, "NODE_COMPLETED", "end")
-        assert _row((await read_outcome(engine, second)).rows, "NODE_STARTED", "start").created_at == ended.created_at
-    finally:
-        await engine.stop()
-        await db.dispose()

@@ -216,12 +216,6 @@ class Worker:
         """This worker's share per tenant, for a claim (live: a claim inside a decision adds to it)."""
         return TenantShare(self.tenant_concurrency, self._running, self.priority_step_seconds)
 
-    def _share_after(self, job: Job) -> TenantShare:
-        """The share a decision on ``job``'s result claims the next due job within (the worker has more due work
-        than slots, or a tenant at its cap): ``job`` has run, its slot is the one the claim fills."""
-        running = {job_id: tenant for job_id, tenant in self._running.items() if job_id != job.id}
-        return TenantShare(self.tenant_concurrency, running, self.priority_step_seconds)
-
     def reserve_start(self, tenant_id: str) -> int | None:
         """Hold a slot for the start node of a run this process starts (``Orchestrator.start_taker``), if one
         is free and the tenant is under its share here; ``None`` otherwise (the start node is queued)."""
@@ -366,7 +360,7 @@ class Worker:
                     job,
                     outcome,
                     claim_for=claim_for,
-                    claim_any=self._share_after(job) if self._saturated or self._capped else None,
+                    claim_any=self.share() if self._saturated else None,
                     early_release=claim_for is not None,
                 )
             except Exception as exc:
