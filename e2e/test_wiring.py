@@ -99,7 +99,9 @@ def test_the_plus_on_an_edge_inserts_a_node_between_its_ends_and_undo_restores_b
 
     new = editor.new_node_id("set", before)
     expect(editor.edges()).to_have_count(4)
-    # `done` moves right to make room in a render after the insertion: read the boxes once it has.
+    # `done` moves right to make room in a render after the insertion. The three boxes are compared within one
+    # frame: read one by one they may come from different frames of the viewport's animation (a loaded
+    # machine once read `done` before it moved and the new node after).
     page.wait_for_function(
         """([a, b, c]) => {
             const box = (id) => document.querySelector(`.react-flow__node[data-id="${id}"]`)?.getBoundingClientRect();
@@ -108,9 +110,6 @@ def test_the_plus_on_an_edge_inserts_a_node_between_its_ends_and_undo_restores_b
         }""",
         arg=["check", new, "done"],
     )
-    check, inserted, done = (editor.node(i).bounding_box() for i in ("check", new, "done"))
-    assert check and inserted and done
-    assert check["x"] + check["width"] <= inserted["x"] and inserted["x"] + inserted["width"] <= done["x"]
     shot(page, "wiring-insert-between")
 
     page.locator(".react-flow__pane").click(position={"x": 20, "y": 20})
