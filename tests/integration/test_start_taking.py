@@ -5,14 +5,13 @@ start path on PostgreSQL too)."""
 
 from __future__ import annotations
 
-import asyncio
-
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import LogRow
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
 from tests.support.runs import read_outcome
+from tests.support.waiting import until
 
 LABELS = {"team": "data"}
 
@@ -45,8 +44,9 @@ async def test_with_no_slot_free_the_start_node_waits_in_the_queue(db: Database)
         tenant_id = await engine.tenants.ensure("acme")
         workflow = await engine.create_workflow(tenant_id, _sleepy())
         first = await engine.start_workflow_run(tenant_id, workflow.id, labels=LABELS)
-        while "s1" not in (await read_outcome(engine, first)).nodes:  # s1 runs: the worker's one slot is taken
-            await asyncio.sleep(0.01)
+        await until(  # s1 runs: the worker's one slot is taken
+            lambda: read_outcome(engine, first), lambda outcome: "s1" in outcome.nodes, what="s1 to be dispatched"
+        )
         second = await engine.start_workflow_run(tenant_id, workflow.id, labels=LABELS)
         for run_id in (first, second):
             assert (await engine.wait_for_run(run_id, 20)).status.value == "COMPLETED"

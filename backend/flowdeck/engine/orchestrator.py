@@ -168,12 +168,13 @@ class Orchestrator:
             return await self._opened(plan, effects, pending=False)
         taker = self.start_taker
         reservation = taker.reserve_start(tenant_id) if taker is not None else None
+        owner = taker.id if taker is not None and reservation is not None else None
         started: Job | None = None
         try:
             async with self.state.transaction() as tx:
                 effects = Effects(tx.now)
                 pending, started = await open_run(
-                    self._decision(tx, plan, effects, owner=None if taker is None else taker.id),
+                    self._decision(tx, plan, effects, owner=owner),
                     run_input=run_input,
                     workflow_version=workflow_version,
                     test_definition=test_definition,
@@ -182,7 +183,7 @@ class Orchestrator:
                     labels=labels,
                     requested_by=requested_by,
                     flow=flow,
-                    claim=reservation is not None,
+                    claim=owner is not None,
                 )
             return await self._opened(plan, effects, pending=pending)
         finally:

@@ -93,7 +93,6 @@ class Worker:
         """Job id -> tenant of every node running here (claims within a decision add to it too), and of
         every slot held for a start node (under a negative key: its reservation)."""
         self._reservations = itertools.count(-1, -1)
-        self._reserved = 0
         self._saturated = False
         self._capped = False
         self._next_due_read = 0.0
@@ -221,7 +220,7 @@ class Worker:
         is free and the tenant is under its share here; ``None`` otherwise (the start node is queued)."""
         if self._stopping:
             return None
-        if len(self._current) + self._reserved >= self.concurrency:
+        if len(self._current) + self._reserved() >= self.concurrency:
             self._saturated = True  # the start node is queued: a slot that frees claims it
             return None
         if sum(1 for tenant in self._running.values() if tenant == tenant_id) >= self.tenant_concurrency:
@@ -229,14 +228,16 @@ class Worker:
             return None
         reservation = next(self._reservations)
         self._running[reservation] = tenant_id
-        self._reserved += 1
         return reservation
+
+    def _reserved(self) -> int:
+        """Slots held for start nodes whose transactions have not ended yet."""
+        return sum(1 for key in self._running if key < 0)
 
     def take_start(self, reservation: int, job: Job | None) -> None:
         """Run the start node leased to this worker in its run's committed first transaction (``None``: none
         was, the slot is free again). Stopped meanwhile: the lease brings it back to a worker."""
-        if self._running.pop(reservation, None) is not None:
-            self._reserved -= 1
+        self._running.pop(reservation, None)
         if job is not None and not self._stopping:
             self._spawn(job)
         elif self._saturated or self._capped:
@@ -245,7 +246,7 @@ class Worker:
     async def _claim_loop(self) -> None:
         while not self._stopping:
             self._wake.clear()
-            free = self.concurrency - len(self._current) - self._reserved
+            free = self.concurrency - len(self._current) - self._reserved()
             woken = False
             if free > 0:
                 share = self.share()

@@ -16,7 +16,7 @@ import msgspec
 import sqlalchemy as sa
 
 from flowdeck.domain.statuses import EventType
-from flowdeck.storage.compiled import compile_statement
+from flowdeck.storage.compiled import compile_each
 from flowdeck.storage.database import Connection
 from flowdeck.storage.records import Job
 from flowdeck.storage.tables import instance_logs
@@ -40,7 +40,7 @@ CHARGE_FITS: Final = charge_fits("output_bytes", ":p_charge", ":p_budget")
 ADD_CHARGE: Final = add_charge("output_bytes", ":p_charge")
 
 _CHARGE = sa.text(f"UPDATE instances SET {ADD_CHARGE} WHERE id = :p_instance_id AND {CHARGE_FITS}")
-_COMPILED = {sqlite: compile_statement(_CHARGE, is_sqlite=sqlite, returns_rows=False) for sqlite in (True, False)}
+_COMPILED = compile_each(_CHARGE, returns_rows=False)
 
 
 def json_size(value: Any) -> int:
@@ -52,7 +52,7 @@ async def charge_output(conn: Connection, *, is_sqlite: bool, instance_id: str, 
     """Add ``charge`` bytes to the run's counter if it stays within ``budget``; ``False`` (and nothing
     added) when it would not. Compiled once per dialect: it runs for every result (storage/compiled.py)."""
     params = {"p_instance_id": instance_id, "p_charge": charge, "p_budget": budget}
-    result = await conn.execute(_COMPILED[is_sqlite], params)
+    result = await conn.execute(_COMPILED.on(is_sqlite), params)
     return bool(result.rowcount)
 
 
