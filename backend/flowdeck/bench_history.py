@@ -22,10 +22,9 @@ import sqlalchemy as sa
 from flowdeck.api.pagination import DEFAULT_LIMIT
 from flowdeck.api.services.definition_checks import SaveChecks
 from flowdeck.api.services.runs import RunService
-from flowdeck.bench import NoopHandler
+from flowdeck.bench import NoopHandler, open_bench_runtime
 from flowdeck.bench_history_build import COPY_MARK, SPACING, analyze, bytes_per_run, copy_runs, real_runs
 from flowdeck.domain.statuses import RunStatus
-from flowdeck.runtime import open_runtime
 from flowdeck.settings import Settings
 from flowdeck.storage.run_queries import RunFilter, RunQueries
 from flowdeck.storage.tables import instances, run_labels
@@ -37,7 +36,7 @@ REPEAT: Final = 40
 
 
 async def run_history_bench(settings: Settings, runs: int = 1_000_000, json_path: str | None = None) -> int:
-    async with open_runtime(settings, migrate=True, extra_handlers=[NoopHandler()], with_scheduler=False) as rt:
+    async with open_bench_runtime(settings, migrate=True, extra_handlers=[NoopHandler()], with_scheduler=False) as rt:
         engine = rt.engine
         tenant_id = await engine.tenants.ensure(TENANT)
         have = await _count(rt.db, tenant_id)
@@ -50,7 +49,7 @@ async def run_history_bench(settings: Settings, runs: int = 1_000_000, json_path
             await copy_runs(rt.db, templates, first, copies, time.time() - (first + copies + 1) * SPACING)
             sys.stderr.write(f"built {copies:,} copies in {time.perf_counter() - started:.0f} s\n")
             await analyze(rt.db)
-        assert rt.notifier is not None  # open_runtime always makes one
+        assert rt.notifier is not None  # open_runtime always makes one (open_bench_runtime opens it)
         service = RunService(engine, RunQueries(rt.db, engine.state), SaveChecks(engine, rt.notifier))
         rows = [await _time(name, call) for name, call in (await _queries(rt.db, service, tenant_id)).items()]
         sizes = await bytes_per_run(rt.db)

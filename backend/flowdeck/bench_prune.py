@@ -15,7 +15,6 @@ import sqlalchemy as sa
 
 from flowdeck.bench_history_build import copies_of
 from flowdeck.domain.retention import DAY_SECONDS
-from flowdeck.runtime import open_runtime
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 from flowdeck.storage.retention import Deleted
@@ -27,10 +26,10 @@ async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, jso
     """``flowdeck bench --prune N``: rounds of 100 concurrent chains of 5 alone, then while the pruner
     deletes N copied runs beside them, then alone again; the throughput of both, and how long each
     delete transaction and each SQLite vacuum step took."""
-    from flowdeck.bench import WARM_ROUNDS, NoopHandler, _Bench, chain
+    from flowdeck.bench import WARM_ROUNDS, NoopHandler, _Bench, chain, open_bench_runtime
     from flowdeck.bench import _write_json as write_json
 
-    async with open_runtime(
+    async with open_bench_runtime(
         settings, migrate=settings.is_sqlite, extra_handlers=[NoopHandler()], with_scheduler=False
     ) as runtime:
         engine = runtime.engine
@@ -77,8 +76,12 @@ async def run_prune_bench(settings: Settings, runs: int, *, rounds: int = 5, jso
         "batchMsP99": round(sorted(batches)[int(len(batches) * 0.99)] * 1000, 1) if batches else None,
         "batchMsMax": round(max(batches) * 1000, 1) if batches else None,
         "batchesOver100Ms": len(slow),
-        "slowBatchesMsAndCpuMs": [
-            [round(d.seconds * 1000, 1), None if d.cpu_seconds is None else round(d.cpu_seconds * 1000, 1)]
+        "slowBatchesMsCpuMsAndFullGcs": [
+            [
+                round(d.seconds * 1000, 1),
+                None if d.cpu_seconds is None else round(d.cpu_seconds * 1000, 1),
+                d.full_collections,
+            ]
             for d in slow[:_SLOW_SHOWN]
         ],
         "vacuumSteps": len(steps),

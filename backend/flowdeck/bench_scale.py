@@ -28,11 +28,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from flowdeck.bench import NoopHandler, Result, _Bench, chain, fan
+from flowdeck.bench import NoopHandler, Result, _Bench, chain, fan, open_bench_runtime
 from flowdeck.bench_queue import BusyHandler, FlakyHandler
 from flowdeck.domain.graph import Graph
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
-from flowdeck.runtime import Runtime, open_runtime
+from flowdeck.runtime import Runtime
 from flowdeck.serving import pool_share
 from flowdeck.settings import METRICS_LISTENER_VARIABLES, Settings
 from flowdeck.storage.tables import instances
@@ -175,7 +175,7 @@ async def _workers(settings: Settings, count: int) -> AsyncIterator[WorkerProces
 
 
 def _runtime(settings: Settings, *, with_worker: bool) -> contextlib.AbstractAsyncContextManager[Runtime]:
-    return open_runtime(
+    return open_bench_runtime(
         replace(settings, tenant_concurrency=settings.worker_concurrency),
         with_worker=with_worker,
         migrate=settings.is_sqlite,

@@ -13,6 +13,7 @@ once, however many processes prune at the same time.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -94,6 +95,9 @@ class Deleted:
     cpu_seconds: float | None = None
     """SQLite: the CPU the event loop's thread spent meanwhile; far below ``seconds``, the batch waited
     (for the disk, or for a core other processes held) rather than worked. PostgreSQL: ``None``."""
+    full_collections: int | None = None
+    """SQLite: the full garbage collections that paused the event loop's thread meanwhile (counted as its
+    CPU); PostgreSQL: ``None``."""
 
     @property
     def total(self) -> int:
@@ -237,6 +241,7 @@ class RetentionStore:
             return await self._delete_in_one_statement(run_ids)
         async with self.db.transaction() as conn:
             started, cpu = time.perf_counter(), time.thread_time()  # its statements run on the event loop
+            collections = _full_collections()
             taken = (await conn.execute(due_statement(run_ids))).all()
             if not taken:
                 return Deleted()
@@ -245,7 +250,8 @@ class RetentionStore:
                 await conn.execute(table.delete().where(table.c.instance_id.in_(ids)))
             await conn.execute(instances.delete().where(instances.c.id.in_(ids)))
             seconds, cpu = time.perf_counter() - started, time.thread_time() - cpu
-        return _deleted([row[1] for row in taken], seconds, cpu)
+            collections = _full_collections() - collections
+        return _deleted([row[1] for row in taken], seconds, cpu, collections)
 
     async def _delete_in_one_statement(self, run_ids: Sequence[str]) -> Deleted:
         """PostgreSQL: one statement (data-modifying CTEs), its own transaction: the runs are locked
@@ -309,6 +315,12 @@ def candidates_statement(
     return stmt
 
 
-def _deleted(is_test: list[bool], seconds: float, cpu_seconds: float | None = None) -> Deleted:
+def _deleted(
+    is_test: list[bool], seconds: float, cpu_seconds: float | None = None, full_collections: int | None = None
+) -> Deleted:
     tests = sum(1 for test in is_test if test)
-    return Deleted(len(is_test) - tests, tests, seconds, cpu_seconds)
+    return Deleted(len(is_test) - tests, tests, seconds, cpu_seconds, full_collections)
+
+
+def _full_collections() -> int:
+    return int(gc.get_stats()[2]["collections"])
