@@ -6,7 +6,6 @@ manager does); it validates requests, turns them into orchestrator calls and wai
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
@@ -17,7 +16,7 @@ from flowdeck.domain.approvals import Decision, Refusal
 from flowdeck.domain.labels import LabelLimits, labels_from_body
 from flowdeck.domain.problems import Problem, has_errors
 from flowdeck.domain.retention import RetentionPolicy
-from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
+from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.calls import ChildCascade
 from flowdeck.engine.executor import NodeExecutor
 from flowdeck.engine.flow_control import FlowAdmission, flow_request
@@ -28,6 +27,7 @@ from flowdeck.engine.pruning import Pruner
 from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, Subscription, Update
 from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits, TooManyActiveRunsError
 from flowdeck.engine.run_timing import RunTiming
+from flowdeck.engine.run_watch import RunOutcome, RunWatch
 from flowdeck.engine.worker import Worker
 from flowdeck.handlers.registry import HandlerRegistry
 from flowdeck.handlers.wait import WaitHandler
@@ -424,23 +424,21 @@ class Engine:
         for listener in self.orchestrator.job_listeners:
             listener(now)
 
+    def watch_run(self, instance_id: str | None = None) -> RunWatch:
+        """The updates of run ``instance_id`` (or of a new id to start a run with) from now on, to wait for
+        its end (engine/run_watch.py); a context manager."""
+        return RunWatch(self.publisher, self.state, instance_id)
+
+    async def wait_for_outcome(self, instance_id: str, timeout: float) -> RunOutcome:
+        """Wait until the run has ended (or ``timeout`` passes): its status, output and error then."""
+        with self.watch_run(instance_id) as watch:
+            return await watch.outcome(timeout)
+
     async def wait_for_run(self, instance_id: str, timeout: float) -> InstanceRecord:
-        """Wait until the run is finished (or ``timeout`` passes); returns its latest record."""
-        deadline = time.monotonic() + timeout
-        with self.publisher.subscribe(instance_id, runs_only=True) as updates:
-            while True:
-                instance = await self.state.get_instance(instance_id)
-                if instance is None:
-                    raise RunNotFoundError(f"run {instance_id} does not exist")
-                remaining = deadline - time.monotonic()
-                if instance.status in TERMINAL_RUN_STATUSES or remaining <= 0:
-                    return instance
-                # Updates wake us at once in-process; polling covers workers in other processes.
-                with contextlib.suppress(TimeoutError):
-                    while True:
-                        update = await asyncio.wait_for(updates.get(), timeout=min(remaining, 0.25))
-                        if isinstance(update, RunUpdate) and update.status is not RunStatus.RUNNING:
-                            break
+        """Wait until the run has ended (or ``timeout`` passes); returns its latest record."""
+        with self.watch_run(instance_id) as watch:
+            await watch.outcome(timeout)
+            return await watch.record()
 
 
 class _ForgetFailedPlans(Subscription):

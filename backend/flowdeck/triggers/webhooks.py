@@ -132,21 +132,35 @@ class WebhookService:
     ) -> HookOutcome:
         """Start a production run (with ``labels``; ``priority`` 1-100, checked by the caller, else the
         workflow's ``options.priority``); with ``wait``, wait up to that many seconds for it to finish."""
+        if wait is None:
+            return HookOutcome(await self._start(target, run_input, None, timing, labels, priority), None)
+        # Watched from before it starts: its end is heard, not read (engine/run_watch.py).
+        with self.engine.watch_run() as watch:
+            instance_id = await self._start(target, run_input, watch.instance_id, timing, labels, priority)
+            outcome = await watch.outcome(min(wait, MAX_WAIT_SECONDS), opened_before_start=True)
+        if not outcome.ended:
+            return HookOutcome(instance_id, outcome.status)  # RUNNING, or PENDING until its availableAt
+        return HookOutcome(instance_id, outcome.status, outcome.output, outcome.error)
+
+    async def _start(
+        self,
+        target: HookTarget,
+        run_input: Any,
+        instance_id: str | None,
+        timing: RunTiming | None,
+        labels: Mapping[str, str] | None,
+        priority: int | None,
+    ) -> str:
         try:
-            instance_id = await self.engine.start_workflow_run(
+            return await self.engine.start_workflow_run(
                 target.tenant_id,
                 target.workflow_id,
                 run_input,
                 trigger=TRIGGER,
+                instance_id=instance_id,
                 timing=timing,
                 labels=labels,
                 priority=priority,
             )
         except LookupError as exc:  # deleted in between
             raise WebhookNotFoundError(target.workflow_id) from exc
-        if wait is None:
-            return HookOutcome(instance_id, None)
-        run = await self.engine.wait_for_run(instance_id, min(wait, MAX_WAIT_SECONDS))
-        if run.status not in TERMINAL_RUN_STATUSES:
-            return HookOutcome(instance_id, run.status)  # RUNNING, or PENDING until its availableAt
-        return HookOutcome(instance_id, run.status, run.output, run.error)

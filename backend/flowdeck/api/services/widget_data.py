@@ -49,13 +49,14 @@ class WidgetDataService:
         check_json(input=run_input)
         if admit is not None:
             await admit(config.sync)
-        try:
-            run_id = await self.engine.start_workflow_run(
-                widget.tenant_id, widget.workflow_id, run_input, trigger="widget"
-            )
-        except LookupError as exc:  # the workflow was deleted meanwhile (and the widget with it)
-            raise NotFoundException(detail=f"widget {widget.id} not found") from exc
-        await self.engine.wait_for_run(run_id, config.sync.wait_seconds)
+        with self.engine.watch_run() as watch:  # from before it starts: its end is heard, not read
+            try:
+                run_id = await self.engine.start_workflow_run(
+                    widget.tenant_id, widget.workflow_id, run_input, trigger="widget", instance_id=watch.instance_id
+                )
+            except LookupError as exc:  # the workflow was deleted meanwhile (and the widget with it)
+                raise NotFoundException(detail=f"widget {widget.id} not found") from exc
+            await watch.outcome(config.sync.wait_seconds, opened_before_start=True)
         run = await self.store.run(widget.tenant_id, run_id)
         if run is None:
             raise _missing_run(run_id)
