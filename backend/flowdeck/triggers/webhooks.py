@@ -17,9 +17,9 @@ from typing import Any, Final
 
 from flowdeck.accounts.credentials import hash_secret, same_secret
 from flowdeck.accounts.service import AccountsService
-from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.run_timing import RunTiming
+from flowdeck.engine.run_watch import RunOutcome
 from flowdeck.storage.webhooks import HookTarget, WebhookRow, WebhookStore
 
 __all__ = (
@@ -60,14 +60,8 @@ class WebhookUnauthorizedError(Exception):
 @dataclass(frozen=True, slots=True)
 class HookOutcome:
     instance_id: str
-    status: RunStatus | None
-    """``None`` when the caller did not wait."""
-    output: Any = None
-    error: str | None = None
-
-    @property
-    def finished(self) -> bool:
-        return self.status in TERMINAL_RUN_STATUSES
+    run: RunOutcome | None
+    """``None`` when the caller did not wait; else where the run stood when the wait ended."""
 
 
 class WebhookService:
@@ -138,9 +132,7 @@ class WebhookService:
         with self.engine.watch_run() as watch:
             instance_id = await self._start(target, run_input, watch.instance_id, timing, labels, priority)
             outcome = await watch.outcome(min(wait, MAX_WAIT_SECONDS), opened_before_start=True)
-        if not outcome.ended:
-            return HookOutcome(instance_id, outcome.status)  # RUNNING, or PENDING until its availableAt
-        return HookOutcome(instance_id, outcome.status, outcome.output, outcome.error)
+        return HookOutcome(instance_id, outcome)
 
     async def _start(
         self,

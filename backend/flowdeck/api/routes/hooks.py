@@ -155,12 +155,10 @@ class HookController(Controller):
             raise _not_found(exc) from exc
         except WebhookUnauthorizedError as exc:
             raise NotAuthorizedException(detail=str(exc)) from exc
-        if outcome.status is None:
-            return Response(RunAccepted(instance_id=outcome.instance_id), status_code=HTTP_202_ACCEPTED)
-        if not outcome.finished:
-            pending = HookPending(instance_id=outcome.instance_id, status=outcome.status)
-            return Response(pending, status_code=HTTP_202_ACCEPTED)
-        finished = HookFinished(
-            instance_id=outcome.instance_id, status=outcome.status, output=outcome.output, error=outcome.error
-        )
+        run, instance_id = outcome.run, outcome.instance_id
+        if run is None:
+            return Response(RunAccepted(instance_id=instance_id), status_code=HTTP_202_ACCEPTED)
+        if not run.ended:
+            return Response(HookPending(instance_id=instance_id, status=run.status), status_code=HTTP_202_ACCEPTED)
+        finished = HookFinished(instance_id=instance_id, status=run.status, output=run.output, error=run.error)
         return Response(finished, status_code=HTTP_200_OK)
