@@ -44,4 +44,15 @@ describe('placing a node added by click', () => {
     expect(ys[1]! - ys[0]!).toBeGreaterThanOrEqual(RENDERED_UNWIRED_PYTHON);
     expect(ys[2]! - ys[1]!).toBeGreaterThanOrEqual(RENDERED_UNWIRED_PYTHON);
   });
+
+  it('still leaves room for the note when a card was measured before the validation showed it', () => {
+    const RENDERED_UNWIRED_PYTHON = 148;
+    const nodes: ReturnType<typeof at>[] = [];
+    for (const [id, middle] of [['p1', 185], ['p2', 230], ['p3', 260], ['p4', 200]] as const) {
+      const { position } = placeNewNode(nodes, [], 'python', null, { x: 250, y: middle }); // the view moved
+      nodes.push({ ...at(id, 'python', position.x, position.y), measured: { width: 220, height: 94 } });
+    }
+    const ys = nodes.map((n) => n.position.y).sort((a, b) => a - b);
+    for (let i = 1; i < ys.length; i++) expect(ys[i]! - ys[i - 1]!).toBeGreaterThanOrEqual(RENDERED_UNWIRED_PYTHON);
+  });
 });

@@ -11,14 +11,15 @@ import { createNode, type EditorEdge, type EditorNode, type NodeType } from './m
 export const GAP_X = 80;
 export const GAP_Y = 30;
 const MARGIN = 16;
-/** A node just added, not wired yet, shows why under its card (up to two lines): until React Flow has
- * measured a card, placement counts that in, so nodes added in quick succession never overlap. */
+/** A node just added, not wired yet, shows why under its card (up to two lines) once the validation
+ * answers: placement counts that in, measured or not (a card measured before the answer came is that much
+ * shorter than it will be), so nodes added in quick succession never overlap. */
 const UNWIRED_NOTE = 54;
 
 type Box = { x: number; y: number; width: number; height: number };
 
 function boxOf(node: EditorNode): Box {
-  const height = node.measured?.height ?? estimatedHeight(node) + UNWIRED_NOTE;
+  const height = Math.max(node.measured?.height ?? 0, estimatedHeight(node) + UNWIRED_NOTE);
   return { x: node.position.x, y: node.position.y, width: node.measured?.width ?? NODE_WIDTH, height };
 }
 
