@@ -200,6 +200,7 @@ def test_a_press_anywhere_on_an_input_dot_starts_a_wire_rather_than_moving_the_n
     expect(page.locator(".react-flow__connectionline")).to_have_count(1)
     mouse.up()
     expect(page.get_by_test_id("node-picker")).to_be_visible()  # dropped on empty canvas: what leads into it?
+    expect(page.get_by_test_id("node-picker-search")).to_be_focused()  # its keys go there (under load, a frame later)
     page.keyboard.press("Escape")
     expect(page.get_by_test_id("node-picker")).to_have_count(0)
     assert card.bounding_box() == before
