@@ -28,7 +28,8 @@ from flowdeck.settings import Settings
 seconds, scenarios, workers = int(sys.argv[1]), tuple(sys.argv[2].split(",")), sys.argv[3]
 plan = HttpPlan(Load(20, seconds=seconds), Load(1, seconds=max(seconds // 2, 2)), Load(20, requests=300),
                 scenarios=scenarios)
-rows = asyncio.run(http_rows(Settings.from_env(), plan, None if workers == "-" else int(workers)))
+extra = () if workers == "-" else (int(workers),)  # revisions before 52d8319 take no worker count
+rows = asyncio.run(http_rows(Settings.from_env(), plan, *extra))
 print("AB-RESULT " + json.dumps(rows), flush=True)
 """
 

@@ -198,19 +198,12 @@ async def test_a_group_that_fails_to_commit_is_a_crash_for_what_ran_on_it(
     class FailingOnce(database_module.Group):
         """The first group holding three early-released decisions fails to commit (a disk error)."""
 
-        def __init__(self, conn: sa.Connection) -> None:
-            super().__init__(conn)
-            real, group = self.transaction, self
-
-            class Transaction:
-                def commit(self) -> None:
-                    if group.released >= 3 and not failed:
-                        failed.append(group.released)
-                        real.rollback()
-                        raise sqlite3.OperationalError("disk I/O error")
-                    real.commit()
-
-            self.transaction = Transaction()  # type: ignore[assignment]
+        def commit(self) -> None:
+            if self.released >= 3 and not failed:
+                failed.append(self.released)
+                self.raw.execute("ROLLBACK")
+                raise sqlite3.OperationalError("disk I/O error")
+            super().commit()
 
     monkeypatch.setattr(database_module, "Group", FailingOnce)
     engine = await _engine(path, lease_seconds=1.0)

@@ -48,8 +48,11 @@ class Lines:
         threading.Thread(target=self._read, args=(stream,), daemon=True).start()
 
     def _read(self, stream: IO[str]) -> None:
-        for line in stream:
-            self._lines.put(line.rstrip("\n"))
+        try:
+            for line in stream:
+                self._lines.put(line.rstrip("\n"))
+        except ValueError:  # the test's teardown closed the stream while a process below serve still held the pipe
+            pass
         self._lines.put(None)
 
     def wait_for(self, text: str, timeout: float = 30.0) -> str:

@@ -78,7 +78,6 @@ from flowdeck.storage.sqlite_engine import (
     InlineConnection,
     StatementCounter,
     reclaim_pages,
-    sqlite_begin,
     sqlite_engine,
 )
 from flowdeck.storage.sqlite_writer_lock import WriterLock, writer_lock_path
@@ -152,7 +151,8 @@ class Database:
             sa.event.listen(self._read_engine, "before_cursor_execute", self._count_statement)
             self._reader: sa.Connection | None = None
             """The reads' connection, kept open (a check-out and a BEGIN through SQLAlchemy cost ~100 us a read)."""
-            sa.event.listen(self.sync_engine, "begin", sqlite_begin)
+            self._write_conn: sa.Connection | None = None
+            """The groups' connection, kept open the same way (``Group``)."""
         else:
             # A fixed pool: past it, callers wait for a connection instead of opening one. Overflow
             # connections are closed on return, and a new one costs about ten round trips (connect,
@@ -201,8 +201,7 @@ class Database:
             group = self._group
             if group is None:
                 group = self._group = await self._open_group()
-            raw = group.conn.connection.driver_connection  # savepoints on sqlite3 itself: microseconds
-            assert raw is not None
+            raw = group.raw  # savepoints on sqlite3 itself: microseconds
             raw.execute("SAVEPOINT flowdeck_member")
             self.counter.round_trips += 2
             done = False
@@ -237,7 +236,13 @@ class Database:
         if self._writer is not None:
             await self._writer.acquire()
         try:
-            return Group(self.sync_engine.connect())
+            conn = self._write_conn
+            if conn is None or conn.closed or conn.invalidated:
+                # SQLAlchemy opens and ends no transaction on it: the group's BEGIN and COMMIT go to sqlite3
+                conn = self._write_conn = self.sync_engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            group = Group(conn)
+            self.counter.round_trips += 1
+            return group
         except BaseException:
             if self._writer is not None:
                 self._writer.release()
@@ -294,7 +299,9 @@ class Database:
         if group.timer is not None:
             group.timer.cancel()
         try:
-            group.transaction.commit()
+            self.counter.round_trips += 1
+            self.counter.commits += 1
+            group.commit()
         except Exception as exc:  # noqa: BLE001 -- every member raises it from its own await
             group.committed.set_exception(exc)
             group.committed.exception()  # retrieved here: each member raises it from its own await
@@ -305,7 +312,6 @@ class Database:
         else:
             group.committed.set_result(None)
         finally:
-            group.conn.close()
             if self._writer is not None:
                 self._writer.release()
 
@@ -493,6 +499,9 @@ class Database:
     async def dispose(self) -> None:
         if self.is_sqlite:
             self._commit_group()  # a group whose commit was still due
+            if self._write_conn is not None:
+                self._write_conn.close()
+                self._write_conn = None
             self.sync_engine.dispose()
             if self._reader is not None:
                 self._reader.close()
