@@ -78,7 +78,7 @@ async def record_call(
     if not await tx.jobs.park(job, until):
         raise DuplicateDeliveryError  # a newer attempt took the node over: this one calls nothing
     opened = Effects(tx.now)
-    _, started = await open_run(
+    _, started, _ = await open_run(
         Decision(tx, child, opened, owner=decision.owner, lease_seconds=decision.lease_seconds),
         run_input=call.input,
         workflow_version=call.version,

@@ -172,6 +172,11 @@ class NodeExecutor:
         self._share(successor, graph, known)
         return known
 
+    def know_start_context(self, instance_id: str, graph: Graph, context: dict[str, Any]) -> None:
+        """A run's start node's context, known from its committed first transaction (``state.run_context``):
+        the attempt that runs it here reads nothing back."""
+        self._remember(_shared_key_of(instance_id, "", graph.start_id, 1, graph), context)
+
     def forget(self) -> None:
         """Drop the kept contexts (they may hold outputs whose decisions were lost)."""
         self._contexts.clear()
@@ -208,7 +213,9 @@ class NodeExecutor:
         return context
 
     def _share(self, job: Job, graph: Graph, context: dict[str, Any]) -> None:
-        key = _shared_key(job, graph)
+        self._remember(_shared_key(job, graph), context)
+
+    def _remember(self, key: ContextKey | None, context: dict[str, Any]) -> None:
         if key is not None:
             self._contexts[key] = context
             if len(self._contexts) > _SHARED_CONTEXTS:
@@ -216,6 +223,10 @@ class NodeExecutor:
 
 
 def _shared_key(job: Job, graph: Graph) -> ContextKey | None:
+    return _shared_key_of(job.instance_id, job.iteration, job.node_id, job.attempt, graph)
+
+
+def _shared_key_of(instance_id: str, iteration: str, node_id: str, attempt: int, graph: Graph) -> ContextKey | None:
     """The key under which a node's context can be shared, or ``None`` when it cannot.
 
     A node is dispatched once every ancestor is decided, and a decided node's outcome never changes
@@ -223,9 +234,9 @@ def _shared_key(job: Job, graph: Graph) -> ContextKey | None:
     fold the same rows. Not so for a retried attempt (conservatively) or where a join runs on its
     first edge (its context depends on what had arrived).
     """
-    if job.attempt != 1 or graph.has_any_join:
+    if attempt != 1 or graph.has_any_join:
         return None
-    return job.instance_id, job.iteration, graph.ancestors(job.node_id)
+    return instance_id, iteration, graph.ancestors(node_id)
 
 
 def _resolve_templates(

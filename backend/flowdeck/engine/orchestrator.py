@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from flowdeck.domain.graph import Graph
-from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, NodeStatus, RunStatus
 from flowdeck.engine.batching import Batcher, Delivery
 from flowdeck.engine.calls import record_call
 from flowdeck.engine.cas import Cas, DuplicateDeliveryError
@@ -40,9 +40,9 @@ from flowdeck.engine.sla import arm_sla
 from flowdeck.engine.waits import has_waits, park_wait
 from flowdeck.storage.children import ParentRef
 from flowdeck.storage.jobs import TenantShare
-from flowdeck.storage.records import Job
+from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.run_queries import RunQueries, RunView
-from flowdeck.storage.state import StateManager, StateTransaction
+from flowdeck.storage.state import StateManager, StateTransaction, run_context
 from flowdeck.storage.steps import RunStart
 
 __all__ = ("Completed", "Failed", "NodeOutcome", "Orchestrator", "RunStateError", "StartTaker")
@@ -59,6 +59,10 @@ class StartTaker(Protocol):
 
     def take_start(self, reservation: int, job: Job | None) -> None:
         """Run the start node leased in the committed transaction; ``None``: none was (the slot is free again)."""
+
+    def know_start_context(self, instance_id: str, graph: Graph, context: dict[str, Any]) -> None:
+        """The context of a run's start node, from its committed first transaction: whoever here runs it reads
+        nothing (engine/executor.py)."""
 
 
 class Orchestrator:
@@ -165,6 +169,9 @@ class Orchestrator:
             effects.run(instance_id, RunStatus.RUNNING)
             effects.node((instance_id, graph.start_id, ""), NodeStatus.DISPATCHED, 1)
             effects.wake_at.append(now)
+            if self.start_taker is not None:  # the statement logs the run's input and its status
+                context = run_context([LogEvent(instance_id, EventType.INPUT_SET, payload={"input": run_input})])
+                self.start_taker.know_start_context(instance_id, graph, context)
             return await self._opened(plan, effects, pending=False)
         taker = self.start_taker
         reservation = taker.reserve_start(tenant_id) if taker is not None else None
@@ -173,7 +180,7 @@ class Orchestrator:
         try:
             async with self.state.transaction() as tx:
                 effects = Effects(tx.now)
-                pending, started = await open_run(
+                opened = await open_run(
                     self._decision(tx, plan, effects, owner=owner),
                     run_input=run_input,
                     workflow_version=workflow_version,
@@ -185,7 +192,10 @@ class Orchestrator:
                     flow=flow,
                     claim=owner is not None,
                 )
-            return await self._opened(plan, effects, pending=pending)
+            started = opened.started
+            if taker is not None and not opened.pending:
+                taker.know_start_context(instance_id, graph, opened.context)
+            return await self._opened(plan, effects, pending=opened.pending)
         finally:
             if taker is not None and reservation is not None:  # after the announcement: its updates go first
                 taker.take_start(reservation, started)

@@ -4,7 +4,7 @@ orchestrator's ``start_run``) and a child run a ``workflow`` node calls (engine/
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.engine.decision import Decision, Dispatch, end_run, run_status_event
@@ -14,9 +14,18 @@ from flowdeck.engine.waits import open_wait_tokens
 from flowdeck.storage.flow import add_flow_row
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.run_labels import write_labels
-from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY
+from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, run_context
 
-__all__ = ("open_run",)
+__all__ = ("OpenedRun", "open_run")
+
+
+class OpenedRun(NamedTuple):
+    pending: bool
+    """PENDING until ``timing.available_at`` (or queued by its flow control)."""
+    started: Job | None
+    """With ``claim``: the start node's job, leased to the decision's owner (when due now)."""
+    context: dict[str, Any]
+    """The start node's context (``state.run_context``): who runs it need not read it back."""
 
 
 async def open_run(
@@ -32,10 +41,9 @@ async def open_run(
     labels: Mapping[str, str] | None = None,
     requested_by: str | None = None,
     flow: FlowRequest | None = None,
-) -> tuple[bool, Job | None]:
+) -> OpenedRun:
     """Create the run of ``decision.plan`` (its instance, INPUT_SET, a test run's definition, RUN_STATUS)
-    and queue its start node; returns whether it is PENDING until ``timing.available_at``, and with
-    ``claim`` the start node's job leased to the decision's owner (when due now). A called run names its
+    and queue its start node (``claim``: leased to the decision's owner, when due now). A called run names its
     tree's ``root_instance_id``; ``requested_by`` is the user who started it (a called run: its
     caller's); ``labels`` (checked by the caller) are written with the run. ``flow``: its flow control
     (engine/flow_control.py), which may queue it (PENDING, its start job parked until admitted) or cancel
@@ -94,7 +102,7 @@ async def open_run(
     if placement is not None and placement.cancel_reason is not None:
         reason = placement.cancel_reason
         await end_run(tx, instance_id, RunStatus.CANCELLED, reason, effects, error=reason)
-        return False, None
+        return OpenedRun(False, None, run_context(events))
     started = await decision.dispatch("", [Dispatch(graph.start_id)], delay or None, claim=claim)
     await decision.finish_if_done()
-    return pending, started
+    return OpenedRun(pending, started, run_context(events))

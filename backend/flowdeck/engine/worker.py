@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from flowdeck.domain.graph import Graph
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.executor import NodeExecutor
 from flowdeck.engine.orchestrator import NodeOutcome, Orchestrator
@@ -242,6 +243,9 @@ class Worker:
             self._spawn(job)
         elif self._saturated or self._capped:
             self._wake.set()
+
+    def know_start_context(self, instance_id: str, graph: Graph, context: dict[str, Any]) -> None:
+        self.executor.know_start_context(instance_id, graph, context)
 
     async def _claim_loop(self) -> None:
         while not self._stopping:

@@ -23,6 +23,7 @@ from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, RunStatus
 from flowdeck.storage.children import ParentRef, wake_parent
 from flowdeck.storage.database import Connection, Database
 from flowdeck.storage.jobs import NO_SHARE, JobTable, NewJob, TenantShare
+from flowdeck.storage.json_codec import json_dumps, json_loads
 from flowdeck.storage.log_fold import fold_context, merged_end_outputs, superseded
 from flowdeck.storage.log_rows import (
     dispatched_event,
@@ -33,14 +34,21 @@ from flowdeck.storage.log_rows import (
 )
 from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
 from flowdeck.storage.schema import RUN_OWNED_TABLES
-from flowdeck.storage.statements import LOG_COLUMNS
+from flowdeck.storage.statements import LOG_COLUMNS, in_run_context
 from flowdeck.storage.steps import ChainStep, ChainStepInput, EndStep, EndStepInput, IterationStepInput, RunStart
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
 
-__all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "fold_context")
+__all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "fold_context", "run_context")
 
 DEFINITION_KEY = "__workflowDefinition"
 PINNED_KEY = "__pinned"
+
+
+def run_context(events: Iterable[LogEvent]) -> dict[str, Any]:
+    """The context of a run's start node from the rows its first transaction logs, as ``assemble_context`` would
+    fold them read back (their payloads through the log's JSON codec: a tuple comes back a list)."""
+    rows = [e for e in events if in_run_context(e, DEFINITION_KEY)]
+    return fold_context((e.event_type, e.node_id, e.output_variable, json_loads(json_dumps(e.payload))) for e in rows)
 
 
 class StateTransaction:

@@ -19,7 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from flowdeck.domain.flow_control import aged_at
 from flowdeck.domain.statuses import EventType
 from flowdeck.storage.compiled import compile_statement
-from flowdeck.storage.records import InstanceRecord
+from flowdeck.storage.records import InstanceRecord, LogEvent
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
 
 INSTANCE_RECORD_COLUMNS: Final = tuple(field.name for field in dataclasses.fields(InstanceRecord))
@@ -106,6 +106,16 @@ def _this_job() -> tuple[Any, ...]:
     )
 
 
+RUN_CONTEXT_EVENTS: Final = (EventType.INPUT_SET, EventType.SYSTEM_SET)
+"""The event types of the run's own rows that a node's context folds (``context_rows``, ``in_run_context``)."""
+
+
+def in_run_context(event: LogEvent, hidden: str) -> bool:
+    """Whether ``context_rows`` returns this row among the run's own (the rule of its first lookup, for a row
+    not yet read back: a run's first transaction knows its start node's context, storage/state.run_context)."""
+    return event.node_id is None and event.event_type in RUN_CONTEXT_EVENTS and event.output_variable != hidden
+
+
 def _context_rows(is_sqlite: bool) -> Any:
     """The rows a node's context folds: the run's own rows, and its ancestors' rows in its scopes.
 
@@ -128,7 +138,7 @@ def _context_rows(is_sqlite: bool) -> Any:
     run_rows = sa.select(*columns).where(
         instance_logs.c.instance_id == _p("p_id"),
         instance_logs.c.node_id.is_(None),
-        _one_of(instance_logs.c.event_type, EventType.INPUT_SET, EventType.SYSTEM_SET),
+        _one_of(instance_logs.c.event_type, *RUN_CONTEXT_EVENTS),
         sa.or_(instance_logs.c.output_variable.is_(None), instance_logs.c.output_variable != _p("p_hidden")),
     )
     node_rows = sa.select(*columns).where(
