@@ -194,7 +194,7 @@ class Orchestrator:
                 )
             started = opened.started
             if taker is not None and not opened.pending:
-                taker.know_start_context(instance_id, graph, opened.context)
+                taker.know_start_context(instance_id, graph, opened.start_context())
             return await self._opened(plan, effects, pending=opened.pending)
         finally:
             if taker is not None and reservation is not None:  # after the announcement: its updates go first

@@ -24,8 +24,12 @@ class OpenedRun(NamedTuple):
     """PENDING until ``timing.available_at`` (or queued by its flow control)."""
     started: Job | None
     """With ``claim``: the start node's job, leased to the decision's owner (when due now)."""
-    context: dict[str, Any]
-    """The start node's context (``state.run_context``): who runs it need not read it back."""
+    rows: tuple[LogEvent, ...]
+    """The run-level rows it logged."""
+
+    def start_context(self) -> dict[str, Any]:
+        """The start node's context (``state.run_context``): who runs it need not read it back."""
+        return run_context(self.rows)
 
 
 async def open_run(
@@ -102,7 +106,7 @@ async def open_run(
     if placement is not None and placement.cancel_reason is not None:
         reason = placement.cancel_reason
         await end_run(tx, instance_id, RunStatus.CANCELLED, reason, effects, error=reason)
-        return OpenedRun(False, None, run_context(events))
+        return OpenedRun(False, None, tuple(events))
     started = await decision.dispatch("", [Dispatch(graph.start_id)], delay or None, claim=claim)
     await decision.finish_if_done()
-    return OpenedRun(pending, started, run_context(events))
+    return OpenedRun(pending, started, tuple(events))
