@@ -146,8 +146,21 @@ class EditorPage:
         return set(self.nodes().evaluate_all("els => els.map(e => e.dataset.id)"))
 
     def select(self, node_id: str) -> None:
+        """Click a node and wait for the node panel to show it.
+
+        The panel pans the canvas to reveal the node opened before, 450 ms after it opened (a double click's
+        time): a click aimed just before that pan lands where the node was, on an edge or the pane. Then the
+        canvas is waited still and the node clicked once more.
+        """
+        inspector = self.page.get_by_test_id("inspector")
         self.node(node_id).click()
-        expect(self.page.get_by_test_id("inspector")).to_have_attribute("data-node-id", node_id)
+        try:
+            expect(inspector).to_have_attribute("data-node-id", node_id, timeout=2000)
+            return
+        except AssertionError:
+            self.wait_for_still_canvas()
+        self.node(node_id).click()
+        expect(inspector).to_have_attribute("data-node-id", node_id)
 
     def expect_status(self, node_id: str, status: str, timeout: float = 15_000) -> None:
         expect(self.node_card(node_id)).to_have_attribute("data-status", status, timeout=timeout)
