@@ -10,7 +10,9 @@ from collections.abc import AsyncIterator
 import pytest
 import sqlalchemy as sa
 
+from flowdeck.storage.compiled import compile_statement
 from flowdeck.storage.database import Database
+from tests.support.waiting import until
 
 
 @pytest.fixture
@@ -74,3 +76,58 @@ async def test_a_task_cancelled_mid_statement_gives_its_connection_back(pg: Data
     await asyncio.wait_for(idle(pg), 10)
     async with pg.read(snapshot=False) as conn:  # the pool's one connection, or a new one: it answers
         assert (await conn.execute(sa.text("SELECT 41 + 1"))).scalar() == 42
+
+
+SELECT_PID = compile_statement(sa.text("SELECT pg_backend_pid()"), is_sqlite=False, returns_rows=True)
+
+
+async def backend_pid(db: Database) -> int:
+    async with db.autocommit() as conn:  # a compiled statement: the connection stays bare
+        return int((await conn.execute(SELECT_PID, {})).scalar_one())
+
+
+async def test_a_bare_connection_is_kept_for_the_next_check_out_and_given_back_once_idle(postgres_url: str) -> None:
+    db = Database(postgres_url, pool_size=2)
+    db._spares.idle_seconds = 0.2
+    try:
+        first = await backend_pid(db)
+        assert checked_out(db) == 1 and len(db._spares) == 1  # kept, not given back to the pool
+        assert await backend_pid(db) == first  # the next check-out takes it
+        await until(lambda: checked_out(db), lambda n: n == 0, timeout=5, what="the idle connection given back")
+        assert len(db._spares) == 0
+        assert await backend_pid(db) == first  # from the pool now: the pool's one open connection
+    finally:
+        await db.dispose()
+    assert checked_out(db) == 0
+
+
+async def test_a_check_out_waiting_for_the_pool_is_served_while_the_connection_s_last_user_keeps_busy(
+    pg: Database,
+) -> None:
+    served: list[str] = []
+    holding = asyncio.Event()
+    let_go = asyncio.Event()
+
+    async def busy_user() -> int:
+        async with pg.autocommit() as conn:
+            await conn.execute(SELECT_PID, {})
+            holding.set()
+            await let_go.wait()
+        for steps in range(100):  # a statement, a little work, the next statement: as a chain of nodes runs
+            if served:
+                return steps
+            await asyncio.sleep(0)
+            await backend_pid(pg)
+        return 100
+
+    async def waiter() -> None:
+        async with pg.autocommit():
+            served.append("waiter")
+
+    busy = asyncio.create_task(busy_user())
+    await holding.wait()
+    second = asyncio.create_task(waiter())
+    await until(lambda: pg._spares.waiting, lambda n: n == 1, what="the second check-out waiting for the pool")
+    let_go.set()
+    steps, _ = await asyncio.wait_for(asyncio.gather(busy, second), 10)
+    assert steps < 100, "the waiter got the pool's one connection only once its last user stopped using it"

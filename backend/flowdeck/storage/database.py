@@ -66,11 +66,11 @@ from flowdeck.storage.pg_connection import (
     commit,
     mark_fresh,
     note_started_at,
-    released,
     shielded,
     started_at,
 )
 from flowdeck.storage.pg_durability import FLUSH_SQL, WalFlusher
+from flowdeck.storage.pg_spares import SpareConnections
 from flowdeck.storage.schema import metadata
 from flowdeck.storage.sqlite_engine import (
     GROUP_LIMIT,
@@ -170,6 +170,8 @@ class Database:
             self.sync_engine = self.engine.sync_engine
             sa.event.listen(self.sync_engine, "connect", mark_fresh)
             sa.event.listen(self.sync_engine, "connect", note_started_at)
+            self._spares = SpareConnections(self.engine)
+            """Bare connections kept between check-outs instead of given back to the pool at once."""
             self._wal = WalFlusher(self.flush_wal, delay=wal_flush_seconds, lost=self._lose)
             self._flush_statement = compile_statement(sa.text(FLUSH_SQL), is_sqlite=False, returns_rows=True)
         self.loss_listeners: list[Callable[[BaseException], None]] = []
@@ -419,8 +421,8 @@ class Database:
         finally:
             if raw.is_closed() or raw.is_in_transaction():  # never pool a connection mid-transaction
                 await shielded(conn.discard())
-            elif conn.bare:  # no task to shield it in (a task and a turn of the loop: ~20 us a check-out)
-                await released(conn)
+            elif conn.bare:  # kept for the next check-out (storage/pg_spares.py), or back to the pool
+                await self._spares.give_back(conn)
             else:
                 await shielded(conn.release())
 
@@ -444,7 +446,7 @@ class Database:
             conn: PooledConnection | None = None
             fresh = True
             try:
-                conn = await PooledConnection.check_out(self.engine)
+                conn = await self._spares.check_out()
                 fresh = bool(conn.info.pop(FRESH, False))
                 raw = conn.driver
                 assert raw is not None
@@ -511,6 +513,7 @@ class Database:
                 self._writer.close()
         else:
             await self._wal.close()  # what was released early is flushed before the pool closes
+            await self._spares.close()
             await self.engine.dispose()
 
     def _count_statement(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
