@@ -33,9 +33,10 @@ class SpareConnections:
         """Check-outs waiting for SQLAlchemy's pool: a connection given back then goes to the pool, which
         hands it to the first of them (kept here, the pool's waiters would starve while others took it)."""
         self._kept: list[tuple[float, PooledConnection]] = []
-        """Oldest first: ``take`` pops the last kept, the sweep gives back from the front."""
+        """Oldest first: ``check_out`` takes the last kept, the sweep gives back from the front."""
         self._sweep: asyncio.TimerHandle | None = None
         self._giving_back: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -60,7 +61,7 @@ class SpareConnections:
         """A bare connection out of a transaction: kept for the next check-out, or to the pool when a
         check-out waits there. Keeping it never suspends; were giving it to the pool cut short by a
         cancellation, it is discarded."""
-        if self._waiting:
+        if self._waiting or self._closed:
             await released(conn)
             return
         loop = asyncio.get_running_loop()
@@ -83,7 +84,8 @@ class SpareConnections:
         task.add_done_callback(self._giving_back.discard)
 
     async def close(self) -> None:
-        """Every kept connection back to the pool (before the pool closes)."""
+        """Every kept connection back to the pool (before the pool closes), and any given back from now on."""
+        self._closed = True
         if self._sweep is not None:
             self._sweep.cancel()
             self._sweep = None
