@@ -5,6 +5,7 @@ whose load drifts drifts under both alike; the medians of req/s, p50 and serve's
 
     python tests/bench/ab_http.py 083aeb0 WORKTREE --rounds 5 --scenarios trivial
     python tests/bench/ab_http.py 083aeb0 WORKTREE --workers 1   # serve + one worker process
+    python tests/bench/ab_http.py 0816df5 HEAD HEAD@1 --scenarios chain   # REV@N: N worker processes for that one
 
 ``WORKTREE`` and the worktrees under ``--root`` are as in tests/bench/ab_postgres.py.
 """
@@ -52,7 +53,9 @@ def table(revs: list[str], rounds: dict[str, list[list[dict[str, Any]]]]) -> str
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("revs", nargs="+", help="git revisions, or WORKTREE for this checkout as it stands")
+    parser.add_argument(
+        "revs", nargs="+", help="git revisions, or WORKTREE (this checkout as it stands); REV@N: N worker processes"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=10, help="of the 20-connection load per round")
     parser.add_argument("--scenarios", default="trivial", help="comma-separated: trivial, chain, fanout")
@@ -61,12 +64,13 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write every round's rows here")
     args = parser.parse_args()
     args.root.mkdir(parents=True, exist_ok=True)
-    sources = {rev: checkout(rev, args.root) for rev in args.revs}
+    workers = {rev: rev.partition("@")[2] or args.workers for rev in args.revs}
+    sources = {rev: checkout(rev.partition("@")[0], args.root) for rev in args.revs}
     rounds: dict[str, list[list[dict[str, Any]]]] = {rev: [] for rev in args.revs}
     url = "sqlite+aiosqlite:///unused.db"  # bench --http makes a SQLite file of its own per round
     for n in range(args.rounds):
         for rev in args.revs:
-            out = run(sources[rev], url, str(args.seconds), args.scenarios, args.workers, code=ONE_ROUND)
+            out = run(sources[rev], url, str(args.seconds), args.scenarios, workers[rev], code=ONE_ROUND)
             rows = json.loads(out.split("AB-RESULT ", 1)[1])
             rounds[rev].append(rows)
             brief = "; ".join(f"{r['workload']} {r['connections']}: {r['reqPerSecond']} req/s" for r in rows)
