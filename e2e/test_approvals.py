@@ -38,6 +38,7 @@ def test_an_approval_granted_from_the_approvals_page_while_the_run_page_watches(
     expect(card.get_by_test_id("node-waiting")).to_contain_text("Waiting for an approval")
     banner = page.get_by_test_id("run-waiting-approval")
     expect(banner).to_contain_text("Waiting for an approval: Sign off the refund")
+    EditorPage(page).wait_for_still_canvas()  # the run panel's opening pans the canvas: a click aimed before misses
     card.get_by_test_id("approve").click()  # the e2e user started the run: not theirs to approve
     expect(card.get_by_test_id("approval-error")).to_contain_text("self-approval")
 
@@ -93,6 +94,7 @@ def test_a_designer_finishes_a_test_run_from_the_canvas_card(page: Page, server:
     editor.expect_status("ok", "WAITING")
     card = editor.node_card("ok")
     expect(card.get_by_test_id("node-waiting")).to_contain_text("Waiting for an approval")
+    editor.wait_for_still_canvas()  # the run panel's opening pans the canvas: a click aimed before misses
     card.get_by_test_id("approve").click()  # the test run's designer decides it alone, though 2 are required
     editor.expect_status("ok", "COMPLETED")
     editor.expect_run_status("COMPLETED")
