@@ -10,9 +10,11 @@ import sqlalchemy as sa
 from flowdeck.domain.statuses import EventType
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.database import Database
+from flowdeck.storage.jobs import NewJob
 from flowdeck.storage.migrate import upgrade
-from flowdeck.storage.records import LogEvent
-from flowdeck.storage.schema import metadata
+from flowdeck.storage.records import Job, LogEvent
+from flowdeck.storage.schema import metadata, node_jobs
+from flowdeck.storage.statements import JOB_COLUMNS
 from flowdeck.storage.tenants import TenantStore
 from flowdeck.storage.workflows import StaleVersionError, WorkflowStore
 from tests.support.graphs import linear
@@ -51,6 +53,39 @@ async def test_saving_a_workflow_makes_a_new_immutable_version(db: Database) -> 
     assert (await store.get(tenant, created.id)).title == "Two"  # type: ignore[union-attr]
     other = await TenantStore(db).ensure("other")
     assert await store.get(other, created.id) is None  # another tenant's workflow does not exist for it
+
+
+async def test_adding_jobs_returns_the_rows_stored_and_nothing_for_a_node_already_queued(engine: Engine) -> None:
+    """SQLite answers without RETURNING: what it returns is held equal to what was stored."""
+    tenant_id = await engine.tenants.ensure("acme")
+    instance_id = await engine.orchestrator.start_run(
+        tenant_id=tenant_id, graph=engine.plans.build_graph(linear(1)), run_input=None
+    )
+    await engine.wait_for_run(instance_id, 20)
+    leased = NewJob(
+        instance_id,
+        "a",
+        "0",
+        attempt=2,
+        retry_base=2,
+        lease_owner="w1",
+        lease_seconds=30.0,
+        tenant_id=tenant_id,
+        priority=70,
+    )
+    due = NewJob(instance_id, "b", "", delay_seconds=5.0, tenant_id=tenant_id)
+    async with engine.state.transaction() as tx:
+        added = await tx.jobs.add([leased, due])
+        again = await tx.jobs.add([due])
+    async with engine.db.read() as conn:
+        query = sa.select(*JOB_COLUMNS).where(node_jobs.c.instance_id == instance_id).order_by(node_jobs.c.id)
+        stored = [Job(*row) for row in await conn.execute(query)]
+    assert added == stored and again == []
+    assert [(j.node_id, j.lease_owner, j.attempt, j.priority) for j in added] == [
+        ("a", "w1", 2, 70),
+        ("b", None, 1, 50),
+    ]
+    assert added[0].available_at - added[1].available_at == pytest.approx(25.0)
 
 
 async def test_appending_to_the_log_says_which_rows_are_new(engine: Engine) -> None:

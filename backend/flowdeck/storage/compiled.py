@@ -45,10 +45,10 @@ class CompiledStatement:
     returns_rows: bool
     json_columns: tuple[int, ...] = ()
     """Result columns holding JSON: sqlite3 returns their text (asyncpg's codec decodes them itself)."""
-    inserted: str | None = None
+    inserted: tuple[str, ...] | None = None
     """SQLite, an INSERT compiled without its RETURNING clause (which costs SQLite 3.40 about 20 us a
-    row, more than the insert): a row per row inserted (``rowcount``), holding ``"rowid"`` (the new
-    row's id) or the value of the parameter of that name."""
+    row, more than the insert): a row per row inserted (``rowcount``), holding for each name
+    ``"rowid"`` (the new row's id) or the value of the parameter of that name: what RETURNING would."""
 
     def arguments(self, parameters: Mapping[str, Any]) -> tuple[Any, ...]:
         if self.fixed:
@@ -69,7 +69,7 @@ class CompiledStatement:
             cursor = connection.execute(self.sql, self.arguments(one))
             if self.inserted is not None:
                 if cursor.rowcount == 1:
-                    rows.append((cursor.lastrowid if self.inserted == "rowid" else one[self.inserted],))
+                    rows.append(tuple(cursor.lastrowid if name == "rowid" else one[name] for name in self.inserted))
                     count += 1
                 continue
             if self.returns_rows:
@@ -108,7 +108,7 @@ def compile_statement(
     json_names: Sequence[str] = (),
     returns_rows: bool | None = None,
     json_columns: Sequence[int] = (),
-    sqlite_inserted: tuple[Any, str] | None = None,
+    sqlite_inserted: tuple[Any, tuple[str, ...]] | None = None,
 ) -> CompiledStatement:
     """Compile a Core statement for one dialect; ``column_keys`` renders an INSERT's VALUES for those keys.
 

@@ -178,6 +178,8 @@ def typed(name: str, column: sa.Column[Any]) -> Any:
 
 JOB_INSERT_COLUMNS = [c.name for c in node_jobs.c if c is not node_jobs.c.id]
 """The columns a new job sets (all but its generated id)."""
+_JOB_RETURNED = tuple("rowid" if c is node_jobs.c.id else c.name for c in JOB_COLUMNS)
+"""``JOB_COLUMNS`` as an INSERT on SQLite returns them without RETURNING (its id is the row id)."""
 
 
 def _end_output_rows() -> Any:
@@ -406,7 +408,7 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         json_names: Sequence[str] = (),
         returns_rows: bool | None = None,
         json_columns: Sequence[int] = (),
-        sqlite_inserted: tuple[Any, str] | None = None,
+        sqlite_inserted: tuple[Any, tuple[str, ...]] | None = None,
     ) -> Any:
         if statement is None:
             return None
@@ -421,12 +423,16 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         )
 
     log_without_returning = sqlite.insert(instance_logs).on_conflict_do_nothing()  # (SQLite only)
+    job_without_returning = sqlite.insert(node_jobs).on_conflict_do_nothing()
 
     return dataclasses.replace(
         core,
-        insert_log=c(core.insert_log, LOG_VALUES, ["payload"], sqlite_inserted=(log_without_returning, "rowid")),
+        insert_log=c(core.insert_log, LOG_VALUES, ["payload"], sqlite_inserted=(log_without_returning, ("rowid",))),
         insert_log_returning_node=c(
-            core.insert_log_returning_node, LOG_VALUES, ["payload"], sqlite_inserted=(log_without_returning, "node_id")
+            core.insert_log_returning_node,
+            LOG_VALUES,
+            ["payload"],
+            sqlite_inserted=(log_without_returning, ("node_id",)),
         ),
         instance_version=c(core.instance_version),
         compare_and_swap=c(core.compare_and_swap),
@@ -434,7 +440,7 @@ def _compiled(core: Statements, is_sqlite: bool) -> Statements:
         context_rows=c(
             core.context_rows, json_names=CONTEXT_ROWS_LISTS if is_sqlite else (), json_columns=[_CONTEXT_PAYLOAD]
         ),
-        insert_job=c(core.insert_job, JOB_INSERT_COLUMNS),
+        insert_job=c(core.insert_job, JOB_INSERT_COLUMNS, sqlite_inserted=(job_without_returning, _JOB_RETURNED)),
         delete_job=c(core.delete_job),
         park_job=c(core.park_job),
         reschedule_job=c(core.reschedule_job),
