@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from flowdeck.domain.graph import Graph
-from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, NodeStatus, RunStatus
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from flowdeck.engine.batching import Batcher, Delivery
 from flowdeck.engine.calls import record_call
 from flowdeck.engine.cas import Cas, DuplicateDeliveryError
@@ -40,7 +40,8 @@ from flowdeck.engine.sla import arm_sla
 from flowdeck.engine.waits import has_waits, park_wait
 from flowdeck.storage.children import ParentRef
 from flowdeck.storage.jobs import TenantShare
-from flowdeck.storage.records import Job, LogEvent
+from flowdeck.storage.log_rows import input_event
+from flowdeck.storage.records import Job
 from flowdeck.storage.run_queries import RunQueries, RunView
 from flowdeck.storage.state import StateManager, StateTransaction, run_context
 from flowdeck.storage.steps import RunStart
@@ -170,7 +171,7 @@ class Orchestrator:
             effects.node((instance_id, graph.start_id, ""), NodeStatus.DISPATCHED, 1)
             effects.wake_at.append(now)
             if self.start_taker is not None:  # the statement logs the run's input and its status
-                context = run_context([LogEvent(instance_id, EventType.INPUT_SET, payload={"input": run_input})])
+                context = run_context([input_event(instance_id, run_input)])
                 self.start_taker.know_start_context(instance_id, graph, context)
             return await self._opened(plan, effects, pending=False)
         taker = self.start_taker

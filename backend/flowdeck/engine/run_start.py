@@ -12,6 +12,7 @@ from flowdeck.engine.flow_control import PARKED_SECONDS, FlowRequest, place_new_
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.engine.waits import open_wait_tokens
 from flowdeck.storage.flow import add_flow_row
+from flowdeck.storage.log_rows import input_event
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.run_labels import write_labels
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, run_context
@@ -81,7 +82,7 @@ async def open_run(
     )
     if labels:
         await write_labels(tx.conn, instance_id, labels)
-    events = [LogEvent(instance_id, EventType.INPUT_SET, payload={"input": run_input})]
+    events = [input_event(instance_id, run_input)]
     if plan.is_test:
         events.append(
             LogEvent(

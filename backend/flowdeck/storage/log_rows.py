@@ -16,6 +16,8 @@ from flowdeck.storage.tables import instance_logs
 __all__ = (
     "dispatched_event",
     "first_status_payload",
+    "input_event",
+    "input_payload",
     "log_page",
     "run_status_payload",
     "started_event",
@@ -31,6 +33,16 @@ def log_page(instance_id: str, after_log_id: int = 0, limit: int | None = None) 
         .order_by(instance_logs.c.log_id)
     )
     return stmt if limit is None else stmt.limit(limit)
+
+
+def input_payload(run_input: Any) -> dict[str, Any]:
+    """The INPUT_SET row's payload: the run's input."""
+    return {"input": run_input}
+
+
+def input_event(instance_id: str, run_input: Any) -> LogEvent:
+    """A run's INPUT_SET row (its first transaction logs it; a start node's context folds it)."""
+    return LogEvent(instance_id, EventType.INPUT_SET, payload=input_payload(run_input))
 
 
 def run_status_payload(status: RunStatus, reason: str | None) -> dict[str, Any]:

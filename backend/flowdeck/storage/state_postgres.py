@@ -22,7 +22,7 @@ from flowdeck.storage.chain_batches import ChainStepBatcher
 from flowdeck.storage.database import Database
 from flowdeck.storage.disconnects import is_disconnect
 from flowdeck.storage.jobs import NO_SHARE, NewJob, TenantShare, claim_plan
-from flowdeck.storage.log_rows import run_status_payload
+from flowdeck.storage.log_rows import input_payload, run_status_payload
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import StateManager, StateTransaction
 from flowdeck.storage.statements_postgres import postgres_statements
@@ -171,7 +171,7 @@ class PostgresStateManager(StateManager):
             "p_workflow_version": start.workflow_version,
             "p_trigger": start.trigger,
             "p_input": start.run_input,
-            "p_input_payload": {"input": start.run_input},
+            "p_input_payload": input_payload(start.run_input),
             "p_status_payload": {
                 **run_status_payload(RunStatus.RUNNING, None),
                 **({} if start.deadline_at is None else {"deadlineAt": start.deadline_at}),
