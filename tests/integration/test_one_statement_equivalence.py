@@ -54,6 +54,26 @@ class Topology:
     """FLOWDECK_MAX_RUN_BYTES: a small one makes a step fail at the output budget."""
     priority: int | None = None
     """The run's priority (``POST …/runs``): its jobs, the chain's next ones included, carry it."""
+    started_here: bool = False
+    """Started by a process whose worker has a free slot: its start node is leased to that worker in the run's
+    first statement (``Orchestrator.start_taker``) instead of being claimed."""
+
+
+@dataclasses.dataclass
+class _StartTaker:
+    """A worker with one slot for a start node: holds the job the run's first transaction leased to it."""
+
+    id: str = OWNER
+    taken: list[Job | None] = dataclasses.field(default_factory=list)
+
+    def reserve_start(self, tenant_id: str) -> int | None:
+        return -1
+
+    def take_start(self, reservation: int, job: Job | None) -> None:
+        self.taken.append(job)
+
+    def know_start_context(self, instance_id: str, graph: Any, context: dict[str, Any]) -> None:
+        pass
 
 
 def _all_inputs_skipped() -> dict[str, Any]:
@@ -232,6 +252,13 @@ TOPOLOGIES = [
     Topology("end-output merge", _end_merge()),
     Topology("delay", _delay()),
     Topology("a chain at priority 73 (its next jobs keep it)", linear(3), priority=73),
+    Topology("a run started where its start node is taken at once", linear(3), {"n": 1}, started_here=True),
+    Topology(
+        "a run started where its start node is taken, with a deadline",
+        diamond(2, "all"),
+        timing=RunTiming(deadline_at=FakeClock().now + 600),
+        started_here=True,
+    ),
     Topology(
         "a loop with a chain body at priority 1",
         _loop([1, 2, 3], [node("a"), node("b")], [edge("a", "b")], concurrency=2),
@@ -333,6 +360,9 @@ async def _run(url: str, topology: Topology, *, one_statement: bool) -> Trace:
                     {"step": step, "follow": _job_key(follow), "announced": _announced(drain()), **state}
                 )
 
+            taker = _StartTaker()
+            if topology.started_here:
+                engine.orchestrator.start_taker = taker
             if topology.pinned is None:
                 workflow = await engine.create_workflow(tenant_id, topology.definition)
                 instance_id = await engine.start_workflow_run(
@@ -342,8 +372,10 @@ async def _run(url: str, topology: Topology, *, one_statement: bool) -> Trace:
                 instance_id = await engine.start_test_run(
                     tenant_id, topology.definition, topology.run_input, pinned=topology.pinned
                 )
-            await record("start")
-            pending: list[Job] = []
+            pending: list[Job] = [job for job in taker.taken if job is not None]
+            await record("start", pending[0] if pending else None)
+            if topology.started_here:
+                assert pending, f"{topology.name}: the start node was not leased to the worker that started the run"
             for _ in range(500):
                 if not pending:
                     clock.now += 1.0

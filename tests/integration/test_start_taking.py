@@ -1,9 +1,11 @@
 """A run started in a process whose worker has a free slot begins on that worker: its start node is leased to
 it in the run's first transaction and runs without a claim (engine/worker.py ``reserve_start``); with no slot
-free, the start node waits in the queue like any other job. Both databases (a labelled run takes the general
-start path on PostgreSQL too)."""
+free, the start node waits in the queue like any other job. Both databases, with and without labels (on
+PostgreSQL a run without them starts in one statement, a labelled one on the general path)."""
 
 from __future__ import annotations
+
+import pytest
 
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.database import Database
@@ -14,6 +16,7 @@ from tests.support.runs import read_outcome
 from tests.support.waiting import until
 
 LABELS = {"team": "data"}
+START_PATHS = pytest.mark.parametrize("labels", [None, LABELS], ids=["one-statement start", "labelled start"])
 
 
 def _sleepy() -> dict[str, object]:
@@ -25,9 +28,12 @@ def _row(rows: list[LogRow], event_type: str, node_id: str | None = None) -> Log
     return next(r for r in rows if r.event_type == event_type and r.node_id == node_id)
 
 
-async def test_a_run_begins_on_the_worker_of_the_process_that_started_it(engine: Engine, tenant_id: str) -> None:
+@START_PATHS
+async def test_a_run_begins_on_the_worker_of_the_process_that_started_it(
+    engine: Engine, tenant_id: str, labels: dict[str, str] | None
+) -> None:
     workflow = await engine.create_workflow(tenant_id, _sleepy())
-    run_id = await engine.start_workflow_run(tenant_id, workflow.id, {"n": 1}, labels=LABELS)
+    run_id = await engine.start_workflow_run(tenant_id, workflow.id, {"n": 1}, labels=labels)
     run = await engine.wait_for_run(run_id, 20)
     assert run.status.value == "COMPLETED"
     rows = (await read_outcome(engine, run_id)).rows
@@ -36,18 +42,19 @@ async def test_a_run_begins_on_the_worker_of_the_process_that_started_it(engine:
     assert sum(1 for r in rows if r.event_type == "NODE_STARTED" and r.node_id == "start") == 1
 
 
-async def test_with_no_slot_free_the_start_node_waits_in_the_queue(db: Database) -> None:
+@START_PATHS
+async def test_with_no_slot_free_the_start_node_waits_in_the_queue(db: Database, labels: dict[str, str] | None) -> None:
     """...and is claimed the moment the slot frees: the worker polls only every 30 s here."""
     engine = Engine(db, make_test_registry(), lease_seconds=2.0, poll_interval=30, concurrency=1)
     await engine.start()
     try:
         tenant_id = await engine.tenants.ensure("acme")
         workflow = await engine.create_workflow(tenant_id, _sleepy())
-        first = await engine.start_workflow_run(tenant_id, workflow.id, labels=LABELS)
+        first = await engine.start_workflow_run(tenant_id, workflow.id, labels=labels)
         await until(  # s1 runs: the worker's one slot is taken
             lambda: read_outcome(engine, first), lambda outcome: "s1" in outcome.nodes, what="s1 to be dispatched"
         )
-        second = await engine.start_workflow_run(tenant_id, workflow.id, labels=LABELS)
+        second = await engine.start_workflow_run(tenant_id, workflow.id, labels=labels)
         for run_id in (first, second):
             assert (await engine.wait_for_run(run_id, 20)).status.value == "COMPLETED"
         rows = (await read_outcome(engine, second)).rows

@@ -25,7 +25,7 @@ from flowdeck.engine.batching import Batcher, Delivery
 from flowdeck.engine.calls import record_call
 from flowdeck.engine.cas import Cas, DuplicateDeliveryError
 from flowdeck.engine.decision import Decision, end_run, fail_run
-from flowdeck.engine.effects import Announcer, Effects
+from flowdeck.engine.effects import Announcer, Effects, job_key
 from flowdeck.engine.flow_control import FlowRequest
 from flowdeck.engine.one_statement import OneStatementSteps
 from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome, Parked, RunStateError
@@ -149,36 +149,40 @@ class Orchestrator:
             plan = dataclasses.replace(plan, priority=flow.priority)
         timeout = graph.definition.options.timeout_seconds
         timing = timing or RunTiming()
-        now = None
         one_statement = not is_test and timing.available_at is None and not labels and flow is None
-        if one_statement and not has_waits(graph):  # PG: one statement
-            start = RunStart(
-                instance_id,
-                tenant_id,
-                workflow_id,
-                workflow_version,
-                trigger,
-                run_input,
-                timeout,
-                graph.start_id,
-                timing.deadline_at,
-                requested_by,
-            )
-            now = await self.state.start_production_run(start)
-        if now is not None:
-            effects = Effects(now)
-            effects.run(instance_id, RunStatus.RUNNING)
-            effects.node((instance_id, graph.start_id, ""), NodeStatus.DISPATCHED, 1)
-            effects.wake_at.append(now)
-            if self.start_taker is not None:  # the statement logs the run's input and its status
-                context = run_context([input_event(instance_id, run_input)])
-                self.start_taker.know_start_context(instance_id, graph, context)
-            return await self._opened(plan, effects, pending=False)
         taker = self.start_taker
         reservation = taker.reserve_start(tenant_id) if taker is not None else None
         owner = taker.id if taker is not None and reservation is not None else None
         started: Job | None = None
         try:
+            if one_statement and not has_waits(graph):  # PG: one statement
+                start = RunStart(
+                    instance_id,
+                    tenant_id,
+                    workflow_id,
+                    workflow_version,
+                    trigger,
+                    run_input,
+                    timeout,
+                    graph.start_id,
+                    timing.deadline_at,
+                    requested_by,
+                    owner=owner,
+                    lease_seconds=self.lease_seconds,
+                )
+                done = await self.state.start_production_run(start)
+                if done is not None:
+                    now, started = done
+                    effects = Effects(now)
+                    effects.run(instance_id, RunStatus.RUNNING)
+                    effects.node((instance_id, graph.start_id, ""), NodeStatus.DISPATCHED, 1)
+                    if started is not None:
+                        effects.node(job_key(started), NodeStatus.RUNNING, started.attempt)
+                    else:
+                        effects.wake_at.append(now)
+                    if taker is not None:  # the statement logs the run's input and its status
+                        taker.know_start_context(instance_id, graph, run_context([input_event(instance_id, run_input)]))
+                    return await self._opened(plan, effects, pending=False)
             async with self.state.transaction() as tx:
                 effects = Effects(tx.now)
                 opened = await open_run(

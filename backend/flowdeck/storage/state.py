@@ -451,8 +451,9 @@ class StateManager:
         """A top-level end node's result, and the run's completion when it was the last."""
         return None
 
-    async def start_production_run(self, start: RunStart) -> float | None:
-        """A production run with its start node queued; returns the time it was stamped with."""
+    async def start_production_run(self, start: RunStart) -> tuple[float, Job | None] | None:
+        """A production run with its start node queued (or leased to ``start.owner``) in one statement: the
+        time it was stamped with and the leased job; ``None``: not taken (the general start writes it)."""
         return None
 
     # -- reads -----------------------------------------------------------------------------------

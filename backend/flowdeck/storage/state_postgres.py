@@ -25,6 +25,7 @@ from flowdeck.storage.jobs import NO_SHARE, NewJob, TenantShare, claim_plan
 from flowdeck.storage.log_rows import input_payload, run_status_payload
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import StateManager, StateTransaction
+from flowdeck.storage.statements import JOB_COLUMNS
 from flowdeck.storage.statements_postgres import postgres_statements
 from flowdeck.storage.steps import (
     ChainStep,
@@ -34,6 +35,7 @@ from flowdeck.storage.steps import (
     IterationStepInput,
     RunStart,
 )
+from flowdeck.storage.tables import node_jobs
 
 __all__ = ("PostgresStateManager", "PostgresStateTransaction")
 
@@ -161,8 +163,9 @@ class PostgresStateManager(StateManager):
         before, finished, output, log_id, removed = row
         return EndStep(now, RunStatus(before), bool(finished), output, log_id is not None, removed is not None)
 
-    async def start_production_run(self, start: RunStart) -> float:
-        """See ``statements_postgres._start_run``."""
+    async def start_production_run(self, start: RunStart) -> tuple[float, Job | None]:
+        """See ``statements_postgres._start_run``: the time it was stamped with, and the start node's job
+        when it was leased to ``start.owner``."""
         now = self.clock()
         params = {
             "p_id": start.instance_id,
@@ -182,21 +185,35 @@ class PostgresStateManager(StateManager):
             ),
             "p_start_id": start.start_id,
             "p_requested_by": start.requested_by,
+            "p_owner": start.owner,
+            "p_available_at": now if start.owner is None else now + start.lease_seconds,
         }
         for attempt in range(_START_ATTEMPTS):
             try:
                 async with self.db.autocommit() as conn:
-                    await conn.execute(postgres_statements().start_run, params)
+                    row = (await conn.execute(postgres_statements().start_run, params)).first()
             except Exception as exc:
                 if attempt and any(
                     isinstance(e, sa.exc.IntegrityError | asyncpg.UniqueViolationError) for e in (exc, exc.__cause__)
                 ):
-                    return now  # the attempt that lost its connection had committed: the run's id is taken by it
+                    # the attempt that lost its connection had committed: the run's id is taken by it
+                    return now, await self._leased_start(start)
                 if not is_disconnect(exc) or attempt == _START_ATTEMPTS - 1:
                     raise
                 continue  # PostgreSQL closed the connection mid-statement: it may have committed (see above)
-            return now
+            return now, None if row is None or start.owner is None else Job(*row)
         raise AssertionError("unreachable")
+
+    async def _leased_start(self, start: RunStart) -> Job | None:
+        """The start node's job leased to ``start.owner`` by a start whose answer was lost."""
+        if start.owner is None:
+            return None
+        j = node_jobs.c
+        leased = (j.instance_id == start.instance_id) & (j.node_id == start.start_id) & (j.iteration == "")
+        query = sa.select(*JOB_COLUMNS).where(leased, j.lease_owner == start.owner)
+        async with self.db.read(snapshot=False) as conn:
+            row = (await conn.execute(query)).first()
+        return None if row is None else Job(*row)
 
 
 async def _claim_and_start(

@@ -429,10 +429,16 @@ FROM cas LEFT JOIN job ON TRUE
 
 def _start_run() -> Any:
     """A production run created in one statement: the instance, its INPUT_SET and RUN_STATUS rows, and
-    its start node's NODE_DISPATCHED row and job (due now), as the general path writes them. Only a run
-    without flow control takes it (engine/orchestrator.py), so its job has the default priority.
+    its start node's NODE_DISPATCHED row and job, as the general path writes them: due now, or with
+    ``p_owner`` leased to that worker until ``p_available_at``, with its NODE_STARTED row. Only a run
+    without flow control takes it (engine/orchestrator.py), so its job has the default priority. Returns
+    the job's row.
 
-    Restates: ``Orchestrator.start_run`` (engine/orchestrator.py) through ``StateTransaction.create_instance``."""
+    The job's insert reads the whole of ``logged`` (a count) so that the log rows keep the portable path's
+    order: the run's rows, NODE_DISPATCHED, then NODE_STARTED.
+
+    Restates: ``Orchestrator.start_run`` (engine/orchestrator.py) through ``StateTransaction.create_instance``
+    and ``Decision.dispatch`` with ``claim``."""
     i = instances.c
     created = _names(i.id, i.tenant_id, i.workflow_id, i.workflow_version, i.is_test, i.status, i.version)
     created += ", " + _names(i.trigger, i.input, i.created_at, i.started_at, i.updated_at, i.deadline_at)
@@ -461,12 +467,22 @@ WITH instance AS (
     UNION ALL
     SELECT id, CAST(:p_start_id AS VARCHAR), '', {_DISPATCHED}, NULL, 1, CAST(:p_now AS DOUBLE PRECISION)
     FROM instance
+    RETURNING log_id
+), job AS (
+    INSERT INTO node_jobs ({_NEW_JOB_COLUMNS})
+    SELECT id, CAST(:p_start_id AS VARCHAR), '', 1, 1, CAST(:p_available_at AS DOUBLE PRECISION),
+        CAST(:p_owner AS VARCHAR), CAST(:p_now AS DOUBLE PRECISION), CAST(:p_tenant_id AS VARCHAR), 0,
+        {DEFAULT_PRIORITY}
+    FROM instance, (SELECT count(*) FROM logged) AS written
+    RETURNING {_JOB_RETURNING}
+), started AS (
+    INSERT INTO instance_logs ({_NODE_EVENT_COLUMNS}, {_names(_L.payload, _L.node_attempt, _L.created_at)})
+    SELECT instance_id, node_id, iteration, {_STARTED}, {started_payload_sql("job")}, attempt,
+        CAST(:p_now AS DOUBLE PRECISION)
+    FROM job
+    WHERE job.lease_owner IS NOT NULL
 )
-INSERT INTO node_jobs ({_NEW_JOB_COLUMNS})
-SELECT id, CAST(:p_start_id AS VARCHAR), '', 1, 1, CAST(:p_now AS DOUBLE PRECISION), NULL,
-    CAST(:p_now AS DOUBLE PRECISION), CAST(:p_tenant_id AS VARCHAR), 0, {DEFAULT_PRIORITY}
-FROM instance
-RETURNING {_JOB_RETURNING}
+SELECT {_JOB_SELECTED} FROM job
 """
     )
 

@@ -75,7 +75,7 @@ class EndStepInput(NodeResult):
 
 @dataclass(frozen=True, slots=True)
 class RunStart:
-    """A production run to create with its start node queued."""
+    """A production run to create with its start node queued, or leased to ``owner``."""
 
     instance_id: str
     tenant_id: str
@@ -89,6 +89,10 @@ class RunStart:
     """``deadlineAt``: the run fails at the earlier of it and its timeout (recorded in its RUN_STATUS row)."""
     requested_by: str | None = None
     """The user who started it (``instances.requested_by``)."""
+    owner: str | None = None
+    """The worker its start node is leased to, for ``lease_seconds``, with its NODE_STARTED row
+    (``Orchestrator.start_taker``); ``None``: the start node's job is due now, for any worker to claim."""
+    lease_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
