@@ -24,6 +24,7 @@ from flowdeck.storage.database import Database
 from tests.support.graphs import linear
 from tests.support.handlers import make_test_registry
 from tests.support.runs import start
+from tests.support.waiting import until
 
 MakeTransport = Callable[[], Transport]
 
@@ -137,6 +138,34 @@ async def test_a_job_queued_in_one_process_wakes_an_idle_worker_in_another(
         for fanout in (api_fanout, worker_fanout):
             await fanout.stop()
     assert run.status is RunStatus.COMPLETED
+
+
+async def test_a_process_alone_sends_no_wake_ups_and_sends_them_once_another_is_alive(
+    make_transport: MakeTransport,
+) -> None:
+    """A NOTIFY (or Redis message) per queued job that no other process hears is wasted: a process that starts
+    later claims what is due as it starts."""
+    fanout = Fanout(make_transport(), LocalPublisher())
+    other = make_transport()  # another process's transport, listening; it has not said it is alive yet
+    due: asyncio.Queue[list[float]] = asyncio.Queue()
+
+    def heard(message: bytes) -> None:
+        body = msgspec.json.decode(message)
+        if "due" in body:
+            due.put_nowait(body["due"])
+
+    await other.open(heard, [SHARED])
+    await fanout.start()  # returns after its start-up grace: it knows it is alone
+    try:
+        fanout.job_queued(1_000.0)
+        await other.send(SHARED, msgspec.json.encode({"from": "other", "alive": 1, "watch": [], "full": True}))
+        await until(fanout.watches.others_alive, what="the fan-out to hear the other process")
+        fanout.job_queued(2_000.0)
+        # Messages arrive in the order their sender sent them: the first wake-up heard is the first one sent.
+        assert await asyncio.wait_for(due.get(), 10) == [2_000.0]
+    finally:
+        await fanout.stop()
+        await other.close()
 
 
 async def test_a_revocation_reaches_the_other_process_once_and_never_comes_back(make_transport: MakeTransport) -> None:

@@ -226,7 +226,10 @@ class Fanout:
         await self.transport.close()
 
     def job_queued(self, due: float) -> None:
-        """An orchestrator job listener: jobs were queued in this process, due at ``due``."""
+        """An orchestrator job listener: jobs were queued in this process, due at ``due``. A process alone
+        (past its start-up grace) sends nothing: a process that starts later claims what is due as it starts."""
+        if not self._others_may_listen():
+            return
         self._due.add(round(due, 3))
         self._due_queued.set()
 
@@ -290,6 +293,10 @@ class Fanout:
         queued and ``_route`` decides when it sends: a watch that arrives meanwhile still gets what was
         published just before it (a watcher whose acknowledgement came late reads its snapshot before
         that)."""
+        return self._others_may_listen()
+
+    def _others_may_listen(self) -> bool:
+        """Another process is alive, or may be: in the start-up grace this one has not heard them all yet."""
         watches = self.watches
         return watches.in_grace or watches.others_alive()
 
