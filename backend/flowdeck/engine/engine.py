@@ -20,11 +20,12 @@ from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.calls import ChildCascade
 from flowdeck.engine.executor import NodeExecutor
 from flowdeck.engine.flow_control import FlowAdmission, flow_request
+from flowdeck.engine.latest_versions import LatestVersions
 from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.orchestrator import Orchestrator, RunStateError
 from flowdeck.engine.plans import PlanCache, RunNotFoundError
 from flowdeck.engine.pruning import Pruner
-from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, Subscription, Update
+from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, SavedNotice, Subscription, Update
 from flowdeck.engine.run_limits import ActiveRunsGate, RunLimits, TooManyActiveRunsError
 from flowdeck.engine.run_timing import RunTiming
 from flowdeck.engine.run_watch import RunOutcome, RunWatch
@@ -38,6 +39,7 @@ from flowdeck.storage.children import ChildRuns
 from flowdeck.storage.database import Database
 from flowdeck.storage.records import InstanceRecord
 from flowdeck.storage.state import StateManager
+from flowdeck.storage.steps import LatestVersionChangedError
 from flowdeck.storage.tenants import TenantStore
 from flowdeck.storage.waits import APPROVAL, APPROVAL_PATH, ResumeAnswer, TokenInfo, WaitTokens
 from flowdeck.storage.workflows import VersionNote, WorkflowRecord, WorkflowStore
@@ -133,6 +135,10 @@ class Engine:
             interval=max(poll_interval, 0.5),  # and at once when a run ends here
         )
         self._worker_running = False
+        self.latest_versions = LatestVersions()
+        self.publisher.on_notice(
+            lambda saved: self.latest_versions.saw(saved.tenant_id, saved.workflow_id, saved.version)
+        )
         self.definition_listeners: list[Callable[[], None]] = []
         """Called after a workflow is created, saved or deleted in this process (the scheduler re-reads)."""
 
@@ -194,6 +200,7 @@ class Engine:
     ) -> WorkflowRecord:
         self._require_valid(definition)
         record = await self.workflows.create(tenant_id, definition, note)
+        self.latest_versions.saw(tenant_id, record.id, record.version)
         self.definitions_changed()
         return record
 
@@ -207,12 +214,14 @@ class Engine:
     ) -> int:
         self._require_valid(definition)
         version = await self.workflows.save_version(tenant_id, workflow_id, based_on, definition, note)
+        self.latest_versions.saw(tenant_id, workflow_id, version)
         self.definitions_changed()
         return version
 
     async def delete_workflow(self, tenant_id: str, workflow_id: str) -> bool:
         """Delete a workflow (and what belongs to it); ``False`` if the tenant has no such workflow."""
         deleted = await self.workflows.delete(tenant_id, workflow_id)
+        self.latest_versions.forget(tenant_id, workflow_id)
         if deleted:
             self.definitions_changed()
         return deleted
@@ -251,31 +260,63 @@ class Engine:
         control may queue the run or cancel it at once (engine/flow_control.py; ``FlowKeyError`` when a key
         template fails on the input).
         """
-        checked = self.label_limits.check(labels or {})
+        given = self.label_limits.check(labels or {})
+        known = self.latest_versions.get(tenant_id, workflow_id)  # checked by the start where it can be
+        room = False
+        while True:
+            latest = known if known is not None else await self._read_latest(tenant_id, workflow_id)
+            if latest is None or (version is not None and version != latest):
+                if known is not None:  # what this process saw last may be stale: read it
+                    known = None
+                    continue
+                raise LookupError(f"workflow {workflow_id} does not exist at version {version or 'latest'}")
+            if not room:
+                await self._require_room(tenant_id, trigger)
+                room = True
+            graph = await self.plans.version_graph(workflow_id, latest)  # versions never change: cached
+            from_body = graph.definition.options.webhook_labels if trigger == "webhook" else None
+            checked = given  # the query string's labels win over the body's
+            if from_body:
+                checked = self.label_limits.check({**labels_from_body(from_body, run_input), **given})
+            flow = flow_request(workflow_id, graph.definition.options, run_input, priority)
+            check_latest = known is not None
+            if check_latest and not self.orchestrator.starts_in_one_statement(
+                graph, timing=timing, labels=checked, flow=flow
+            ):
+                known = None  # a start that cannot check it reads it first
+                continue
+            try:
+                instance_id = await self.orchestrator.start_run(
+                    tenant_id=tenant_id,
+                    graph=graph,
+                    run_input=run_input,
+                    workflow_id=workflow_id,
+                    workflow_version=latest,
+                    trigger=trigger,
+                    instance_id=instance_id,
+                    timing=timing,
+                    labels=checked,
+                    requested_by=requested_by,
+                    flow=flow,
+                    check_latest=check_latest,
+                )
+            except LatestVersionChangedError:
+                self.latest_versions.forget(tenant_id, workflow_id)
+                known = None
+                continue
+            self.observer.run_started(trigger)
+            return instance_id
+
+    def _saved_elsewhere(self, saved: SavedNotice) -> None:
+        self.latest_versions.saw(saved.tenant_id, saved.workflow_id, saved.version)
+
+    async def _read_latest(self, tenant_id: str, workflow_id: str) -> int | None:
         latest = await self.workflows.latest_version(tenant_id, workflow_id)
-        if latest is None or (version is not None and version != latest):
-            raise LookupError(f"workflow {workflow_id} does not exist at version {version or 'latest'}")
-        await self._require_room(tenant_id, trigger)
-        graph = await self.plans.version_graph(workflow_id, latest)  # versions never change: cached
-        from_body = graph.definition.options.webhook_labels if trigger == "webhook" else None
-        if from_body:  # the query string's labels win over the body's
-            checked = self.label_limits.check({**labels_from_body(from_body, run_input), **checked})
-        flow = flow_request(workflow_id, graph.definition.options, run_input, priority)
-        instance_id = await self.orchestrator.start_run(
-            tenant_id=tenant_id,
-            graph=graph,
-            run_input=run_input,
-            workflow_id=workflow_id,
-            workflow_version=latest,
-            trigger=trigger,
-            instance_id=instance_id,
-            timing=timing,
-            labels=checked,
-            requested_by=requested_by,
-            flow=flow,
-        )
-        self.observer.run_started(trigger)
-        return instance_id
+        if latest is None:
+            self.latest_versions.forget(tenant_id, workflow_id)
+        else:
+            self.latest_versions.saw(tenant_id, workflow_id, latest)
+        return latest
 
     async def start_test_run(
         self,

@@ -134,6 +134,7 @@ class Orchestrator:
         labels: Mapping[str, str] | None = None,
         requested_by: str | None = None,
         flow: FlowRequest | None = None,
+        check_latest: bool = False,
     ) -> str:
         """Create a run and queue its start node, in one transaction. Test runs pass ``test_definition``.
         ``labels`` (checked by the caller) are written in that transaction; ``flow``: the run's flow control
@@ -141,6 +142,10 @@ class Orchestrator:
 
         With ``timing.available_at`` the run is PENDING and its start node's job due then; the start
         node's decision begins it (``_decide_delivery``).
+
+        ``check_latest``: ``workflow_version`` was not read just now; only a start in one statement
+        (``starts_in_one_statement``) may be asked to check it, and raises ``LatestVersionChangedError`` when it
+        is no longer the workflow's latest.
         """
         is_test = test_definition is not None
         instance_id = instance_id or str(uuid.uuid4())
@@ -149,13 +154,15 @@ class Orchestrator:
             plan = dataclasses.replace(plan, priority=flow.priority)
         timeout = graph.definition.options.timeout_seconds
         timing = timing or RunTiming()
-        one_statement = not is_test and timing.available_at is None and not labels and flow is None
+        one_statement = self.starts_in_one_statement(graph, is_test=is_test, timing=timing, labels=labels, flow=flow)
+        if check_latest and not one_statement:
+            raise ValueError("only a start in one statement checks the workflow's latest version")
         taker = self.start_taker
         reservation = taker.reserve_start(tenant_id) if taker is not None else None
         owner = taker.id if taker is not None and reservation is not None else None
         started: Job | None = None
         try:
-            if one_statement and not has_waits(graph):  # PG: one statement
+            if one_statement:
                 start = RunStart(
                     instance_id,
                     tenant_id,
@@ -169,6 +176,7 @@ class Orchestrator:
                     requested_by,
                     owner=owner,
                     lease_seconds=self.lease_seconds,
+                    check_latest=check_latest,
                 )
                 done = await self.state.start_production_run(start)
                 if done is not None:
@@ -204,6 +212,19 @@ class Orchestrator:
         finally:
             if taker is not None and reservation is not None:  # after the announcement: its updates go first
                 taker.take_start(reservation, started)
+
+    def starts_in_one_statement(
+        self,
+        graph: Graph,
+        *,
+        is_test: bool = False,
+        timing: RunTiming | None = None,
+        labels: Mapping[str, str] | None = None,
+        flow: FlowRequest | None = None,
+    ) -> bool:
+        """Whether ``start_run`` creates this run in one statement (PostgreSQL, a plain production run)."""
+        plain = not is_test and (timing is None or timing.available_at is None) and not labels and flow is None
+        return plain and self.state.db.one_statement and not has_waits(graph)
 
     async def _opened(self, plan: RunPlan, effects: Effects, *, pending: bool) -> str:
         sla = plan.graph.definition.options.sla_seconds

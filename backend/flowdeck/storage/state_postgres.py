@@ -33,6 +33,7 @@ from flowdeck.storage.steps import (
     EndStep,
     EndStepInput,
     IterationStepInput,
+    LatestVersionChangedError,
     RunStart,
 )
 from flowdeck.storage.tables import node_jobs
@@ -185,6 +186,7 @@ class PostgresStateManager(StateManager):
             ),
             "p_start_id": start.start_id,
             "p_requested_by": start.requested_by,
+            "p_check_latest": start.check_latest,
             "p_owner": start.owner,
             "p_available_at": now if start.owner is None else now + start.lease_seconds,
         }
@@ -201,7 +203,11 @@ class PostgresStateManager(StateManager):
                 if not is_disconnect(exc) or attempt == _START_ATTEMPTS - 1:
                     raise
                 continue  # PostgreSQL closed the connection mid-statement: it may have committed (see above)
-            return now, None if row is None or start.owner is None else Job(*row)
+            if row is None:
+                raise LatestVersionChangedError(
+                    f"workflow {start.workflow_id} is no longer at version {start.workflow_version}"
+                )
+            return now, None if start.owner is None else Job(*row)
         raise AssertionError("unreachable")
 
     async def _leased_start(self, start: RunStart) -> Job | None:

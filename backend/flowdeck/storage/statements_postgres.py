@@ -432,7 +432,8 @@ def _start_run() -> Any:
     its start node's NODE_DISPATCHED row and job, as the general path writes them: due now, or with
     ``p_owner`` leased to that worker until ``p_available_at``, with its NODE_STARTED row. Only a run
     without flow control takes it (engine/orchestrator.py), so its job has the default priority. Returns
-    the job's row.
+    the job's row; none, having written nothing, when ``p_check_latest`` and the workflow's latest version
+    is not ``p_workflow_version`` (as ``storage/workflows.py`` reads it: the tenant's, not deleted).
 
     The job's insert reads the whole of ``logged`` (a count) so that the log rows keep the portable path's
     order: the run's rows, NODE_DISPATCHED, then NODE_STARTED.
@@ -449,11 +450,16 @@ def _start_run() -> Any:
         f"""
 WITH instance AS (
     INSERT INTO instances ({created})
-    VALUES (CAST(:p_id AS VARCHAR), CAST(:p_tenant_id AS VARCHAR), CAST(:p_workflow_id AS VARCHAR),
+    SELECT CAST(:p_id AS VARCHAR), CAST(:p_tenant_id AS VARCHAR), CAST(:p_workflow_id AS VARCHAR),
         CAST(:p_workflow_version AS INTEGER), false, {_q(RunStatus.RUNNING)}, 1, CAST(:p_trigger AS VARCHAR),
         CAST(:p_input AS JSONB), CAST(:p_now AS DOUBLE PRECISION), CAST(:p_now AS DOUBLE PRECISION),
         CAST(:p_now AS DOUBLE PRECISION), CAST(:p_deadline AS DOUBLE PRECISION),
-        CAST(:p_requested_by AS VARCHAR))
+        CAST(:p_requested_by AS VARCHAR)
+    WHERE NOT CAST(:p_check_latest AS BOOLEAN) OR EXISTS (
+        SELECT 1 FROM workflows
+        WHERE workflows.id = :p_workflow_id AND workflows.tenant_id = :p_tenant_id
+            AND workflows.latest_version = :p_workflow_version AND workflows.deleted_at IS NULL
+    )
     RETURNING id
 ), logged AS (
     INSERT INTO instance_logs ({logged})

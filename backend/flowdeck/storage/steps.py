@@ -13,7 +13,15 @@ from typing import Any
 from flowdeck.domain.statuses import RunStatus
 from flowdeck.storage.records import Job
 
-__all__ = ("ChainStep", "ChainStepInput", "EndStep", "EndStepInput", "IterationStepInput", "RunStart")
+__all__ = (
+    "ChainStep",
+    "ChainStepInput",
+    "EndStep",
+    "EndStepInput",
+    "IterationStepInput",
+    "LatestVersionChangedError",
+    "RunStart",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +101,13 @@ class RunStart:
     """The worker its start node is leased to, for ``lease_seconds``, with its NODE_STARTED row
     (``Orchestrator.start_taker``); ``None``: the start node's job is due now, for any worker to claim."""
     lease_seconds: float = 0.0
+    check_latest: bool = False
+    """``workflow_version`` was not read just now: start only if it is still the workflow's latest
+    (``LatestVersionChangedError`` otherwise, nothing written)."""
+
+
+class LatestVersionChangedError(Exception):
+    """A start that checked its workflow's latest version found another (a save or a delete came in between)."""
 
 
 @dataclass(frozen=True, slots=True)
