@@ -318,6 +318,17 @@ FROM cas
     )
 
 
+def _job_started(where: str = "") -> str:
+    """The CTE ``started``: the NODE_STARTED row of the job a ``job`` CTE inserted leased (``where``: which)."""
+    return f"""started AS (
+    INSERT INTO instance_logs ({_NODE_EVENT_COLUMNS}, {_names(_L.payload, _L.node_attempt, _L.created_at)})
+    SELECT instance_id, node_id, iteration, {_STARTED}, {started_payload_sql("job")}, attempt,
+        CAST(:p_now AS DOUBLE PRECISION)
+    FROM job {where}
+    ON CONFLICT DO NOTHING
+)"""
+
+
 # Fragments of the one-statement decisions below. ``_LOGGED_RESULT`` (left open: the next CTE
 # closes it) appends the node's NODE_COMPLETED row once the ``cas`` CTE succeeded;
 # ``_LEASED_JOB_STARTED`` queues the ``dispatched`` node's job, leased to the deciding worker, and
@@ -339,13 +350,7 @@ _LEASED_JOB_STARTED = f""", job AS (
     FROM dispatched
     ON CONFLICT DO NOTHING
     RETURNING {_JOB_RETURNING}
-), started AS (
-    INSERT INTO instance_logs ({_NODE_EVENT_COLUMNS}, {_names(_L.payload, _L.node_attempt, _L.created_at)})
-    SELECT instance_id, node_id, iteration, {_STARTED}, {started_payload_sql("job")}, attempt,
-        CAST(:p_now AS DOUBLE PRECISION)
-    FROM job
-    ON CONFLICT DO NOTHING
-)"""
+), {_job_started()}"""
 # The run's stored-output budget (storage/run_bytes.py): a step that would take the counter past it
 # fails its CAS and writes nothing; the general decision then fails the node.
 _FITS = charge_fits("i.output_bytes", ":p_charge", ":p_budget")
@@ -481,13 +486,7 @@ WITH instance AS (
         {DEFAULT_PRIORITY}
     FROM instance, (SELECT count(*) FROM logged) AS written
     RETURNING {_JOB_RETURNING}
-), started AS (
-    INSERT INTO instance_logs ({_NODE_EVENT_COLUMNS}, {_names(_L.payload, _L.node_attempt, _L.created_at)})
-    SELECT instance_id, node_id, iteration, {_STARTED}, {started_payload_sql("job")}, attempt,
-        CAST(:p_now AS DOUBLE PRECISION)
-    FROM job
-    WHERE job.lease_owner IS NOT NULL
-)
+), {_job_started("WHERE job.lease_owner IS NOT NULL")}
 SELECT {_JOB_SELECTED} FROM job
 """
     )
