@@ -33,6 +33,7 @@ import msgspec
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, SavedNotice, Subscription, Update
+from flowdeck.engine.task_stop import cancel_and_wait
 from flowdeck.engine.watches import Watches
 from flowdeck.storage.database import Database
 from flowdeck.storage.live_refs import node_result, run_result
@@ -207,9 +208,7 @@ class Fanout:
         await asyncio.sleep(self.watches.grace_left())
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
         await self._send(SHARED, {"bye": 1})  # the others forget this process's watches at once
         if self._publisher.watches is self.watches:

@@ -25,6 +25,8 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from flowdeck.engine.task_stop import cancel_and_wait
+
 __all__ = ("MAX_UNREAD_BYTES", "ChildPipes", "ParentPipe")
 
 log = logging.getLogger(__name__)
@@ -166,10 +168,7 @@ class ChildPipes:
         for ours in waiting:
             ours.close()
         writers = [child.writer for child in self._children if child.writer is not None]
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(list(self._tasks))
         for writer in writers:  # closed by their tasks: wait until the sockets are (else the loop may end first)
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
