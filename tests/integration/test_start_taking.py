@@ -5,6 +5,10 @@ PostgreSQL a run without them starts in one statement, a labelled one on the gen
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
 
 from flowdeck.engine.engine import Engine
@@ -61,5 +65,39 @@ async def test_with_no_slot_free_the_start_node_waits_in_the_queue(db: Database,
         assert _row(rows, "NODE_STARTED", "start").created_at > _row(rows, "INPUT_SET").created_at  # claimed later
         first_rows = (await read_outcome(engine, first)).rows
         assert _row(rows, "NODE_STARTED", "start").created_at >= _row(first_rows, "NODE_COMPLETED", "end").created_at
+    finally:
+        await engine.stop()
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_a_start_whose_answer_was_lost_runs_the_start_node_it_leased_at_once(db: Database) -> None:
+    """PostgreSQL's one-statement start committed and its connection closed before the answer came: the start is
+    sent again, finds its run made, and the worker runs the start node leased to it instead of leaving it to wait
+    out a lease (600 s here) for another worker to take it over."""
+    engine = Engine(db, make_test_registry(), lease_seconds=600.0, poll_interval=0.05)
+    await engine.start()
+    try:
+        tenant_id = await engine.tenants.ensure("acme")
+        workflow = await engine.create_workflow(tenant_id, _sleepy())
+        real, cut = db.autocommit, []
+
+        @contextlib.asynccontextmanager
+        async def answer_lost_once(**kwargs: Any) -> AsyncIterator[Any]:
+            async with real(**kwargs) as conn:
+                yield conn
+            if not cut:
+                cut.append(True)
+                raise ConnectionResetError("connection reset by peer")
+
+        db.autocommit = answer_lost_once  # type: ignore[method-assign]
+        try:
+            run_id = await engine.start_workflow_run(tenant_id, workflow.id)
+        finally:
+            del db.autocommit
+        run = await engine.wait_for_run(run_id, 20)
+        assert (run.status.value, cut) == ("COMPLETED", [True])
+        rows = (await read_outcome(engine, run_id)).rows
+        started = [r for r in rows if r.event_type == "NODE_STARTED" and r.node_id == "start"]
+        assert [r.payload for r in started] == [{"workerId": engine.worker.id}]  # no takeover
     finally:
         await engine.stop()
