@@ -33,7 +33,7 @@ def test_build_a_workflow_by_drag_and_drop_and_test_run_it(page: Page, server: S
     editor.delete_edge(editor.edges().first)
     editor.connect_drawing("start", "default", python_id, edges_after=1)  # drawn before the second drag starts
     editor.connect_drawing(python_id, "success", "end", edges_after=2)
-    page.keyboard.press("Shift+L")  # tidy up
+    editor.tidy_up()
 
     expect(page.get_by_test_id("problem-count")).to_have_text("0", timeout=5000)
     editor.set_test_input('{"n": 21}')

@@ -52,7 +52,7 @@ def test_call_a_child_workflow_and_follow_the_links_between_the_runs(page: Page,
     editor.delete_edge(editor.edges().first)
     editor.connect_drawing("start", "default", call, edges_after=1)
     editor.connect_drawing(call, "success", "end", edges_after=2)
-    page.keyboard.press("Shift+L")  # tidy up
+    editor.tidy_up()
     expect(page.get_by_test_id("problem-count")).to_have_text("0", timeout=5000)
 
     editor.save()

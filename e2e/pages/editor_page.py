@@ -199,6 +199,14 @@ class EditorPage:
     def expect_run_status(self, status: str, timeout: float = 20_000) -> None:
         expect(self.page.get_by_test_id("run-panel")).to_have_attribute("data-status", status, timeout=timeout)
 
+    def tidy_up(self) -> None:
+        """Shift+L, and wait until the auto-layout has finished: it runs asynchronously, and one landing after a
+        save leaves the graph changed (a later navigation then asks to leave without saving)."""
+        editor = self.page.get_by_test_id("editor")
+        done = int(editor.get_attribute("data-layouts-done") or "0")
+        self.page.keyboard.press("Shift+L")
+        expect(editor).to_have_attribute("data-layouts-done", str(done + 1))
+
     def save(self) -> None:
         self.page.get_by_test_id("save-button").click()
 

@@ -26,7 +26,7 @@ import { usePins } from './screen/usePins';
 import { useSave } from './screen/useSave';
 import { useSavedElsewhere } from './screen/useSavedElsewhere';
 import { useWorkflowLoad } from './screen/useWorkflowLoad';
-import { EditorStoreProvider, useEditorStoreApi } from './storeContext';
+import { EditorStoreProvider, useEditor, useEditorStoreApi } from './storeContext';
 import { useShortcuts } from './useShortcuts';
 import { useLastTestRun } from './useLastTestRun';
 import { useTestRun } from './useTestRun';
@@ -44,6 +44,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
   const editable = !readOnly;
   const actions = useEditorActions();
   const dirty = useDirty();
+  const layoutsDone = useEditor((s) => s.layoutsDone);
   const panels = usePanels(store);
   const { showBottom } = panels;
   const [help, setHelp] = useState(false);
@@ -115,7 +116,7 @@ function EditorScreen({ workflowId, viewVersion }: { workflowId: string; viewVer
   }
 
   return (
-    <div className="editor" data-testid="editor" data-loaded={loaded}>
+    <div className="editor" data-testid="editor" data-loaded={loaded} data-layouts-done={layoutsDone}>
       {confirmDialog}
       <Toolbar
         onSave={(message) => void save(undefined, message)}

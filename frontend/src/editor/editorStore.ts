@@ -49,6 +49,8 @@ export type EditorState = WorkflowMeta & {
   notes: NoteJson[];
   /** Edge routes of the last auto-layout (each valid while its two nodes stay put); not saved. */
   routes: Dict<EdgeRoute>;
+  /** How many auto-layouts have finished (applied or dropped): shown on the editor for tests to wait on. */
+  layoutsDone: number;
   history: History<Snapshot>;
   savedJson: string;
   readOnly: boolean;
@@ -197,6 +199,7 @@ export function createEditorStore(): EditorStore {
       edges: [],
       notes: [],
       routes: dict(),
+      layoutsDone: 0,
       history: emptyHistory(),
       savedJson: '',
       readOnly: false,
@@ -465,11 +468,15 @@ export function createEditorStore(): EditorStore {
       async layout() {
         const before = get();
         if (before.readOnly || before.nodes.length === 0) return;
-        const { positions, routes } = await elkLayout(before.nodes, before.edges);
-        // The graph may have changed while ELK worked: lay out only if it is the one that was measured.
-        if (get().nodes !== before.nodes || get().edges !== before.edges) return;
-        change((s) => ({ nodes: s.nodes.map((n) => ({ ...n, position: positions.get(n.id) ?? n.position })), edges: s.edges }));
-        set({ routes });
+        try {
+          const { positions, routes } = await elkLayout(before.nodes, before.edges);
+          // The graph may have changed while ELK worked: lay out only if it is the one that was measured.
+          if (get().nodes !== before.nodes || get().edges !== before.edges) return;
+          change((s) => ({ nodes: s.nodes.map((n) => ({ ...n, position: positions.get(n.id) ?? n.position })), edges: s.edges }));
+          set({ routes });
+        } finally {
+          set({ layoutsDone: get().layoutsDone + 1 });
+        }
       },
 
       undo() {
