@@ -261,7 +261,8 @@ class Engine:
         template fails on the input).
         """
         given = self.label_limits.check(labels or {})
-        known = self.latest_versions.get(tenant_id, workflow_id)  # checked by the start where it can be
+        # Only a start in one statement can check a remembered version; elsewhere (SQLite) it is read first.
+        known = self.latest_versions.get(tenant_id, workflow_id) if self.state.db.one_statement else None
         room = False
         while True:
             latest = known if known is not None else await self._read_latest(tenant_id, workflow_id)
