@@ -33,6 +33,30 @@ def unfinished(runs: list[Mapping[str, Any]]) -> list[str]:
     return [f"run {r['id']} is {r['status']}" for r in runs if r["status"] not in TERMINAL]
 
 
+async def history(db: Database, run_id: str) -> list[str]:
+    """The run's log, one line per row (time, event, node, attempt, the worker that started it), for a report."""
+    logs = instance_logs.c
+    query = (
+        sa.select(logs.created_at, logs.event_type, logs.node_id, logs.iteration, logs.node_attempt, logs.payload)
+        .where(logs.instance_id == run_id)
+        .order_by(logs.log_id)
+    )
+    async with db.read() as conn:
+        rows = (await conn.execute(query)).all()
+    lines = []
+    for at, event, node_id, iteration, attempt, payload in rows:
+        worker = (payload or {}).get("workerId") if isinstance(payload, dict) else None
+        where = f"{node_id}[{iteration}]" if iteration else node_id or "-"
+        lines.append(f"{at:.4f} {event:<16} {where:<10} attempt {attempt}{f' by {worker}' if worker else ''}")
+    return lines
+
+
+def runs_named(problems: list[str]) -> list[str]:
+    """The run ids the problems name (``run <id>: ...``), in order, each once."""
+    named = [p.split(":", 1)[0].removeprefix("run ") for p in problems if p.startswith("run ")]
+    return list(dict.fromkeys(named))
+
+
 async def completed_twice(db: Database) -> list[str]:
     """No attempt of a node (per loop iteration) completed twice, whatever the takeovers and zombies."""
     key = (

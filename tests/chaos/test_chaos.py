@@ -64,6 +64,7 @@ def _environment(database_url: str, port: int) -> dict[str, str]:
         "FLOWDECK_WORKER_CONCURRENCY": "8",
         "FLOWDECK_SERVE_WORKERS": "0",  # the three workers are started (and killed) by the suite itself
         "FLOWDECK_METRICS": "off",
+        "FLOWDECK_LOG_FORMAT": "json",  # timed lines: a failure's log lines up with its runs' log rows
         "FLOWDECK_HTTP_ALLOW": "127.0.0.1",  # the partner service the http nodes call
     }
 
@@ -184,6 +185,10 @@ async def _chaos(system: System, api: Api, plan: Plan) -> None:
         }
         http_nodes = await invariants.completions_of(db, "d")
         _report(system, plan, faults, api, driver, runs, watcher, violations)
+        for run_id in invariants.runs_named([p for found in violations.values() for p in found])[:3]:
+            print(f"  the log of run {run_id}:")
+            for line in await invariants.history(db, run_id):
+                print(f"    {line}")
         print(
             f"  late results (a zombie's, recorded after its node was taken over, used nowhere): "
             f"{await invariants.late_results(db)}"
