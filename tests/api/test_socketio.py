@@ -270,3 +270,35 @@ async def test_an_editor_of_a_workflow_hears_when_a_version_of_it_is_saved(
     finally:
         await tab.disconnect()
         await intruder.disconnect()
+
+
+async def test_after_a_gap_in_the_live_updates_each_follower_is_sent_the_run_as_it_stands(
+    server: Server, alice: Account, watcher: Watcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Updates from other processes can be lost on the way (the fan-out's connection to PostgreSQL or Redis
+    dropped): the fan-out says so (``LocalPublisher.missed``) and every follower of a run gets a fresh
+    snapshot, as after a reconnect of its own, instead of a page stuck on what it was last sent."""
+    relay = server.app.realtime.relay
+    assert relay is not None
+    started = await alice.client.post("/api/test-runs", json=slow_chain())
+    run_id = started.json()["instanceId"]
+    assert await watcher.join(run_id) == {"ok": True}
+    delivered = relay._deliver
+
+    async def lost(update: Any) -> None:  # this run's updates never arrive, as if lost between processes
+        if update.instance_id != run_id:
+            await delivered(update)
+
+    monkeypatch.setattr(relay, "_deliver", lost)
+    await server.engine.wait_for_run(run_id, 10)
+    await watcher.caught_up(alice)
+    assert not any(name == "workflow_status_update" for name, _ in watcher.of_run(run_id))
+
+    server.engine.publisher.missed()
+    async with asyncio.timeout(10):
+        while len(snapshots := [d for n, d in watcher.of_run(run_id) if n == "workflow_run_snapshot"]) < 2:
+            await asyncio.sleep(0.01)
+    assert snapshots[-1]["status"] == "COMPLETED"
+    assert {n: v["status"] for n, v in snapshots[-1]["nodes"].items()} == dict.fromkeys(
+        ["start", "s1", "s2", "s3", "end"], "COMPLETED"
+    )

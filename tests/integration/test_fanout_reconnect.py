@@ -1,6 +1,7 @@
 """The PostgreSQL fan-out outlives its connections: after PostgreSQL closed them (``pg_terminate_backend``,
-a restart), the listening connection is opened again and LISTENs again, the sending one is opened again,
-and another process's subscribers still receive the node updates. Under ``CI=true`` PostgreSQL is required.
+a restart), the listening connection is opened again and LISTENs again (and says that messages sent
+meanwhile were missed, so clients read their runs again), the sending one is opened again, and another
+process's subscribers still receive the node updates. Under ``CI=true`` PostgreSQL is required.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from flowdeck.storage.database import Database
 from tests.support.graphs import linear
 from tests.support.handlers import make_test_registry
 from tests.support.runs import start
+from tests.support.waiting import until
 
 
 @pytest.fixture
@@ -72,6 +74,8 @@ async def test_updates_still_arrive_after_the_fanout_connections_were_terminated
     for fanout in fanouts:
         await fanout.start()
     await serve.publisher.watches.watch(None)  # a client of serve watches every run
+    gaps: list[int] = []
+    serve.publisher.on_gap(lambda: gaps.append(1))
     await worker.start()
     try:
         tenant_id = await worker.tenants.ensure("acme")
@@ -79,6 +83,7 @@ async def test_updates_still_arrive_after_the_fanout_connections_were_terminated
             before = await listeners(admin, channel)
             assert len(before) == 2
             for _ in range(3):  # each round: every connection of both processes' fan-outs is closed
+                gaps_before = len(gaps)
                 killed = await admin.fetchval(
                     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
                     " WHERE datname = current_database() AND pid <> pg_backend_pid()"
@@ -89,6 +94,9 @@ async def test_updates_still_arrive_after_the_fanout_connections_were_terminated
                     while len(now := await listeners(admin, channel)) < 2 or now & before:
                         await asyncio.sleep(0.02)
                 before = now
+                await until(
+                    lambda: len(gaps), lambda n, floor=gaps_before: n > floor, what="serve told it may have missed some"
+                )
                 instance_id = await start(worker, tenant_id, linear(2))
                 seen = await run_seen(watched, instance_id)
                 nodes = [(u.node_id, u.status.value) for u in seen if isinstance(u, NodeUpdate)]

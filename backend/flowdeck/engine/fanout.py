@@ -38,7 +38,7 @@ from flowdeck.engine.watches import Watches
 from flowdeck.storage.database import Database
 from flowdeck.storage.live_refs import node_result, run_result
 
-__all__ = ("SHARED", "Fanout", "Transport", "read_back")
+__all__ = ("MISSED", "SHARED", "Fanout", "Transport", "read_back")
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,10 @@ _RUNS_PER_MESSAGE = 100  # a run id is at most 64 characters: 100 fit any transp
 SHARED = "all"
 """The topic every process hears; each also hears its own (its origin, 32 hex digits)."""
 
+MISSED = b""
+"""What a transport delivers after it listened again (its connection was lost): messages sent meanwhile
+were missed. The process's clients then read the runs they follow again (``LocalPublisher.missed``)."""
+
 
 class Transport(Protocol):
     max_message_bytes: int | None
@@ -57,7 +61,8 @@ class Transport(Protocol):
 
     async def open(self, deliver: Callable[[bytes], None], topics: Sequence[str]) -> None:
         """Connect and subscribe to ``topics``; every message any process sends to one of them (this
-        process's too) goes to ``deliver``, in the order each sender sent them."""
+        process's too) goes to ``deliver``, in the order each sender sent them. After its connection was
+        lost and it listens again, it delivers ``MISSED``."""
 
     async def send(self, topic: str, message: bytes) -> None:
         """Send to the processes subscribed to ``topic`` (none: nothing happens)."""
@@ -252,6 +257,7 @@ class Fanout:
             return
         if self._unsent:
             log.warning("sending live messages to the other processes again (%d could not be sent)", self._unsent)
+            self._announce({"missed": self._unsent})  # their clients read what those said again
             self._unsent = 0
 
     def _announce(self, body: dict[str, Any], topic: str = SHARED) -> None:
@@ -373,6 +379,7 @@ class Fanout:
     def _deliver(self, message: bytes) -> None:
         if self._incoming.full():
             log.error("live messages from other processes are arriving faster than they are handled: one dropped")
+            self._publisher.missed()
             return
         self._incoming.put_nowait(message)
 
@@ -385,13 +392,19 @@ class Fanout:
                 log.exception("could not handle a live message from another process")
 
     async def _handle(self, message: bytes) -> None:
+        if message == MISSED:
+            self._publisher.missed()
+            return
         with contextlib.suppress(msgspec.DecodeError, KeyError, ValueError, TypeError, AttributeError):
             body = msgspec.json.decode(message)
             origin = body["from"]
             if origin == self.origin:
                 return
-            self.watches.heard(origin)
-            if "updates" in body:
+            if self.watches.heard(origin):  # taken for dead a while: what it watches was not sent to it
+                self._announce({"missed": 1}, topic=origin)
+            if "missed" in body:
+                self._publisher.missed()
+            elif "updates" in body:
                 updates = [await self._complete(*decode_update(item)) for item in body["updates"]]
                 self._publisher.publish(updates, relayed_from=self._outgoing)
             elif "revoked" in body:

@@ -6,9 +6,10 @@ processes that LISTEN on its topic. Two connections of their own per process (on
 outside the engine's pool: a listening connection must stay open, and a NOTIFY must not wait behind the
 engine's transactions.
 A NOTIFY payload is at most 8,000 bytes; larger updates go by reference (``max_message_bytes``).
-If the listening connection drops, it is opened again and LISTENs again (messages sent meanwhile are
-missed, as on Redis: the worker's poll finds the jobs they announced, clients read the log through the
-run's snapshot). A send that loses its connection is sent again on a new one.
+If the listening connection drops, it is opened again and LISTENs again; messages sent meanwhile are
+missed, as on Redis, and it then delivers ``fanout.MISSED``: the worker's poll finds the jobs they
+announced, and the clients of this process read the runs they follow again. A send that loses its
+connection is sent again on a new one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 
+from flowdeck.engine.fanout import MISSED
 from flowdeck.storage.disconnects import is_disconnect
 from flowdeck.storage.pg_connect import connect_args
 
@@ -116,6 +118,8 @@ class PostgresTransport:
             for delay in itertools.chain(_RECONNECT_SECONDS, itertools.repeat(_RECONNECT_SECONDS[-1])):
                 try:
                     await self._listen()
+                    if self._deliver is not None:
+                        self._deliver(MISSED)
                     break
                 except Exception as exc:  # noqa: BLE001 -- whatever it was, listening must come back
                     log.warning("could not LISTEN again (%s); trying again in %.1f s", exc, delay)

@@ -164,6 +164,7 @@ class LocalPublisher:
         (metrics count each update once across a fleet). A tap must be quick and must not raise."""
         self._revocation_listeners: list[RevocationListener] = []
         self._notice_listeners: list[NoticeListener] = []
+        self._gap_listeners: list[Callable[[], None]] = []
         self.watches: Watches = _Alone()
         """Where a client says which runs' node updates it wants from other processes (the fan-out's)."""
 
@@ -227,6 +228,21 @@ class LocalPublisher:
     def notice(self, notice: SavedNotice, *, skip: NoticeListener | None = None) -> None:
         """Announce a saved version (``skip``: a listener that must not hear it, e.g. its source)."""
         _tell(self._notice_listeners, notice, skip)
+
+    def on_gap(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Tell ``listener`` whenever updates from other processes may have been missed (``missed``); the
+        answer stops that. It must not block or raise (it may start a task)."""
+        self._gap_listeners.append(listener)
+        return lambda: self._gap_listeners.remove(listener)
+
+    def missed(self) -> None:
+        """Updates from other processes may have been lost on the way (the fan-out listened again after its
+        connection dropped, or a sender could not send for a while): what shows them must read them again."""
+        for listener in list(self._gap_listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("a gap listener failed")
 
 
 def _tell(

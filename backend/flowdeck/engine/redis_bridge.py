@@ -1,6 +1,7 @@
 """Redis pub/sub as the fan-out transport (``FLOWDECK_REDIS_URL``), for fleets larger than one database's
 LISTEN/NOTIFY comfortably serves. What travels and why: ``engine/fanout.py``. Each topic is a channel of
-its own (``<channel>:<topic>``)."""
+its own (``<channel>:<topic>``). redis-py subscribes again by itself after a lost connection; the transport
+then delivers ``fanout.MISSED`` (what was sent meanwhile is gone)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import redis.asyncio as redis
+
+from flowdeck.engine.fanout import MISSED
 
 __all__ = ("CHANNEL", "RedisTransport")
 
@@ -35,6 +38,7 @@ class RedisTransport:
         self._client: redis.Redis | None = None
         self._pubsub: Any = None
         self._listening: asyncio.Task[None] | None = None
+        self._deliver: Callable[[bytes], None] | None = None
 
     def channel_of(self, topic: str) -> str:
         return f"{self.channel}:{topic}"
@@ -49,7 +53,14 @@ class RedisTransport:
             raise ConnectionError(
                 f"Redis at {_where(self.url)} (FLOWDECK_REDIS_URL) did not answer within {self.timeout:g} s"
             ) from exc
+        self._deliver = deliver
+        # Called after redis-py's own callback, which subscribes again; kept as a weak method by redis-py.
+        self._pubsub.connection.register_connect_callback(self._listening_again)
         self._listening = asyncio.create_task(self._listen(self._pubsub, deliver), name="flowdeck-redis-in")
+
+    def _listening_again(self, _connection: Any) -> None:
+        if self._deliver is not None:
+            self._deliver(MISSED)
 
     async def send(self, topic: str, message: bytes) -> None:
         assert self._client is not None
@@ -71,9 +82,21 @@ class RedisTransport:
 
     @staticmethod
     async def _listen(pubsub: Any, deliver: Callable[[bytes], None]) -> None:
-        async for message in pubsub.listen():
-            if message.get("type") == "message":
-                deliver(message["data"])
+        """Deliver what arrives; a lost connection is taken again (redis-py reconnects and subscribes again
+        as it fails: the listening goes on, after a pause while Redis keeps refusing)."""
+        failures = 0
+        while True:
+            try:
+                async for message in pubsub.listen():
+                    failures = 0
+                    if message.get("type") == "message":
+                        deliver(message["data"])
+                return  # nothing subscribed any more (closing)
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+                failures += 1
+                if failures == 1:
+                    log.warning("the Redis subscription's connection was lost (%s); subscribing again", exc)
+                await asyncio.sleep(min(0.05 * 2**failures, 2.0))
 
 
 def _where(url: str) -> str:

@@ -68,6 +68,8 @@ class Watches:
         self._remote: dict[str, set[str]] = {}
         """Run (``*``: all) -> the other processes watching it."""
         self._by_origin: dict[str, set[str]] = {}
+        self._taken_for_dead: set[str] = set()
+        """Processes expired for silence (not those that said goodbye): one heard again missed updates."""
 
     def begin(self) -> None:
         """The fan-out started listening now: the grace counts from here."""
@@ -123,9 +125,14 @@ class Watches:
         return list(self._local)
 
     # -- what the other processes said -------------------------------------------------------------------
-    def heard(self, origin: str) -> None:
-        """Any message from ``origin``: it is alive."""
+    def heard(self, origin: str) -> bool:
+        """Any message from ``origin``: it is alive. ``True`` when it had been taken for dead (a stall, a
+        lost connection): node updates of runs it watches were not sent to it meanwhile."""
         self._alive[origin] = self._clock() + _MISSED_HEARTBEATS * self.heartbeat_seconds
+        if origin in self._taken_for_dead:
+            self._taken_for_dead.discard(origin)
+            return True
+        return False
 
     def add(self, origin: str, runs: Iterable[str], *, replace: bool = False) -> None:
         """Record ``origin``'s watches (``replace``: they are all it watches)."""
@@ -193,6 +200,7 @@ class Watches:
         for origin, until in list(self._alive.items()):
             if until < now:
                 self.gone(origin)
+                self._taken_for_dead.add(origin)
 
     # -- inside ---------------------------------------------------------------------------------------------
     def _is_alive(self, origin: str) -> bool:

@@ -144,6 +144,13 @@ class RunRelay:
             runs.add(run_id)
             await self._publisher.watches.watch(run_id)
 
+    def followed(self) -> list[tuple[str, str]]:
+        """(connection, run) for every run a connection watches."""
+        return [(sid, run_id) for sid, runs in self._watching.items() for run_id in runs]
+
+    def follows(self, sid: str, run_id: str) -> bool:
+        return run_id in self._watching.get(sid, ())
+
     def unwatch(self, sid: str, run_id: str | None = None) -> None:
         """``sid`` no longer watches the run (any run: it disconnected)."""
         runs = self._watching.get(sid)

@@ -47,6 +47,7 @@ from flowdeck.realtime.messages import (
     WORKFLOW_SAVED_EVENT,
     snapshot_message,
 )
+from flowdeck.realtime.rejoins import Rejoins
 from flowdeck.realtime.relay import RunRelay
 from flowdeck.realtime.widget_rooms import WidgetRooms
 from flowdeck.storage.widgets import WidgetRecord
@@ -109,6 +110,7 @@ class RealtimeServer:
         self.live_check_seconds = live_check_seconds
         self.sio = socketio.AsyncServer(async_mode="asgi", json=_Json)
         self.relay: RunRelay | None = None
+        self._rejoins = Rejoins(self._followed, self._rejoin)
         self.widget_rooms: WidgetRooms | None = None
         self._principals: dict[str, Principal] = {}
         self._embeds: dict[str, WidgetRecord] = {}
@@ -139,13 +141,18 @@ class RealtimeServer:
         self.relay.start()
         self.widget_rooms = WidgetRooms(self.sio, publisher, self.backend)
         self.widget_rooms.start()
-        self._stop_listening = [publisher.on_revoke(self._on_revoke), publisher.on_notice(self._on_saved)]
+        self._stop_listening = [
+            publisher.on_revoke(self._on_revoke),
+            publisher.on_notice(self._on_saved),
+            publisher.on_gap(self._rejoins.gap),
+        ]
         self._checker = asyncio.create_task(self._check_credentials(), name="flowdeck-live-credentials")
 
     async def stop(self) -> None:
         for stop_listening in self._stop_listening:
             stop_listening()
         self._stop_listening = []
+        await self._rejoins.stop()
         if self._checker is not None:
             self._checker.cancel()
             await asyncio.gather(self._checker, return_exceptions=True)
@@ -245,7 +252,8 @@ class RealtimeServer:
         return None if widget is None else widget.tenant_id
 
     # -- runs --------------------------------------------------------------------------------------------
-    async def _join(self, sid: str, data: Any = None) -> dict[str, Any]:
+    async def _join(self, sid: str, data: Any = None, *, again: bool = False) -> dict[str, Any]:
+        """``again``: a rejoin after a gap (rejoins.py); one that fails keeps the run watched for the next try."""
         principal, run_id, relay = self._principals.get(sid), _run_id(data), self.relay
         if sid in self._embeds:
             return _EMBED_NO_RUNS
@@ -255,7 +263,7 @@ class RealtimeServer:
             return {"ok": False, "error": "runId is required"}
         await self.sio.leave_room(sid, run_id)  # joining again starts over, with a new snapshot
         relay.begin_join(sid, run_id)
-        joined = False
+        joined = failed = False
         try:
             await relay.watch(sid, run_id)  # before the snapshot: what it does not show yet reaches us
             view = await self.backend.run_view(principal.tenant_id, run_id)
@@ -266,11 +274,22 @@ class RealtimeServer:
             await relay.send_to(sid, SNAPSHOT_EVENT, snapshot_message(view))
             await relay.finish_join(sid, run_id, view)
             joined = True
+        except Exception:
+            failed = True
+            raise
         finally:
             relay.cancel_join(sid, run_id)
-            if not joined:
+            if not joined and not (again and failed):
                 relay.unwatch(sid, run_id)
         return {"ok": True}
+
+    def _followed(self) -> list[tuple[str, str]]:
+        return [] if self.relay is None else self.relay.followed()
+
+    async def _rejoin(self, sid: str, run_id: str) -> None:
+        """Send a follower of the run a fresh snapshot, as its own join again would (rejoins.py)."""
+        if self.relay is not None and sid in self._principals and self.relay.follows(sid, run_id):
+            await self._join(sid, {"runId": run_id}, again=True)
 
     async def _leave(self, sid: str, data: Any = None) -> dict[str, Any]:
         run_id = _run_id(data)
