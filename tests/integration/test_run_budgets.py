@@ -304,3 +304,25 @@ async def test_the_gate_counts_a_tenant_far_below_the_budget_once_a_second() -> 
     assert not await gate.admit("a")  # full: refused, and counted again next time
     active["n"] = 0
     assert await gate.admit("a") and counts.count("a") == 4
+
+
+async def test_starts_that_arrive_during_a_count_share_it_and_never_pass_the_budget() -> None:
+    counting = asyncio.Event()
+    answer = asyncio.Event()
+    counts: list[str] = []
+    active = {"n": 7}  # of 10: three places left
+
+    async def count(tenant_id: str, up_to: int) -> int:
+        counts.append(tenant_id)
+        counting.set()
+        await answer.wait()
+        return active["n"]
+
+    gate = ActiveRunsGate(count, 10)
+    starts = [asyncio.ensure_future(gate.admit("a")) for _ in range(5)]
+    await counting.wait()  # the first start's count is under way; the other four arrived meanwhile
+    answer.set()
+    assert await asyncio.gather(*starts) == [True, True, True, False, False]
+    assert counts == ["a"]
+    active["n"] = 10  # the three started
+    assert not await gate.admit("a") and counts == ["a", "a"]  # above half: the next start counts again

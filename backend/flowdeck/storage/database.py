@@ -62,7 +62,7 @@ from flowdeck.storage.pg_connection import (
     BACKOFF_LIMIT,
     FRESH,
     AsyncpgConnection,
-    EarlyReleasedTransaction,
+    WriteTransaction,
     commit,
     mark_fresh,
     note_started_at,
@@ -454,8 +454,9 @@ class Database:
                     raise asyncpg.ConnectionDoesNotExistError("the pooled connection was closed by PostgreSQL")
                 tx = None
                 if transaction is not None:
-                    # early release: its COMMIT returns before the WAL is flushed (storage/pg_durability.py)
-                    tx = EarlyReleasedTransaction(raw) if early_release else raw.transaction()
+                    # early release: its COMMIT returns before the WAL is flushed (storage/pg_durability.py);
+                    # a read's transaction only ever rolls back
+                    tx = WriteTransaction(raw, early_release=early_release)
                     await tx.start()
                 return conn, raw, tx, fresh
             except BaseException as exc:  # a cancelled task too: the connection is never left checked out

@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
 
-__all__ = ("DatabaseUnavailableError", "WriteTrack", "is_disconnect", "own_mark", "refused", "unsent", "write_track")
+__all__ = (
+    "DatabaseUnavailableError",
+    "TransactionNotCommittedError",
+    "WriteTrack",
+    "is_disconnect",
+    "own_mark",
+    "refused",
+    "unsent",
+    "write_track",
+)
 
 
 @dataclass(slots=True)
@@ -98,7 +107,15 @@ def _closed(exc: BaseException) -> bool:
     return isinstance(exc, asyncpg.InterfaceError) and "connection is closed" in str(exc)
 
 
+class TransactionNotCommittedError(Exception):
+    """PostgreSQL did not commit what a transaction wrote: it had been aborted (a statement failed in it,
+    its COMMIT answered ROLLBACK) or had ended before its COMMIT (storage/pg_connection.py
+    ``WriteTransaction``). Nothing of it was written, like a transaction whose connection was lost before
+    its COMMIT: it is taken again the same way."""
+
+
 _NOT_RUN = (
+    TransactionNotCommittedError,
     asyncpg.InternalClientError,  # "cannot switch to state ...; another operation is in progress"
     asyncpg.IdleSessionTimeoutError,  # the server was idle (outside a transaction) when it closed: it read nothing
     asyncpg.IdleInTransactionSessionTimeoutError,  # the server rolled the transaction back as it closed

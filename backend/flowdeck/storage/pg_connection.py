@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.util import await_only
 
 from flowdeck.storage.compiled import CompiledStatement
-from flowdeck.storage.disconnects import WriteTrack, is_disconnect, unsent
+from flowdeck.storage.disconnects import TransactionNotCommittedError, WriteTrack, is_disconnect, unsent
 from flowdeck.storage.pg_checkout import PooledConnection
 from flowdeck.storage.pg_durability import STARTED_AT_SQL
 from flowdeck.storage.sqlite_engine import StatementCounter
@@ -24,7 +24,7 @@ __all__ = (
     "BACKOFF_LIMIT",
     "FRESH",
     "AsyncpgConnection",
-    "EarlyReleasedTransaction",
+    "WriteTransaction",
     "commit",
     "mark_fresh",
     "note_started_at",
@@ -128,24 +128,40 @@ class AsyncpgConnection:
         return self._conn
 
 
-class EarlyReleasedTransaction:
-    """BEGIN … COMMIT sent as plain statements on the asyncpg connection, the BEGIN with the setting that
-    makes its COMMIT asynchronous (storage/pg_durability.py) in the same round trip: asyncpg's own
-    ``Transaction`` sends its BEGIN alone, and a ``SET LOCAL`` after it cost one more round trip a decision."""
+class WriteTransaction:
+    """BEGIN … COMMIT sent as plain statements on the asyncpg connection, checking that the COMMIT committed.
 
-    BEGIN = "BEGIN; SET LOCAL synchronous_commit TO OFF"
+    PostgreSQL answers the COMMIT of an aborted transaction with ROLLBACK and no error, and the COMMIT of
+    one already ended with a warning only: either would let a caller go on (announce what it decided) with
+    nothing written. So the connection must still be in the transaction when the COMMIT is sent, and its
+    answer must be COMMIT, or ``TransactionNotCommittedError`` is raised. ``early_release``: the BEGIN
+    carries the setting that makes the COMMIT asynchronous (storage/pg_durability.py) in its round trip
+    (a ``SET LOCAL`` after it would cost one more per decision)."""
 
-    def __init__(self, raw: Any) -> None:
+    BEGIN = "BEGIN"
+    EARLY_RELEASED_BEGIN = "BEGIN; SET LOCAL synchronous_commit TO OFF"
+
+    def __init__(self, raw: Any, *, early_release: bool = False) -> None:
         self._raw = raw
+        self._begin = self.EARLY_RELEASED_BEGIN if early_release else self.BEGIN
 
     async def start(self) -> None:
-        await self._raw.execute(self.BEGIN)
+        await self._raw.execute(self._begin)
 
     async def commit(self) -> None:
-        await self._raw.execute("COMMIT")
+        if not self._raw.is_in_transaction():
+            raise _not_committed("the transaction had ended before its COMMIT")
+        answer = await self._raw.execute("COMMIT")
+        if answer != "COMMIT":
+            raise _not_committed(f"PostgreSQL answered the COMMIT with {answer}")
 
     async def rollback(self) -> None:
         await self._raw.execute("ROLLBACK")
+
+
+def _not_committed(why: str) -> TransactionNotCommittedError:
+    log.warning("a write transaction was not committed (%s); nothing of it was written", why)
+    return TransactionNotCommittedError(why)
 
 
 async def commit(tx: Any, track: WriteTrack | None) -> None:
