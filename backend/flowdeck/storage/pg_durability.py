@@ -7,9 +7,9 @@ on from (``Database.transaction(defer=True)``, the one-statement chain and itera
 ``synchronous_commit = off`` for that transaction alone: other sessions see it at once, as any commit,
 but it may be lost if PostgreSQL crashes before its WAL is written. So, as on SQLite, nothing built on it
 leaves the process until it is durable: its effects are announced, and a handler with outside effects
-runs, only once a *flush* has covered it. A flush is one statement, ``SELECT pg_current_xact_id()``,
-committed synchronously: PostgreSQL flushes its WAL up to that commit, so past every commit that returned
-before the flush was sent, whichever connection made it. Commits that return while no flush is under way
+runs, only once a *flush* has covered it. A flush is one statement (``FLUSH_SQL``) that writes a WAL
+record and is committed synchronously: PostgreSQL flushes its WAL up to that commit, so past every commit
+that returned before the flush was sent, whichever connection made it. Commits that return while no flush is under way
 wait in the open *batch*; its flush is sent ``delay`` after its first member, at once when someone waits
 for it (``settle``), or when the worker has nothing more to add (``flush_soon``).
 
@@ -40,9 +40,14 @@ log = logging.getLogger(__name__)
 STARTED_AT_SQL = "SELECT pg_postmaster_start_time()"
 """Read once per connection, when it is opened: which start of PostgreSQL it talks to."""
 
-FLUSH_SQL = "SELECT pg_current_xact_id(), pg_postmaster_start_time()"
-"""Committed synchronously (the session's default): it assigns a transaction id, so its commit is
-logged and waits for the WAL to be flushed up to it. Also says which start of PostgreSQL answered."""
+FLUSH_SQL = "SELECT pg_logical_emit_message(true, 'flowdeck', ''), pg_postmaster_start_time()"
+"""Committed synchronously (the session's default) and waits for the WAL to be flushed up to its commit,
+because it wrote a WAL record (a transactional logical message, which any role may write: about 60
+bytes). A transaction that wrote none commits without that wait whatever ``synchronous_commit`` says,
+even one that took a transaction id (PostgreSQL's xact.c ``RecordTransactionCommit``): this statement was
+``SELECT pg_current_xact_id()`` until the chaos suite found decisions announced after such a "flush" and
+lost in a crash; tests/integration/test_pg_early_release.py holds the flush to the WAL position. Also
+says which start of PostgreSQL answered."""
 
 ASYNC_COMMIT_SQL = "set_config('synchronous_commit', 'off', true)"
 """In a statement run without a transaction: its implicit transaction commits asynchronously (the
