@@ -13,6 +13,7 @@ import pytest
 
 from flowdeck.engine.engine import Engine
 from flowdeck.storage.database import Database
+from flowdeck.storage.disconnects import DatabaseUnavailableError
 from flowdeck.storage.records import LogRow
 from tests.support.graphs import definition, edge, end, node
 from tests.support.handlers import make_test_registry
@@ -99,5 +100,35 @@ async def test_a_start_whose_answer_was_lost_runs_the_start_node_it_leased_at_on
         rows = (await read_outcome(engine, run_id)).rows
         started = [r for r in rows if r.event_type == "NODE_STARTED" and r.node_id == "start"]
         assert [r.payload for r in started] == [{"workerId": engine.worker.id}]  # no takeover
+    finally:
+        await engine.stop()
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_a_start_whose_connection_keeps_closing_is_sent_again_then_answered_unavailable(db: Database) -> None:
+    """PostgreSQL closes the start's connection at every try (a restart in stages): the start is sent again
+    until ``FLOWDECK_DB_RECONNECT_SECONDS`` is spent, then raises the error the API answers 503 for, naming
+    the run (it may have started), never an unexpected error (a 500)."""
+    engine = Engine(db, make_test_registry(), poll_interval=0.05)
+    await engine.start()
+    try:
+        tenant_id = await engine.tenants.ensure("acme")
+        workflow = await engine.create_workflow(tenant_id, _sleepy())
+        tries: list[int] = []
+
+        @contextlib.asynccontextmanager
+        async def always_closed(**kwargs: Any) -> AsyncIterator[Any]:
+            tries.append(1)
+            raise ConnectionResetError("connection reset by peer")
+            yield  # pragma: no cover -- an async context manager that never enters
+
+        db.autocommit = always_closed  # type: ignore[method-assign]
+        db.reconnect_seconds = 0.3
+        try:
+            with pytest.raises(DatabaseUnavailableError, match="may or may not have started"):
+                await engine.start_workflow_run(tenant_id, workflow.id)
+        finally:
+            del db.autocommit
+        assert len(tries) > 3  # sent again while the patience lasted, not three times and a 500
     finally:
         await engine.stop()

@@ -7,6 +7,7 @@ topology with and without them and compares. ``Database(url, one_statement=False
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -20,7 +21,7 @@ from flowdeck.domain.scopes import nested_pattern, parent_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.storage.chain_batches import ChainStepBatcher
 from flowdeck.storage.database import Database
-from flowdeck.storage.disconnects import is_disconnect
+from flowdeck.storage.disconnects import DatabaseUnavailableError, is_disconnect
 from flowdeck.storage.jobs import NO_SHARE, NewJob, TenantShare, claim_plan
 from flowdeck.storage.log_rows import input_payload, run_status_payload
 from flowdeck.storage.records import Job, LogEvent
@@ -40,7 +41,6 @@ from flowdeck.storage.tables import node_jobs
 
 __all__ = ("PostgresStateManager", "PostgresStateTransaction")
 
-_START_ATTEMPTS = 3
 """A run's start statement that lost its connection runs again (its new run's id keeps it from starting twice)."""
 
 
@@ -190,7 +190,9 @@ class PostgresStateManager(StateManager):
             "p_owner": start.owner,
             "p_available_at": now if start.owner is None else now + start.lease_seconds,
         }
-        for attempt in range(_START_ATTEMPTS):
+        give_up = time.monotonic() + self.db.reconnect_seconds
+        attempt = 0
+        while True:
             try:
                 async with self.db.autocommit() as conn:
                     row = (await conn.execute(postgres_statements().start_run, params)).first()
@@ -200,15 +202,23 @@ class PostgresStateManager(StateManager):
                 ):
                     # the attempt that lost its connection had committed: the run's id is taken by it
                     return now, await self._leased_start(start)
-                if not is_disconnect(exc) or attempt == _START_ATTEMPTS - 1:
+                if not is_disconnect(exc):
                     raise
-                continue  # PostgreSQL closed the connection mid-statement: it may have committed (see above)
+                if time.monotonic() >= give_up:  # the API answers 503, naming the run that may have started
+                    raise DatabaseUnavailableError(
+                        f"PostgreSQL kept closing the connection for FLOWDECK_DB_RECONNECT_SECONDS"
+                        f" ({self.db.reconnect_seconds:g} s) while run {start.instance_id} was starting:"
+                        " it may or may not have started"
+                    ) from exc
+                attempt += 1  # PostgreSQL closed the connection mid-statement: it may have committed (see above)
+                if attempt > 1:  # closed again: a pause before the next (a restart under way)
+                    await asyncio.sleep(min(0.02 * 2**attempt, 0.5))
+                continue
             if row is None:
                 raise LatestVersionChangedError(
                     f"workflow {start.workflow_id} is no longer at version {start.workflow_version}"
                 )
             return now, None if start.owner is None else Job(*row)
-        raise AssertionError("unreachable")
 
     async def _leased_start(self, start: RunStart) -> Job | None:
         """The start node's job leased to ``start.owner`` by a start whose answer was lost."""
