@@ -88,7 +88,7 @@ async def test_a_process_heard_again_after_it_was_taken_for_dead_is_told_it_miss
         assert transport.said("missed") == []  # first heard: nothing was kept from it
         # Ten heartbeats without a word (a stall, a lost connection): taken for dead, its watches dropped.
         await until(lambda: fanout.watches.others_alive(), lambda alive: not alive, what="serve-b taken for dead")
-        await until(lambda: "serve-b" in fanout.watches._taken_for_dead, what="serve-b expired")
+        await until(lambda: fanout.watches.taken_for_dead("serve-b"), what="serve-b expired")
         transport.deliver(heartbeat)
         said = await until(lambda: transport.said("missed"), what="serve-b told it missed updates")
     finally:

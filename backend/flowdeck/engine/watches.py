@@ -183,6 +183,10 @@ class Watches:
         found = self._remote.get(instance_id, set()) | self._remote.get(ALL_RUNS, set())
         return {origin for origin in found if self._is_alive(origin)}
 
+    def taken_for_dead(self, origin: str) -> bool:
+        """``origin`` went silent and was forgotten (``expire``); it is told so when heard again (``heard``)."""
+        return origin in self._taken_for_dead
+
     def others_alive(self) -> bool:
         return any(self._is_alive(origin) for origin in self._alive)
 
