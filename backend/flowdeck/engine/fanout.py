@@ -174,6 +174,8 @@ class Fanout:
         self._publisher = publisher
         self._resolve = resolve
         self._incoming: asyncio.Queue[bytes] = asyncio.Queue(maxsize=_QUEUED)
+        self._dropped = 0
+        """Messages dropped on a full queue in the current burst (logged once at its start and once at its end)."""
         self._outgoing: Subscription | None = None
         self._control: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
         self._send_lock = asyncio.Lock()  # sends leave in the order they were decided
@@ -378,9 +380,14 @@ class Fanout:
     # -- in -------------------------------------------------------------------------------------------
     def _deliver(self, message: bytes) -> None:
         if self._incoming.full():
-            log.error("live messages from other processes are arriving faster than they are handled: one dropped")
-            self._publisher.missed()
+            if not self._dropped:
+                log.error("live messages from other processes are arriving faster than they are handled: dropping")
+            self._dropped += 1
+            self._publisher.missed()  # cheap: the gap's listeners coalesce (realtime/rejoins.py)
             return
+        if self._dropped:
+            log.error("%d live messages from other processes were dropped", self._dropped)
+            self._dropped = 0
         self._incoming.put_nowait(message)
 
     async def _receive(self) -> None:
