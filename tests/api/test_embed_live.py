@@ -216,3 +216,46 @@ async def test_a_failed_runs_error_text_stays_with_the_tenant(
     assert again["error"]["message"] == "the run FAILED"
     signed_in = (await alice.client.get(f"/api/widgets/{widget_id}/data")).json()
     assert "planned failure" in signed_in["error"]["message"]  # the tenant's own view keeps the detail
+
+
+async def test_after_a_gap_in_the_live_updates_widgets_are_sent_what_they_show_now(
+    server: Server, alice: Account, anonymous: httpx.AsyncClient, connect: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finished runs whose updates were lost between processes (the fan-out's connection dropped) are not
+    waited for in vain: after the gap, a replay widget's room hears its data again, and a sync page hears
+    the run it follows that finished meanwhile."""
+    replay_workflow, sync_workflow = await workflow(alice), await workflow(alice, slow_echo())
+    replay_token = (await embed_token(alice, await widget(alice, replay_workflow, "json", shown_only())))["token"]
+    config = {
+        "path": "report.region",
+        "waitSeconds": 0.1,
+        "inputs": [
+            {"param": "region", "field": "region", "required": True},
+            {"param": "sleep", "field": "sleep", "type": "number", "default": 0},
+        ],
+    }
+    sync_token = (await embed_token(alice, await widget(alice, sync_workflow, "json", config, mode="sync")))["token"]
+    replay, sync = await connect(replay_token), await connect(sync_token)
+    assert await replay.call("widget_join", {"token": replay_token}) == {"ok": True}
+    assert await sync.call("widget_join", {"token": sync_token}) == {"ok": True}
+    waiting = (await anonymous.get(f"/embed/{sync_token}/data", params={"region": "eu", "sleep": "0.3"})).json()
+    assert waiting["status"] == "running"
+    assert await sync.call("widget_follow", {"runId": waiting["runId"]}) == {"ok": True}
+
+    rooms = server.app.realtime.widget_rooms
+    assert rooms is not None
+
+    async def lost(updates: Any) -> None:  # finished runs never heard, as if lost between processes
+        pass
+
+    monkeypatch.setattr(rooms, "_announce", lost)
+    latest = await run(server, alice, replay_workflow, {"shown": 7, "secret": SECRET})
+    await server.engine.wait_for_run(waiting["runId"], 10)
+
+    server.engine.publisher.missed()
+    event, pushed = await replay.next()
+    assert event == "widget_data" and pushed["runId"] == latest and pushed["data"]["value"] == 7
+    event, pushed = await sync.next()
+    assert event == "widget_data" and pushed["runId"] == waiting["runId"]
+    assert pushed["status"] == "ready" and pushed["data"]["value"] == "eu"
+    assert SECRET not in json.dumps(replay.everything)

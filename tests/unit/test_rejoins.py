@@ -16,7 +16,8 @@ async def test_a_burst_of_gaps_makes_one_more_round_and_a_failed_join_is_tried_a
     go_on = asyncio.Event()
     failures = {"run-b": 1}  # PostgreSQL still away for run-b's first snapshot
 
-    async def rejoin(sid: str, run_id: str) -> None:
+    async def rejoin(follower: tuple[str, str]) -> None:
+        sid, run_id = follower
         first_round.set()
         await go_on.wait()
         if failures.get(run_id):

@@ -16,26 +16,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
+from typing import Generic, TypeVar
 
 __all__ = ("Rejoins",)
 
 log = logging.getLogger(__name__)
 
-Follower = tuple[str, str]
-"""(connection, run)."""
+Follower = TypeVar("Follower", bound=Hashable)
+"""Whatever is shown somewhere and can be sent again: (connection, run) for a run's page, a widget's room."""
 
 
-class Rejoins:
+class Rejoins(Generic[Follower]):
     def __init__(
         self,
-        followed: Callable[[], list[Follower]],
-        rejoin: Callable[[str, str], Awaitable[None]],
+        followed: Callable[[], Iterable[Follower]],
+        rejoin: Callable[[Follower], Awaitable[None]],
         *,
         retry_seconds: float = 0.5,
         patience: float = 30.0,
     ) -> None:
-        """``followed``: who follows which run now; ``rejoin``: join a follower again (it raises when it
+        """``followed``: what is followed now; ``rejoin``: send one of them a fresh view (it raises when it
         could not, and is then tried again)."""
         self._followed = followed
         self._rejoin = rejoin
@@ -60,25 +61,25 @@ class Rejoins:
     async def _rounds(self) -> None:
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self._patience
-        failed: set[Follower] = set()
+        failed: list[Follower] = []
         while True:
             self._again = False
             self.rounds += 1
-            failed = await self._round(set(self._followed()) | failed)
+            failed = await self._round(list(dict.fromkeys([*self._followed(), *failed])))
             if not failed and not self._again:
                 return
             if failed:
                 if loop.time() >= give_up:
-                    log.warning("%d followers of runs could not be sent a fresh snapshot", len(failed))
+                    log.warning("%d followers could not be sent a fresh view: %s", len(failed), failed[:5])
                     return
                 await asyncio.sleep(self._retry_seconds)
 
-    async def _round(self, followers: set[Follower]) -> set[Follower]:
-        failed = set()
-        for sid, run_id in sorted(followers):
+    async def _round(self, followers: list[Follower]) -> list[Follower]:
+        failed = []
+        for follower in followers:
             try:
-                await self._rejoin(sid, run_id)
+                await self._rejoin(follower)
             except Exception as exc:  # noqa: BLE001 -- the database still away: the next round tries again
-                log.info("could not send run %s a fresh snapshot yet (%s)", run_id, exc)
-                failed.add((sid, run_id))
+                log.info("could not send %s a fresh view yet (%s)", follower, exc)
+                failed.append(follower)
         return failed

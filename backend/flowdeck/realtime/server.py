@@ -110,7 +110,7 @@ class RealtimeServer:
         self.live_check_seconds = live_check_seconds
         self.sio = socketio.AsyncServer(async_mode="asgi", json=_Json)
         self.relay: RunRelay | None = None
-        self._rejoins = Rejoins(self._followed, self._rejoin)
+        self._rejoins: Rejoins[tuple[str, str]] = Rejoins(self._followed, self._rejoin)
         self.widget_rooms: WidgetRooms | None = None
         self._principals: dict[str, Principal] = {}
         self._embeds: dict[str, WidgetRecord] = {}
@@ -145,6 +145,7 @@ class RealtimeServer:
             publisher.on_revoke(self._on_revoke),
             publisher.on_notice(self._on_saved),
             publisher.on_gap(self._rejoins.gap),
+            publisher.on_gap(self.widget_rooms.gap),
         ]
         self._checker = asyncio.create_task(self._check_credentials(), name="flowdeck-live-credentials")
 
@@ -252,8 +253,7 @@ class RealtimeServer:
         return None if widget is None else widget.tenant_id
 
     # -- runs --------------------------------------------------------------------------------------------
-    async def _join(self, sid: str, data: Any = None, *, again: bool = False) -> dict[str, Any]:
-        """``again``: a rejoin after a gap (rejoins.py); one that fails keeps the run watched for the next try."""
+    async def _join(self, sid: str, data: Any = None) -> dict[str, Any]:
         principal, run_id, relay = self._principals.get(sid), _run_id(data), self.relay
         if sid in self._embeds:
             return _EMBED_NO_RUNS
@@ -261,9 +261,26 @@ class RealtimeServer:
             return _NOT_CONNECTED
         if run_id is None:
             return {"ok": False, "error": "runId is required"}
+        return await self._follow(sid, principal, run_id, relay, after_gap=False)
+
+    def _followed(self) -> list[tuple[str, str]]:
+        return [] if self.relay is None else self.relay.followed()
+
+    async def _rejoin(self, follower: tuple[str, str]) -> None:
+        """Send a follower of the run a fresh snapshot, as its own join again would (rejoins.py)."""
+        sid, run_id = follower
+        principal, relay = self._principals.get(sid), self.relay
+        if principal is not None and relay is not None and self.backend.running and relay.follows(sid, run_id):
+            await self._follow(sid, principal, run_id, relay, after_gap=True)
+
+    async def _follow(
+        self, sid: str, principal: Principal, run_id: str, relay: RunRelay, *, after_gap: bool
+    ) -> dict[str, Any]:
+        """Watch the run and send its snapshot. A join that fails stops watching; a rejoin after a gap that
+        fails keeps watching, for its next try."""
         await self.sio.leave_room(sid, run_id)  # joining again starts over, with a new snapshot
         relay.begin_join(sid, run_id)
-        joined = failed = False
+        keep_watching = False
         try:
             await relay.watch(sid, run_id)  # before the snapshot: what it does not show yet reaches us
             view = await self.backend.run_view(principal.tenant_id, run_id)
@@ -273,23 +290,15 @@ class RealtimeServer:
                 return _NOT_CONNECTED  # revoked while the snapshot was read
             await relay.send_to(sid, SNAPSHOT_EVENT, snapshot_message(view))
             await relay.finish_join(sid, run_id, view)
-            joined = True
+            keep_watching = True
         except Exception:
-            failed = True
+            keep_watching = after_gap
             raise
         finally:
             relay.cancel_join(sid, run_id)
-            if not joined and not (again and failed):
+            if not keep_watching:
                 relay.unwatch(sid, run_id)
         return {"ok": True}
-
-    def _followed(self) -> list[tuple[str, str]]:
-        return [] if self.relay is None else self.relay.followed()
-
-    async def _rejoin(self, sid: str, run_id: str) -> None:
-        """Send a follower of the run a fresh snapshot, as its own join again would (rejoins.py)."""
-        if self.relay is not None and sid in self._principals and self.relay.follows(sid, run_id):
-            await self._join(sid, {"runId": run_id}, again=True)
 
     async def _leave(self, sid: str, data: Any = None) -> dict[str, Any]:
         run_id = _run_id(data)

@@ -10,6 +10,10 @@ A task of its own reads finished-run updates from the publisher (runs only, boun
 it never slows the engine). Updates do not carry the workflow, so a finished run's workflow is looked up,
 once per run and only while some widget room has members, and kept in a small cache. Updates that
 arrive together are handled together: each widget's data is computed once per batch, not once per run.
+
+After a gap in the updates from other processes (``LocalPublisher.missed``), every replay widget's room is
+sent its data again and every followed run is read again (``Rejoins``): a run that finished meanwhile is
+not waited for in vain.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.engine.publisher import Consumer, LocalPublisher, RunUpdate, Subscription
 from flowdeck.realtime.backend import LiveBackend, WidgetAnswer
 from flowdeck.realtime.messages import WIDGET_DATA_EVENT
+from flowdeck.realtime.rejoins import Rejoins
 from flowdeck.storage.widgets import WidgetRecord
 
 __all__ = ("WidgetRooms", "widget_room")
@@ -30,6 +35,10 @@ __all__ = ("WidgetRooms", "widget_room")
 log = logging.getLogger(__name__)
 
 _CACHE_SIZE: Final = 10_000
+
+
+Shown = str | tuple[str, str]
+"""What a gap makes stale: a replay widget (its id), or a run a connection follows (connection, run)."""
 
 
 def widget_room(widget_id: str) -> str:
@@ -45,12 +54,18 @@ class WidgetRooms:
         self._follows: dict[str, dict[str, WidgetRecord]] = {}  # run id -> sid -> the sid's (sync) widget
         self._workflows: dict[str, tuple[str | None, bool]] = {}  # run id -> (workflow, is test)
         self._consumer = Consumer(publisher, self._run, name="flowdeck-widget-rooms", maxsize=10_000, runs_only=True)
+        self._gaps: Rejoins[Shown] = Rejoins(self._shown, self._send_again)
 
     def start(self) -> None:
         self._consumer.start()
 
     async def stop(self) -> None:
+        await self._gaps.stop()
         await self._consumer.stop()
+
+    def gap(self) -> None:
+        """Finished runs may have gone unheard: send what every room and follower shows again."""
+        self._gaps.gap()
 
     async def join(self, sid: str, widget: WidgetRecord) -> None:
         """Hear the widget's new data (a sync widget's room hears nothing: its runs are followed one by one)."""
@@ -66,9 +81,12 @@ class WidgetRooms:
         if answer is None:
             self._unfollow(run_id, sid)
             return False
-        if answer["status"] != "running" and self._unfollow(run_id, sid):
-            await self._sio.emit(WIDGET_DATA_EVENT, answer, to=sid)  # it has finished already
+        await self._send_if_finished(sid, run_id, answer)
         return True
+
+    async def _send_if_finished(self, sid: str, run_id: str, answer: WidgetAnswer) -> None:
+        if answer["status"] != "running" and self._unfollow(run_id, sid):
+            await self._sio.emit(WIDGET_DATA_EVENT, answer, to=sid)
 
     def _unfollow(self, run_id: str, sid: str) -> bool:
         followers = self._follows.get(run_id, {})
@@ -114,10 +132,27 @@ class WidgetRooms:
                     refresh.add(workflow_id)
         for workflow_id in refresh:
             for widget_id in list(self._members.get(workflow_id, {})):
-                widget = self._widgets.get(widget_id)
-                answer = None if widget is None else await self._backend.widget_answer(widget, None)
-                if answer is not None:
-                    await self._sio.emit(WIDGET_DATA_EVENT, answer, room=widget_room(widget_id))
+                await self._send_replay(widget_id)
+
+    async def _send_replay(self, widget_id: str) -> None:
+        widget = self._widgets.get(widget_id)
+        answer = None if widget is None else await self._backend.widget_answer(widget, None)
+        if answer is not None:
+            await self._sio.emit(WIDGET_DATA_EVENT, answer, room=widget_room(widget_id))
+
+    def _shown(self) -> list[Shown]:
+        following = [(sid, run_id) for run_id, followers in self._follows.items() for sid in followers]
+        return [*self._widgets, *following]
+
+    async def _send_again(self, shown: Shown) -> None:
+        if isinstance(shown, str):
+            await self._send_replay(shown)
+            return
+        sid, run_id = shown
+        widget = self._follows.get(run_id, {}).get(sid)
+        answer = None if widget is None else await self._backend.widget_answer(widget, run_id)
+        if answer is not None:
+            await self._send_if_finished(sid, run_id, answer)
 
     async def _send_followers(self, run_id: str) -> None:
         answers: dict[str, WidgetAnswer | None] = {}
