@@ -94,7 +94,7 @@ async def test_a_process_sees_the_updates_of_nodes_another_process_ran(
             seen = await until_completed(watched)
             # Proof that nothing of the worker's own came back to it: a marker sent the other way
             # arrives after anything echoed would have (one channel delivers in order).
-            marker = RunUpdate("marker", RunStatus.RUNNING, 0.0)
+            marker = RunUpdate("marker", RunStatus.COMPLETED, 0.0)  # a run end: every process hears it
             serve_publisher.publish([marker])
             local_updates = []
             while (update := await asyncio.wait_for(local.get(), timeout=10)) != marker:

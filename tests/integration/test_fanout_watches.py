@@ -1,6 +1,7 @@
-"""Node updates cross processes only to a process that watches their run (PostgreSQL LISTEN/NOTIFY, observed
-from a LISTEN connection of the test's own): a run nobody watches sends no node update at all, a watcher that
-appears mid-run gets the updates from then on, and a watcher that stops is sent nothing more."""
+"""Node updates, and a run's updates before its end, cross processes only to a process that watches their run
+(PostgreSQL LISTEN/NOTIFY, observed from a LISTEN connection of the test's own): a run nobody watches sends
+only its end, a watcher that appears mid-run gets the updates from then on, and a watcher that stops is sent
+nothing more."""
 
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ def fanout(postgres_url: str, channel: str, publisher: LocalPublisher) -> Fanout
     return Fanout(PostgresTransport(postgres_url, channel=channel), publisher, heartbeat_seconds=HEARTBEAT)
 
 
-async def test_a_run_nobody_watches_sends_no_node_update_to_any_process(
+async def test_a_run_nobody_watches_sends_only_its_end_to_other_processes(
     postgres_url: str, sqlite_db: Database, listen: Any
 ) -> None:
     channel = f"flowdeck_test_{uuid.uuid4().hex[:12]}"
@@ -122,7 +123,9 @@ async def test_a_run_nobody_watches_sends_no_node_update_to_any_process(
         for f in fanouts:
             await f.stop()
     assert heard.items("node") == []
-    assert [i["s"] for _, i in heard.items("run") if i["i"] == instance_id] == ["RUNNING", "COMPLETED"]
+    assert [(ch, i["s"]) for ch, i in heard.items("run") if i["i"] == instance_id] == [
+        (f"{channel}_{SHARED}", "COMPLETED")  # every process hears a run end: flow control, waits, plans
+    ]
 
 
 async def test_a_watcher_that_appears_mid_run_gets_every_update_from_then_on_and_none_after_it_stops(

@@ -120,6 +120,7 @@ async def test_a_breach_marked_by_one_process_reaches_another_processs_clients(p
         tenant_id = await worker.tenants.ensure("acme")
         instance_id = await start(worker, tenant_id, _chain(slaSeconds=2))
         with serve_publisher.subscribe(instance_id, runs_only=True) as watched:
+            await serve_publisher.watches.watch(instance_id)  # a page in serve shows the run
             clock.advance(3)
             await worker.worker.sweep()
             update = await asyncio.wait_for(watched.get(), 10)

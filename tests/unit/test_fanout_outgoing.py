@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
-from flowdeck.engine.fanout import Fanout
+from flowdeck.engine.fanout import SHARED, Fanout
 from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate
 
 
@@ -72,3 +72,31 @@ async def test_in_the_start_up_grace_every_update_is_taken() -> None:
         starting.cancel()
         await asyncio.gather(starting, return_exceptions=True)
         await fanout.stop()
+
+
+async def test_a_runs_updates_before_its_end_go_to_its_watchers_and_its_end_to_every_process() -> None:
+    """A worker process needs other processes' runs only when they end (flow-control slots, waits for a
+    run, failed runs' plans); a run's start and SLA breach only a page showing the run shows."""
+    publisher = LocalPublisher()
+    fanout = Fanout(QuietTransport(), publisher, heartbeat_seconds=0.02, ack_seconds=0.05)
+    await fanout.start()
+    try:
+        fanout.watches.heard("serve")
+        fanout.watches.add("serve", ["r1"])  # a page in serve shows r1
+        fanout.watches.heard("worker")
+        breach = RunUpdate("r2", RunStatus.RUNNING, 0.0, sla_seconds=5.0)
+        routed = fanout._route(
+            [
+                RunUpdate("r1", RunStatus.RUNNING, 0.0),
+                RunUpdate("r2", RunStatus.RUNNING, 0.0),
+                breach,
+                RunUpdate("r2", RunStatus.CANCELLED, 0.0),
+                RunUpdate("r1", RunStatus.COMPLETED, 0.0),
+            ]
+        )
+    finally:
+        await fanout.stop()
+    assert [(topics, [(u.instance_id, u.status.value) for u in part]) for topics, part in routed] == [
+        (("serve",), [("r1", "RUNNING")]),
+        ((SHARED,), [("r2", "CANCELLED"), ("r1", "COMPLETED")]),
+    ]

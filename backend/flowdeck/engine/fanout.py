@@ -8,9 +8,11 @@ processes ran, a token revoked through one process closes its connections in eve
 connected to any process hears a save made through another, and a job queued anywhere starts at once.
 
 Node updates are the bulk, and only a process with a client watching their run needs them: each goes
-only to those processes (``engine/watches.py`` keeps who watches what), on that process's own topic. All
-else goes on the shared topic every process hears. So a ``flowdeck worker`` never hears a node update,
-and a process nobody watches sends none.
+only to those processes (``engine/watches.py`` keeps who watches what), on that process's own topic. So
+do a run's updates before its end (started, SLA breached): only a page showing the run shows them. A
+run's end, and all else, goes on the shared topic every process hears (a run ending frees a flow-control
+slot, ends a wait for it, drops a failed run's cached plan anywhere). So a ``flowdeck worker`` hears of
+other processes' runs only their ends, and a process nobody watches sends nothing else of them.
 
 The transport is PostgreSQL ``LISTEN/NOTIFY`` by default (``engine/pg_notify.py``) or Redis pub/sub
 (``engine/redis_bridge.py``). Neither keeps history: a process that is down misses messages, which
@@ -31,7 +33,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from flowdeck.domain.statuses import NodeStatus, RunStatus
+from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate, SavedNotice, Subscription, Update
 from flowdeck.engine.task_stop import cancel_and_wait
 from flowdeck.engine.watches import Watches
@@ -308,11 +310,11 @@ class Fanout:
         return watches.in_grace or watches.others_alive()
 
     def _topics(self, update: Update) -> tuple[str, ...]:
-        """Where an update goes: a run update to every process (if any other is alive), a node update only
+        """Where an update goes: a run's end to every process (if any other is alive), anything else only
         to the processes watching its run (to every process while this one may not yet know them all: in
         the grace after it started)."""
         watches = self.watches
-        if isinstance(update, RunUpdate):
+        if isinstance(update, RunUpdate) and update.status in TERMINAL_RUN_STATUSES:
             return (SHARED,) if self._wanted_elsewhere(update) else ()
         targets = watches.targets(update.instance_id)
         return tuple(sorted(targets)) if targets or not watches.in_grace else (SHARED,)
