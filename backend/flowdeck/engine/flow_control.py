@@ -6,7 +6,7 @@ cancel_newest), ``options.debounce`` (starts within ``seconds`` of each other co
 The database is the arbiter: a group is locked (storage/flow.py ``lock_group``) before its slots are counted,
 in the transaction that opens, admits or cancels a run, so a slot is never granted twice across processes; a
 run leaves its wait by one conditional UPDATE, so it is started once. A run that must wait is created PENDING
-with its start job parked; ``FlowAdmission`` (every process, every poll interval and whenever a run ends)
+with its start job parked; ``FlowAdmission`` (every process, every poll interval and whenever it ends a run)
 admits the ready ones: their start job falls due, and the start node's decision begins the run."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from flowdeck.engine.decision import end_run
 from flowdeck.engine.effects import Effects
 from flowdeck.engine.outcomes import RunStateError
-from flowdeck.engine.publisher import LocalPublisher, RunUpdate, Subscription, Update
+from flowdeck.engine.publisher import LocalPublisher, RunUpdate, Update
 from flowdeck.sandbox.templates import TemplateError, render
 from flowdeck.storage import flow
 from flowdeck.storage.flow import CONCURRENCY, DEBOUNCE, FlowRow, Waiting
@@ -279,7 +279,14 @@ class FlowAdmission:
         self._nudged = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
-        publisher.attach(_RunEnded(publisher, self._nudged))
+        publisher.taps.append(self._on_own_updates)
+
+    def _on_own_updates(self, updates: list[Update]) -> None:
+        """A run this process ended may have freed a slot: admit at once. Another process's run end is
+        left to that process (a tap sees only this process's updates): every process reading the queue at
+        each run end cost a read per process per run, and they raced for the same group lock."""
+        if any(isinstance(u, RunUpdate) and u.status in TERMINAL_RUN_STATUSES for u in updates):
+            self._nudged.set()
 
     def start(self) -> None:
         self._stopping = False
@@ -364,15 +371,3 @@ class FlowAdmission:
         if effects.updates or effects.stopped_runs:
             self._announce(effects)
         return admitted
-
-
-class _RunEnded(Subscription):
-    """Nudges admission the moment this process hears a run end (its own or, relayed, another's)."""
-
-    def __init__(self, publisher: LocalPublisher, nudged: asyncio.Event) -> None:
-        super().__init__(publisher, None, 1, runs_only=True)
-        self._nudged = nudged
-
-    def offer(self, update: Update) -> None:
-        if isinstance(update, RunUpdate) and update.status in TERMINAL_RUN_STATUSES:
-            self._nudged.set()
