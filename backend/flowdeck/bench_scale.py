@@ -6,7 +6,9 @@
   utime + stime): the bench process (it starts the runs and hears them end), the worker processes, and
   PostgreSQL's processes (the backends of the benchmark's database plus the server's own background
   processes; other databases' backends are left out). Whichever is near one core per process (or the
-  machine's cores in all) is what saturates.
+  machine's cores in all) is what saturates. Then how often the worker processes were preempted
+  (involuntary context switches): when that grows with N, the processes outnumber the cores and each
+  pays its caches again after every switch, so the same work costs more CPU.
 - **The drain**: runs of a 5-node chain queued at once while nothing claims, then the workers started
   and the queue drained; total time (from asking the workers to start, and how much of it was their
   start-up), runs/s (from the moment they were ready), every run's end state, and the peak RSS of the
@@ -38,7 +40,7 @@ from flowdeck.settings import METRICS_LISTENER_VARIABLES, Settings
 from flowdeck.storage.tables import instances
 from flowdeck.worker_processes import WorkerProcesses, worker_command
 
-__all__ = ("CpuMeter", "ScaleRound", "cpu_seconds", "drain", "parse_workers", "run_scale")
+__all__ = ("CpuMeter", "ScaleRound", "cpu_seconds", "drain", "parse_workers", "preemptions", "run_scale")
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _PROC = Path("/proc")
@@ -52,6 +54,16 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
     fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "; fields[0] is the state
     return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def preemptions(pid: int) -> int:
+    """How often a process was taken off its core while it could still run (involuntary context switches;
+    0 when it is gone). Many per node mean more processes than cores: each then pays its caches again."""
+    with contextlib.suppress(OSError):
+        for line in (_PROC / str(pid) / "status").read_text().splitlines():
+            if line.startswith("nonvoluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    return 0
 
 
 def _peak_rss_mb(pid: int) -> float | None:
@@ -89,28 +101,31 @@ def _postgres_processes(database: str) -> dict[int, float]:
 @dataclass
 class CpuMeter:
     """CPU seconds used between :meth:`start` and :meth:`stop` by the bench process, each worker process
-    and PostgreSQL (backends that ended meanwhile are missed; those that began count from zero)."""
+    and PostgreSQL (backends that ended meanwhile are missed; those that began count from zero), and how
+    often the worker processes were preempted meanwhile."""
 
     workers: list[int]
     database: str | None
     used: dict[str, Any] = field(default_factory=dict)
 
-    def _sample(self) -> tuple[float, list[float], dict[int, float]]:
+    def _sample(self) -> tuple[float, list[float], dict[int, float], int]:
         postgres = _postgres_processes(self.database) if self.database else {}
-        return cpu_seconds(os.getpid()), [cpu_seconds(p) for p in self.workers], postgres
+        preempted = sum(preemptions(p) for p in self.workers)
+        return cpu_seconds(os.getpid()), [cpu_seconds(p) for p in self.workers], postgres, preempted
 
     @contextlib.asynccontextmanager
     async def measure(self) -> AsyncIterator[None]:
-        bench, workers, postgres = self._sample()
+        bench, workers, postgres, preempted = self._sample()
         started = time.perf_counter()
         yield
         wall = time.perf_counter() - started
-        bench2, workers2, postgres2 = self._sample()
+        bench2, workers2, postgres2, preempted2 = self._sample()
         self.used = {
             "wallSeconds": round(wall, 2),
             "bench": round(bench2 - bench, 2),
             "workers": [round(b - a, 2) for a, b in zip(workers, workers2, strict=True)],
             "postgres": round(sum(v - postgres.get(pid, 0.0) for pid, v in postgres2.items()), 2),
+            "workersPreempted": preempted2 - preempted,
         }
 
 
@@ -303,7 +318,7 @@ async def run_scale(settings: Settings, counts: list[int], *, quick: bool = Fals
 
 def _cpu_cell(cpu: dict[str, Any]) -> str:
     workers = "+".join(f"{s:g}" for s in cpu["workers"]) or "-"
-    return f"{cpu['bench']:g} / {workers} / {cpu['postgres']:g} in {cpu['wallSeconds']:g}"
+    return f"{cpu['bench']:g} / {workers} / {cpu['postgres']:g} in {cpu['wallSeconds']:g}; {cpu['workersPreempted']}"
 
 
 def _print_scale(rounds: list[ScaleRound], drains: list[dict[str, Any]], settings: Settings) -> None:
@@ -312,7 +327,7 @@ def _print_scale(rounds: list[ScaleRound], drains: list[dict[str, Any]], setting
     for name in rounds[0].rows:
         lines.append([name, *(str(r.rows[name]["value"]) for r in rounds)])
         cpu = (_cpu_cell(r.rows[name]["cpu"]) for r in rounds)
-        lines.append(["  cpu s: bench / workers / postgres in wall s", *cpu])
+        lines.append(["  cpu s: bench / workers / postgres in wall s; workers preempted", *cpu])
     runs = drains[0]["runs"]
     lines.append([f"7 drain of {runs} queued runs: runs/s", *(str(d["runsPerSecond"]) for d in drains)])
     ended = (f"{d['seconds']:g} ({d['startupSeconds']:g}); {_yes(d)}" for d in drains)

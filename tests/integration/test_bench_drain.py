@@ -4,13 +4,16 @@ then drained by the bench process's own worker (SQLite, PostgreSQL) or by a work
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from flowdeck.bench_scale import CpuMeter, cpu_seconds, drain, parse_workers, run_scale
+from flowdeck.bench_scale import CpuMeter, cpu_seconds, drain, parse_workers, preemptions, run_scale
 from flowdeck.settings import Settings
 
 pytestmark = pytest.mark.slow
@@ -63,6 +66,26 @@ async def test_the_cpu_meter_sees_the_bench_and_postgres(postgres_url: str) -> N
     finally:
         await db.dispose()
     assert meter.used["bench"] > 0 and meter.used["postgres"] > 0
-    assert meter.used["workers"] == []
+    assert meter.used["workers"] == [] and meter.used["workersPreempted"] == 0
     assert cpu_seconds(os.getpid()) >= meter.used["bench"]
     assert cpu_seconds(2**22 + 1) == 0.0  # no such process
+
+
+def test_preemptions_count_a_process_taken_off_its_core_while_it_could_run() -> None:
+    """Two busy processes held to one core take turns on it: each is preempted, again and again."""
+    spin = "while True: pass"
+    core = {min(os.sched_getaffinity(0))}
+    busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+    try:
+        for process in busy:
+            os.sched_setaffinity(process.pid, core)
+        before = [preemptions(process.pid) for process in busy]
+        until_both_turned = time.monotonic() + 10
+        while any(preemptions(p.pid) - b < 5 for p, b in zip(busy, before, strict=True)):
+            assert time.monotonic() < until_both_turned, "two busy processes on one core were never preempted"
+            time.sleep(0.01)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    assert preemptions(2**22 + 1) == 0  # no such process
