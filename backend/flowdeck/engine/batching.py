@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from flowdeck.engine.outcomes import NodeOutcome
-from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.records import Job
 
 __all__ = ("Batcher", "Delivery")
@@ -28,18 +27,14 @@ class Delivery:
     job: Job
     outcome: NodeOutcome
     claim_for: str | None
-    claim_any: TenantShare | None
-    """When set, the worker has more due work than slots: lease it any due job within this share."""
     early_release: bool
     """The caller goes on before the decision is durable (storage/database.py)."""
     done: asyncio.Future[Job | None]
 
     @staticmethod
-    def of(
-        job: Job, outcome: NodeOutcome, claim_for: str | None, claim_any: TenantShare | None, early_release: bool
-    ) -> Delivery:
+    def of(job: Job, outcome: NodeOutcome, claim_for: str | None, early_release: bool) -> Delivery:
         done = asyncio.get_running_loop().create_future()
-        return Delivery(job, outcome, claim_for, claim_any, early_release, done)
+        return Delivery(job, outcome, claim_for, early_release, done)
 
 
 class _LeaderGoneError(Exception):

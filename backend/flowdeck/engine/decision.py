@@ -30,7 +30,7 @@ from flowdeck.engine.scheduling import EdgeCounts, Verdict, edge_deltas, node_ve
 from flowdeck.handlers.loop import loop_concurrency
 from flowdeck.settings import DEFAULT_MAX_RUN_BYTES
 from flowdeck.storage.flow import clear_waiting
-from flowdeck.storage.jobs import NewJob, TenantShare
+from flowdeck.storage.jobs import NewJob
 from flowdeck.storage.log_fold import unfinished_nodes
 from flowdeck.storage.log_rows import started_event
 from flowdeck.storage.notices import FAILURE, add_notice
@@ -180,18 +180,6 @@ class Decision:
         attempts = f"{used} attempt{'s' if used != 1 else ''}"
         await self.fail(f"node '{node_id}' failed after {attempts}: {outcome.message}")
         return None
-
-    async def claim_due(self, share: TenantShare) -> Job | None:
-        """Lease the next due job of any run to the owner (it has a slot free and more due work), taking
-        tenants in turn within ``share``; the job taken counts in ``share`` at once (a batch claims again)."""
-        if self.owner is None:
-            return None
-        jobs = await self.tx.claim_and_start(self.owner, 1, self.lease_seconds, share)
-        if not jobs:
-            return None
-        share.take(jobs[0])
-        self.effects.node(job_key(jobs[0]), NodeStatus.RUNNING, jobs[0].attempt)
-        return jobs[0]
 
     # -- edges -------------------------------------------------------------------------------------
     async def advance(

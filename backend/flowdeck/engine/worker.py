@@ -365,7 +365,6 @@ class Worker:
                     job,
                     outcome,
                     claim_for=claim_for,
-                    claim_any=self.share() if self._saturated else None,
                     early_release=claim_for is not None,
                 )
             except Exception as exc:
