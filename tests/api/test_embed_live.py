@@ -62,6 +62,18 @@ async def connect(server: Server) -> AsyncIterator[Any]:
         await client.sio.disconnect()
 
 
+def region_sync() -> dict[str, Any]:
+    """A sync json widget of ``slow_echo`` showing the ``region`` it was asked for, waiting 0.1 s for the run."""
+    return {
+        "path": "report.region",
+        "waitSeconds": 0.1,
+        "inputs": [
+            {"param": "region", "field": "region", "required": True},
+            {"param": "sleep", "field": "sleep", "type": "number", "default": 0},
+        ],
+    }
+
+
 def shown_only() -> dict[str, Any]:
     """A json widget showing ``report.shown`` of ``{"report": <run input>}``: the input's other keys stay hidden."""
     return {"path": "report.shown"}
@@ -100,14 +112,7 @@ async def test_a_sync_page_follows_its_own_run_and_hears_only_its_data(
     server: Server, alice: Account, mallory: Account, anonymous: httpx.AsyncClient, connect: Any
 ) -> None:
     workflow_id = await workflow(alice, slow_echo())
-    config = {
-        "path": "report.region",
-        "waitSeconds": 0.1,
-        "inputs": [
-            {"param": "region", "field": "region", "required": True},
-            {"param": "sleep", "field": "sleep", "type": "number", "default": 0},
-        ],
-    }
+    config = region_sync()
     widget_id = await widget(alice, workflow_id, "json", config, mode="sync")
     token = (await embed_token(alice, widget_id))["token"]
     client = await connect(token)
@@ -226,14 +231,7 @@ async def test_after_a_gap_in_the_live_updates_widgets_are_sent_what_they_show_n
     the run it follows that finished meanwhile."""
     replay_workflow, sync_workflow = await workflow(alice), await workflow(alice, slow_echo())
     replay_token = (await embed_token(alice, await widget(alice, replay_workflow, "json", shown_only())))["token"]
-    config = {
-        "path": "report.region",
-        "waitSeconds": 0.1,
-        "inputs": [
-            {"param": "region", "field": "region", "required": True},
-            {"param": "sleep", "field": "sleep", "type": "number", "default": 0},
-        ],
-    }
+    config = region_sync()
     sync_token = (await embed_token(alice, await widget(alice, sync_workflow, "json", config, mode="sync")))["token"]
     replay, sync = await connect(replay_token), await connect(sync_token)
     assert await replay.call("widget_join", {"token": replay_token}) == {"ok": True}
