@@ -22,6 +22,7 @@ from flowdeck.storage.database import Database
 from flowdeck.storage.queue_stats import QueueStats
 from tests.api.conftest import Account, Server, serve
 from tests.support.graphs import definition, edge, end, linear, node
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -83,11 +84,17 @@ async def test_runs_and_nodes_are_counted_without_naming_tenants_workflows_or_ru
     workflow_id = created.json()["id"]
     run_id = (await alice.client.post(f"/api/workflows/{workflow_id}/runs", json={"input": {}})).json()["instanceId"]
     await server.engine.wait_for_run(run_id, 10)
-    after = await scrape(scraper)
+    finished = "flowdeck_runs_finished_total"
+    # The run's end is counted when its update is published, a moment after the database shows it (which
+    # is what ``wait_for_run`` may have read): wait for the count rather than catch it before.
+    after: str = await until(
+        lambda: scrape(scraper),
+        lambda text: sample(text, finished, status="COMPLETED") > sample(before, finished, status="COMPLETED"),
+        what="the run's end counted",
+    )
 
     started = "flowdeck_runs_started_total"
     assert sample(after, started, trigger="api") == sample(before, started, trigger="api") + 1
-    finished = "flowdeck_runs_finished_total"
     assert sample(after, finished, status="COMPLETED") == sample(before, finished, status="COMPLETED") + 1
     steps = "flowdeck_node_duration_seconds_count"
     assert sample(after, steps, node_type="step", outcome="completed") == (
