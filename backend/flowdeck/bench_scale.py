@@ -40,7 +40,17 @@ from flowdeck.settings import METRICS_LISTENER_VARIABLES, Settings
 from flowdeck.storage.tables import instances
 from flowdeck.worker_processes import WorkerProcesses, worker_command
 
-__all__ = ("CpuMeter", "ScaleRound", "cpu_seconds", "drain", "parse_workers", "preemptions", "run_scale")
+__all__ = (
+    "CpuMeter",
+    "ScaleRound",
+    "cpu_seconds",
+    "database_name",
+    "drain",
+    "parse_workers",
+    "preemptions",
+    "run_scale",
+    "scale_bench",
+)
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _PROC = Path("/proc")
@@ -199,7 +209,7 @@ def _runtime(settings: Settings, *, with_worker: bool) -> contextlib.AbstractAsy
     )
 
 
-def _database_name(settings: Settings) -> str | None:
+def database_name(settings: Settings) -> str | None:
     from sqlalchemy.engine import make_url
 
     return None if settings.is_sqlite else make_url(settings.database_url).database
@@ -217,23 +227,31 @@ async def _vacuum(runtime: Runtime) -> None:
         await conn.execute(sa.text(f"VACUUM (ANALYZE) {', '.join(_HOT_TABLES)}"))
 
 
-async def _scale_round(settings: Settings, count: int, *, quick: bool) -> ScaleRound:
-    found = ScaleRound(count)
+@contextlib.asynccontextmanager
+async def scale_bench(settings: Settings, count: int) -> AsyncIterator[tuple[_Bench, WorkerProcesses]]:
+    """The bench process's runtime (its own worker only when ``count`` is 0) and ``count`` worker processes,
+    ready, on vacuumed tables; the bench that starts runs and hears them end."""
     async with _runtime(settings, with_worker=count == 0) as runtime, _workers(settings, count) as children:
         await _vacuum(runtime)
         bench = _ScaleBench(runtime.engine, await runtime.engine.tenants.ensure("bench"))
-        meter = CpuMeter(children.pids, _database_name(settings))
         try:
-            async with meter.measure():
-                concurrent = await bench.concurrent(chain(5), 100, f"3 100 concurrent chains of 5, N={count}", "")
-            found.rows["3 100 concurrent chains of 5: runs/s"] = _figure(concurrent, "runsPerSecond", meter)
-            for width in (100, 1000):
-                runs = 1 if quick and width == 1000 else 3
-                async with meter.measure():
-                    fanned = await bench.sequential(fan(width), runs, f"4 fan-out {width}, N={count}")
-                found.rows[f"4 fan-out {width}: ms/node"] = _figure(fanned, "msPerNode", meter)
+            yield bench, children
         finally:
             await bench.close()
+
+
+async def _scale_round(settings: Settings, count: int, *, quick: bool) -> ScaleRound:
+    found = ScaleRound(count)
+    async with scale_bench(settings, count) as (bench, children):
+        meter = CpuMeter(children.pids, database_name(settings))
+        async with meter.measure():
+            concurrent = await bench.concurrent(chain(5), 100, f"3 100 concurrent chains of 5, N={count}", "")
+        found.rows["3 100 concurrent chains of 5: runs/s"] = _figure(concurrent, "runsPerSecond", meter)
+        for width in (100, 1000):
+            runs = 1 if quick and width == 1000 else 3
+            async with meter.measure():
+                fanned = await bench.sequential(fan(width), runs, f"4 fan-out {width}, N={count}")
+            found.rows[f"4 fan-out {width}: ms/node"] = _figure(fanned, "msPerNode", meter)
     return found
 
 
