@@ -9,6 +9,7 @@ run at once, a result delivered twice, every lease running out with a paused hol
 late, which wait is resumed). Each example runs on:
 
 - SQLite (the portable path),
+- SQLite with its steps (a chain's step without the general decision: storage/state_sqlite.py),
 - PostgreSQL, portable (``Database(url, one_statement=False)``),
 - PostgreSQL, one statement, one run (a chain step goes alone),
 - PostgreSQL, one statement, three runs in lockstep (their chain steps go to the store together: the
@@ -42,6 +43,7 @@ EXAMPLES = int(os.environ.get("FLOWDECK_EQUIVALENCE_EXAMPLES", "30"))
 def _paths(postgres_url: str, sqlite_url: str) -> list[EnginePath]:
     return [
         EnginePath("SQLite", sqlite_url, one_statement=False),
+        EnginePath("SQLite steps", sqlite_url.removesuffix(".db") + "-steps.db", one_statement=True),
         EnginePath("PostgreSQL portable", postgres_url, one_statement=False),
         EnginePath("PostgreSQL one statement", postgres_url, one_statement=True),
         EnginePath("PostgreSQL one statement, 3 runs batched", postgres_url, one_statement=True, copies=3),
@@ -61,7 +63,8 @@ async def assert_all_paths_agree(example: Example, postgres_url: str, tmp_path: 
                 largest = max(largest, trace.chain_batch_largest)
                 assert trace.steps == reference.steps, first_difference(trace, reference, (name, paths[0].name))
     finally:
-        sqlite.unlink(missing_ok=True)
+        for leftover in tmp_path.glob(f"{sqlite.stem}*"):  # both SQLite paths' files and their side files
+            leftover.unlink(missing_ok=True)
     return largest
 
 

@@ -1,11 +1,12 @@
-"""PostgreSQL's one-statement paths write exactly what the portable decision writes, for hand-picked topologies.
+"""The stores' one-statement steps write exactly what the portable decision writes, for hand-picked topologies.
 
 On PostgreSQL the common decisions (a chain's step, the node ending a loop iteration, a top-level
 end, a production run's start) and several write pairs are single data-modifying statements
 (storage/statements_postgres.py, and the chain step in storage/chain_batches.py) that restate the
-engine's rules in SQL. The 25 topologies below (among them what the generated test does not draw:
-pins, output budgets, scheduled starts, deadlines) run here twice on the same database, once with
-those statements (``Database(url)``) and once with the portable path SQLite takes
+engine's rules in SQL; on SQLite a chain's step is a short fixed sequence of the portable statements
+(storage/state_sqlite.py). The 25 topologies below (among them what the generated test does not draw:
+pins, output budgets, scheduled starts, deadlines) run here twice on the same database of each kind, once
+with those steps (``Database(url)``) and once with the portable decision alone
 (``Database(url, one_statement=False)``), driven the same deterministic way: one node at a time in a
 fixed order, on a fake clock. After every decision the run's log rows (less their ids), its instance
 row, its jobs (less their ids), its join counters and loop counters, the job handed back to the worker
@@ -341,6 +342,8 @@ async def _run(url: str, topology: Topology, *, one_statement: bool) -> Trace:
     """Drive one run to its end, one node at a time in a fixed order, recording every step."""
     clock = FakeClock()
     db = Database(url, one_statement=one_statement)
+    if db.is_sqlite:
+        await db.create_all()
     limits = RunLimits(max_run_bytes=topology.max_run_bytes)
     engine = Engine(db, make_test_registry(), lease_seconds=LEASE_SECONDS, clock=clock, limits=limits)
     trace = Trace()
@@ -432,10 +435,10 @@ def _first_difference(a: Trace, b: Trace) -> str:
 
 @pytest.mark.parametrize("topology", TOPOLOGIES, ids=lambda t: t.name)
 async def test_the_one_statement_paths_write_what_the_portable_decision_writes(
-    postgres_url: str, topology: Topology
+    database_url: str, topology: Topology
 ) -> None:
-    fast = await _run(postgres_url, topology, one_statement=True)
-    portable = await _run(postgres_url, topology, one_statement=False)
+    fast = await _run(database_url, topology, one_statement=True)
+    portable = await _run(database_url, topology, one_statement=False)
     assert fast.steps == portable.steps, _first_difference(fast, portable)
     assert len(fast.steps) > 2
 
@@ -445,6 +448,8 @@ async def _run_with_takeover(url: str, *, one_statement: bool) -> Trace:
     step on PostgreSQL) must write what the portable decision writes, and start nothing."""
     clock = FakeClock()
     db = Database(url, one_statement=one_statement)
+    if db.is_sqlite:
+        await db.create_all()
     lease = 10.0
     engine = Engine(db, make_test_registry(), lease_seconds=lease, clock=clock)
     trace = Trace()
@@ -478,9 +483,9 @@ async def _run_with_takeover(url: str, *, one_statement: bool) -> Trace:
     return trace
 
 
-async def test_a_stale_holders_result_after_a_takeover_is_the_same_on_both_paths(postgres_url: str) -> None:
-    fast = await _run_with_takeover(postgres_url, one_statement=True)
-    portable = await _run_with_takeover(postgres_url, one_statement=False)
+async def test_a_stale_holders_result_after_a_takeover_is_the_same_on_both_paths(database_url: str) -> None:
+    fast = await _run_with_takeover(database_url, one_statement=True)
+    portable = await _run_with_takeover(database_url, one_statement=False)
     assert fast.steps == portable.steps, _first_difference(fast, portable)
     stale = next(s for s in fast.steps if s["step"] == "stale result")
     assert stale["follow"] is None and not any(row[0] == "s2" for row in stale["log"])  # it started nothing

@@ -262,7 +262,7 @@ class Engine:
         """
         given = self.label_limits.check(labels or {})
         # Only a start in one statement can check a remembered version; elsewhere (SQLite) it is read first.
-        known = self.latest_versions.get(tenant_id, workflow_id) if self.state.db.one_statement else None
+        known = self.latest_versions.get(tenant_id, workflow_id) if self.state.starts_in_one_statement else None
         room = False
         while True:
             latest = known if known is not None else await self._read_latest(tenant_id, workflow_id)

@@ -1,10 +1,11 @@
 """The common decisions offered to the store as one statement each: a chain's step, the node ending
 a loop iteration, a top-level end.
 
-Which results qualify is decided here; the store takes the step in one statement where it can
-(PostgreSQL: storage/state_postgres.py) and returns ``None`` where it cannot (the portable store),
-and then the general decision (engine/decision.py) takes it. Either way the same rows are written
-(tests/integration/test_one_statement_equivalence.py).
+Which results qualify is decided here; the store takes the step where it can (PostgreSQL in one
+statement: storage/state_postgres.py; SQLite a chain's step in a few, without the general decision's
+Python: storage/state_sqlite.py) and returns ``None`` where it cannot (the portable store, or a step
+SQLite does not take), and then the general decision (engine/decision.py) takes it. Either way the same
+rows are written (tests/integration/test_one_statement_equivalence.py).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ class OneStatementSteps:
         ``owner``). Not taken: nothing was written, the general decision takes it (labels need it too).
         The chain and iteration steps commit asynchronously (storage/pg_durability.py): their effects are
         announced once they are durable, and without ``early_release`` this returns only then."""
-        if not self.state.db.one_statement:
-            return False, None  # the portable store takes no step in one statement
+        if not self.state.takes_steps:
+            return False, None  # the portable store takes no step
         if outcome.labels:
             return False, None
         charge = charge_of(plan.graph, job.node_id, outcome)

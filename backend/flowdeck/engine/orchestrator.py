@@ -223,7 +223,7 @@ class Orchestrator:
     ) -> bool:
         """Whether ``start_run`` creates this run in one statement (PostgreSQL, a plain production run)."""
         plain = not is_test and (timing is None or timing.available_at is None) and not labels and flow is None
-        return plain and self.state.db.one_statement and not has_waits(graph)
+        return plain and self.state.starts_in_one_statement and not has_waits(graph)
 
     async def _opened(self, plan: RunPlan, effects: Effects, *, pending: bool) -> str:
         sla = plan.graph.definition.options.sla_seconds

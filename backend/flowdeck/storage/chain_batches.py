@@ -1,6 +1,7 @@
 """The chain step on PostgreSQL, in one statement for any number of runs: group commit across runs
-(issue 15). This is the only SQL of the chain step: ``_chain_steps`` writes it once, over a batch's rows
-(array parameters) or over a lone run's one row (scalar parameters, which PostgreSQL plans as index probes).
+(issue 15; the batches are storage/step_batches.py's). This is the only SQL of the chain step:
+``_chain_steps`` writes it once, over a batch's rows (array parameters) or over a lone run's one row
+(scalar parameters, which PostgreSQL plans as index probes).
 
 A chain step is one run's decision: CAS the instance, log the node's NODE_COMPLETED, remove its job
 and, when the run is RUNNING and the job was still there, dispatch the successor with its job leased
@@ -17,18 +18,11 @@ what the portable decision writes on SQLite and PostgreSQL.
 compare-and-swap decides for its own run only (a run whose CAS fails, or whose step would go past its
 output budget, gets no row in ``cas``, writes nothing, and the others go on; its step then returns no
 status and the general decision takes it).
-
-``ChainStepBatcher`` collects the steps: a step that arrives while no batch is in flight is sent at
-once by its own task (a lone run waits for nothing), and the steps that arrive while a batch is in
-flight wait for it and go together in the next (group commit: the busier the database, the larger
-the batches). A batch holds at most one step per run (the orchestrator serialises a run's decisions
-in a process anyway) and at most ``BATCH_LIMIT``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import operator
 import time
 from collections.abc import Callable
@@ -47,9 +41,7 @@ from flowdeck.storage.statements import JOB_COLUMNS, JOB_INSERT_COLUMNS
 from flowdeck.storage.statements_postgres import started_payload_sql
 from flowdeck.storage.steps import ChainStep, ChainStepInput
 
-__all__ = ("BATCH_LIMIT", "ChainStepBatcher")
-
-BATCH_LIMIT: Final = 200
+__all__ = ("PostgresChainSteps",)
 
 
 def _q(value: Any) -> str:
@@ -199,78 +191,17 @@ _ONE_STATEMENT = compile_statement(
     sa.text(_chain_steps(_ONE)), is_sqlite=False, json_names=("p_payloads",), returns_rows=True
 )
 
-_Pending = tuple[ChainStepInput, "asyncio.Future[ChainStep]"]
 
+class PostgresChainSteps:
+    """Sends a batch of chain steps (``ChainStepBatcher``'s ``send``): one statement, whatever its size."""
 
-class ChainStepBatcher:
     def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self.db = db
         self.clock = clock
-        self._queue: list[_Pending] = []
-        self._sending = False
-        self._task: asyncio.Task[None] | None = None
-        self.largest = 0
-        """The most steps one statement took so far (tests and the benchmark look)."""
 
-    async def submit(self, step: ChainStepInput) -> ChainStep:
-        future: asyncio.Future[ChainStep] = asyncio.get_running_loop().create_future()
-        self._queue.append((step, future))
-        if self._sending:  # a batch is in flight: this step goes in the next one
-            return await future
-        self._sending = True  # nothing in flight: this step goes at once, with whatever joined this turn
-        try:
-            await self._send_batch()
-        finally:
-            if self._queue:  # arrived while it was in flight: the next batch, from a task of its own
-                self._start()
-            else:
-                self._sending = False
-        return await future
-
-    def _start(self) -> None:
-        task = asyncio.get_running_loop().create_task(self._send_all(), name="flowdeck-chain-steps")
-        task.add_done_callback(_retrieve)
-        self._task = task
-
-    async def close(self) -> None:
-        """Wait for the batch in flight (its connection goes back to the pool before the pool closes)."""
-        task = self._task
-        if task is not None and not task.done():
-            with contextlib.suppress(BaseException):
-                await asyncio.shield(task)
-
-    async def _send_all(self) -> None:
-        try:
-            while self._queue:
-                await self._send_batch()
-        finally:
-            self._sending = False
-            if self._queue:  # arrived while the last batch failed hard (cancelled): start again
-                self._sending = True
-                asyncio.get_running_loop().call_soon(self._start)
-
-    async def _send_batch(self) -> None:
-        """Send the next batch and settle its steps' futures (an error goes to every step of the batch)."""
-        batch, self._queue = _one_per_run(self._queue)
-        try:
-            results = await self._send([step for step, _ in batch])
-        except BaseException as exc:
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
-                    future.exception()  # a cancelled submitter no longer reads it
-            if not isinstance(exc, Exception):
-                raise
-            return
-        for (_, future), result in zip(batch, results, strict=True):
-            if not future.done():
-                future.set_result(result)
-
-    async def _send(self, steps: list[ChainStepInput]) -> list[ChainStep]:
-        """One statement for the batch, whatever its size: a lone step takes the same statement over one
-        row (scalar parameters), a batch over its rows (arrays)."""
+    async def send(self, steps: list[ChainStepInput]) -> list[ChainStep]:
+        """A lone step takes the statement over one row (scalar parameters), a batch over its rows (arrays)."""
         now = self.clock()
-        self.largest = max(self.largest, len(steps))
         if len(steps) == 1:
             statement, params = _ONE_STATEMENT, dict(zip(_PARAMS, _values(steps[0]), strict=True))
         else:
@@ -292,23 +223,3 @@ def _step(
     next_job = None if job_columns[0] is None else Job(*job_columns)
     run_status = None if status is None else RunStatus(status)
     return ChainStep(now, run_status, log_id is not None, removed is not None, next_job, committed)
-
-
-def _one_per_run(queue: list[_Pending]) -> tuple[list[_Pending], list[_Pending]]:
-    """The next batch (at most one step per run, at most ``BATCH_LIMIT``) and what waits for the one after."""
-    batch: list[_Pending] = []
-    later: list[_Pending] = []
-    runs: set[str] = set()
-    for pending in queue:
-        run = pending[0].job.instance_id
-        if run in runs or len(batch) >= BATCH_LIMIT:
-            later.append(pending)
-        else:
-            runs.add(run)
-            batch.append(pending)
-    return batch, later
-
-
-def _retrieve(task: asyncio.Task[None]) -> None:
-    with contextlib.suppress(asyncio.CancelledError):
-        task.exception()

@@ -118,8 +118,9 @@ class Database:
         reconnect_seconds: float = 15.0,
         application_name: str = "flowdeck",
     ) -> None:
-        """``one_statement`` (PostgreSQL): take the common decisions and write pairs as single statements
-        (data-modifying CTEs). ``False`` writes the same rows with the portable statements SQLite uses;
+        """``one_statement``: the store takes the common decisions as steps (PostgreSQL: single statements,
+        data-modifying CTEs, with the write pairs; SQLite: a chain's step without the general decision,
+        storage/state_sqlite.py). ``False`` writes the same rows with the portable decision alone;
         tests/integration/test_one_statement_equivalence.py runs every topology both ways and compares.
         ``sqlite_synchronous``: ``FULL`` (power-loss safe) or ``NORMAL`` (FLOWDECK_SQLITE_SYNCHRONOUS).
         ``defer_seconds``: how long an early-released SQLite group may stay open at most.
@@ -133,7 +134,7 @@ class Database:
         self.reconnect_seconds = reconnect_seconds
         self.is_sqlite = url.startswith("sqlite")
         self.counter = StatementCounter()
-        self.one_statement = one_statement and not self.is_sqlite
+        self.one_statement = one_statement
         self.sql = statements_for(self.is_sqlite)
         if self.is_sqlite:
             if sqlite_synchronous not in ("FULL", "NORMAL"):

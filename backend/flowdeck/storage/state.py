@@ -406,6 +406,10 @@ class StateManager:
     """
 
     transaction_class: type[StateTransaction] = StateTransaction
+    takes_steps = False
+    """Whether ``chain_step`` and its siblings below may take a decision (engine/one_statement.py asks)."""
+    starts_in_one_statement = False
+    """Whether ``start_production_run`` takes a plain production run's start (and can check its version)."""
 
     def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self.db = db
@@ -413,12 +417,16 @@ class StateManager:
 
     @staticmethod
     def create(db: Database, clock: Callable[[], float] = time.time) -> StateManager:
-        """The store for ``db``: PostgreSQL's single statements where the database has them."""
-        if db.one_statement:
-            from flowdeck.storage.state_postgres import PostgresStateManager
+        """The store for ``db``: with the steps of its dialect unless ``db.one_statement`` is off."""
+        if not db.one_statement:
+            return StateManager(db, clock)
+        if db.is_sqlite:
+            from flowdeck.storage.state_sqlite import SqliteStateManager
 
-            return PostgresStateManager(db, clock)
-        return StateManager(db, clock)
+            return SqliteStateManager(db, clock)
+        from flowdeck.storage.state_postgres import PostgresStateManager
+
+        return PostgresStateManager(db, clock)
 
     async def close(self) -> None:
         """Finish what is in flight (the engine stops; the database closes after)."""
@@ -437,7 +445,8 @@ class StateManager:
     # -- single-statement decisions ----------------------------------------------------------------
     # The portable store takes none: each returns ``None`` ("not offered") and the engine decides the
     # general way. PostgresStateManager (storage/state_postgres.py) takes the common ones in one
-    # statement each, writing the same rows (tests/integration/test_one_statement_equivalence.py).
+    # statement each, SqliteStateManager (storage/state_sqlite.py) a chain's step in a few, writing the
+    # same rows (tests/integration/test_one_statement_equivalence.py).
 
     async def chain_step(self, step: ChainStepInput) -> ChainStep | None:
         """A chain's step: the node's result and its sole successor dispatched, leased to ``owner``."""

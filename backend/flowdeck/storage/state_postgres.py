@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from flowdeck.domain.scopes import nested_pattern, parent_scope
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
-from flowdeck.storage.chain_batches import ChainStepBatcher
+from flowdeck.storage.chain_batches import PostgresChainSteps
 from flowdeck.storage.database import Database
 from flowdeck.storage.disconnects import DatabaseUnavailableError, is_disconnect
 from flowdeck.storage.jobs import NO_SHARE, NewJob, TenantShare, claim_plan
@@ -28,6 +28,7 @@ from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.state import StateManager, StateTransaction
 from flowdeck.storage.statements import JOB_COLUMNS
 from flowdeck.storage.statements_postgres import postgres_statements
+from flowdeck.storage.step_batches import ChainStepBatcher
 from flowdeck.storage.steps import (
     ChainStep,
     ChainStepInput,
@@ -102,10 +103,12 @@ class PostgresStateTransaction(StateTransaction):
 
 class PostgresStateManager(StateManager):
     transaction_class = PostgresStateTransaction
+    takes_steps = True
+    starts_in_one_statement = True
 
     def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         super().__init__(db, clock)
-        self.chain_batches = ChainStepBatcher(db, clock)
+        self.chain_batches = ChainStepBatcher(PostgresChainSteps(db, clock).send)
 
     async def close(self) -> None:
         await self.chain_batches.close()
