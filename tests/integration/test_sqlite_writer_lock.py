@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from flowdeck.storage.database import Database
 from flowdeck.storage.sqlite_writer_lock import WriterLock
+from tests.support.waiting import until
 
 
 async def test_a_writer_waits_for_another_without_stopping_its_event_loop(tmp_path: Path) -> None:
@@ -69,3 +70,50 @@ async def test_two_processes_writing_one_file_at_once_both_go_on(tmp_path: Path)
     finally:
         await first.dispose()
         await second.dispose()
+
+
+async def test_the_holder_can_tell_that_another_writer_waits(tmp_path: Path) -> None:
+    path = str(tmp_path / "lock")
+    holder, waiter = WriterLock(path), WriterLock(path)
+    await holder.acquire()
+    assert not holder.contended()
+    waiting = asyncio.create_task(waiter.acquire())
+    await until(holder.contended, timeout=10, what="the holder seeing the waiter")
+    holder.release()
+    await asyncio.wait_for(waiting, 10)
+    assert not waiter.contended()  # it holds the lock now, and nobody waits for it
+    waiter.release()
+    for lock in (holder, waiter):
+        lock.close()
+
+
+async def test_an_open_group_commits_at_its_next_write_once_another_process_waits(tmp_path: Path) -> None:
+    """An early-released group stays open to share its commit with the writes that follow (up to
+    ``defer_seconds``); while another process waits for the write lock, the group commits at its next write
+    instead, so the other process does not wait out the window (here a minute: the test would time out)."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'f.db'}"
+    holder, other = Database(url, defer_seconds=60.0), Database(url)
+    await holder.create_all()
+    table = sa.table("tenants", sa.column("id"), sa.column("name"), sa.column("created_at"))
+
+    async def write(db: Database, tenant: str, *, defer: bool) -> asyncio.Future[None] | None:
+        async with db.transaction(defer=defer) as conn:
+            await conn.execute(sa.insert(table).values(id=tenant, name=tenant, created_at=0.0))
+        return conn.committed
+
+    try:
+        first = await write(holder, "a", defer=True)
+        assert first is not None and not first.done()  # its group is open, holding the write lock
+        waiting = asyncio.create_task(write(other, "b", defer=False))
+        observer = WriterLock(f"{tmp_path / 'f.db'}-writer")
+        await until(observer.contended, timeout=10, what="the other writer waiting")
+        observer.close()
+        await write(holder, "c", defer=True)  # ends with another process waiting: the group commits
+
+        await asyncio.wait_for(waiting, 10)
+        assert first.done() and first.exception() is None
+        async with other.read() as conn:
+            assert (await conn.execute(sa.text("SELECT count(*) FROM tenants"))).scalar() == 3
+    finally:
+        await holder.dispose()
+        await other.dispose()

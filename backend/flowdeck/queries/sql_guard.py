@@ -28,6 +28,7 @@ from urllib.parse import quote
 from sqlalchemy.engine import URL
 
 from flowdeck.storage.sqlite_writer_lock import LOCK_SUFFIX as WRITER_LOCK_SUFFIX
+from flowdeck.storage.sqlite_writer_lock import WAIT_SUFFIX as WRITER_WAIT_SUFFIX
 
 __all__ = (
     "SQLITE_DIRS_SETTING",
@@ -39,7 +40,7 @@ __all__ = (
 )
 
 SQLITE_DIRS_SETTING: Final = "FLOWDECK_SQLITE_DIRS"
-_SIDE_FILES: Final = ("", "-wal", "-shm", "-journal", WRITER_LOCK_SUFFIX)
+_SIDE_FILES: Final = ("", "-wal", "-shm", "-journal", WRITER_LOCK_SUFFIX, WRITER_WAIT_SUFFIX)
 
 
 class SourceRefusedError(ValueError):

@@ -29,7 +29,10 @@ committed; other reads need not wait: what they see was announced). The group co
 someone waits for it, at 64 members, or ``defer_seconds`` after its first early release, whichever
 is first. If such a group fails to commit, its decisions are lost as in a crash, and the
 ``loss_listeners`` (the worker) drop what was built on them: the nodes running on them stop and
-their leases, which are durable, bring them back.
+their leases, which are durable, bring them back. While another process waits for the write lock
+(``WriterLock.contended``), a write that ends with no other write of this process queued behind it
+commits the group at once: the other process then decides while this one runs its nodes, rather than
+waiting for a group held open across them.
 
 Early release (PostgreSQL): the same contract, by asynchronous commit: storage/pg_durability.py.
 """
@@ -144,6 +147,8 @@ class Database:
             self._defer_seconds = defer_seconds
             lock_path = writer_lock_path(make_url(url).database or "")
             self._writer = WriterLock(lock_path) if lock_path else None
+            self._writers_waiting = 0
+            """Write transactions of this process waiting for ``_sqlite_lock`` (they join the open group)."""
             self.sync_engine = sqlite_engine(url, sqlite_synchronous)
             # Reads have a connection of their own: in WAL mode they see what is committed, never wait for
             # a group to commit, and never make one commit early (docs/engine.md "Durable commits").
@@ -200,7 +205,12 @@ class Database:
             async with self._postgres(transaction="write", early_release=defer) as conn:
                 yield conn
             return
-        async with self._sqlite_lock:
+        self._writers_waiting += 1
+        try:
+            await self._sqlite_lock.acquire()
+        finally:
+            self._writers_waiting -= 1
+        try:
             group = self._group
             if group is None:
                 group = self._group = await self._open_group()
@@ -224,15 +234,22 @@ class Database:
                     if group.timer is None and group.flush is None:
                         loop = asyncio.get_running_loop()
                         group.timer = loop.call_later(self._defer_seconds, self._commit_soon, group)
-                if group.members >= GROUP_LIMIT:
+                if group.members >= GROUP_LIMIT or (not self._writers_waiting and self._contended()):
+                    # another process waits for the write lock: it gets it now, not after the nodes this
+                    # one would run with the group open (unless this one's next writers are already queued)
                     self._commit_group()
                 elif not defer:  # commit at the next turn: the writes ready by then join first
                     self._commit_soon(group)
+        finally:
+            self._sqlite_lock.release()
         if defer:
             if group.committed.done():
                 group.committed.result()  # committed at the limit: raises if that commit failed
             return
         await asyncio.shield(group.committed)
+
+    def _contended(self) -> bool:
+        return self._writer is not None and self._writer.contended()
 
     async def _open_group(self) -> Group:
         """A new group, begun once this process holds the writer lock (``storage/sqlite_writer_lock.py``)."""
