@@ -61,7 +61,7 @@ async def test_the_uri_bypass_and_every_other_way_to_flowdecks_own_file(tmp_path
     (allowed / "link.db").symlink_to(own)
     (allowed / "escape.db").symlink_to(tmp_path / "outside.db")
     os.link(own, allowed / "hardlink.db")
-    for side in ("-wal", "-writer"):  # its side files, the writers' lock among them
+    for side in ("-wal", "-writer", "-writer-wait"):  # its side files, the writers' lock files among them
         Path(f"{own}{side}").touch()
     attempts = {
         f"sqlite+aiosqlite:///file://localhost{own}?uri=true": "URL parameters",
@@ -75,6 +75,7 @@ async def test_the_uri_bypass_and_every_other_way_to_flowdecks_own_file(tmp_path
         f"sqlite:///{allowed}/hardlink.db": "Flowdeck's own database",
         f"sqlite:///{own}-wal": "Flowdeck's own database",
         f"sqlite:///{own}-writer": "Flowdeck's own database",
+        f"sqlite:///{own}-writer-wait": "Flowdeck's own database",
         f"sqlite:///{allowed}/escape.db": "outside the directories",
         f"sqlite:///{tmp_path}/outside.db": "outside the directories",
         "sqlite:////etc/passwd": "outside the directories",
