@@ -4,7 +4,7 @@ On PostgreSQL the common decisions (a chain's step, the node ending a loop itera
 end, a production run's start) and several write pairs are single data-modifying statements
 (storage/statements_postgres.py, and the chain step in storage/chain_batches.py) that restate the
 engine's rules in SQL; on SQLite a chain's step is a short fixed sequence of the portable statements
-(storage/state_sqlite.py). The 25 topologies below (among them what the generated test does not draw:
+(storage/state_sqlite.py). The 27 topologies below (among them what the generated test does not draw:
 pins, output budgets, scheduled starts, deadlines) run here twice on the same database of each kind, once
 with those steps (``Database(url)``) and once with the portable decision alone
 (``Database(url, one_statement=False)``), driven the same deterministic way: one node at a time in a
