@@ -3,8 +3,9 @@ while faults hit them at random; afterwards every invariant is checked over the 
 
 PostgreSQL: ``serve`` and three workers on a cluster of the suite's own (so it may be restarted), faults:
 SIGKILL of a worker or of serve, a worker frozen past its lease and woken (a zombie), ``pg_terminate_backend``
-of Flowdeck's connections, a PostgreSQL restart or crash (an immediate stop). SQLite: ``serve`` alone, killed
-with SIGKILL and started again.
+of Flowdeck's connections, a PostgreSQL restart or crash (an immediate stop). SQLite: ``serve`` alone, and
+``serve --workers 2`` (three processes sharing the file's write lock, their updates over serve's pipes),
+killed with SIGKILL (its process group: the workers with it) and started again, or frozen past the leases.
 
 ``FLOWDECK_CHAOS_SECONDS`` sets how long faults go on (default: a short run for ``make test``); ``make chaos
 MINUTES=30`` soaks. The fault counts and results are printed at the end (``-s`` shows them).
@@ -49,6 +50,7 @@ class System:
     workers: list[FlowdeckProcess]
     token: str
     cluster: Cluster | None = None
+    serve_workers: int = 0
     processes: list[FlowdeckProcess] = field(default_factory=list)
 
 
@@ -80,16 +82,25 @@ def sqlite_system(tmp_path: Path) -> Iterator[System]:
     yield from _system(tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'flowdeck.db'}", workers=0)
 
 
-def _system(tmp_path: Path, database_url: str, workers: int, cluster: Cluster | None = None) -> Iterator[System]:
+@pytest.fixture
+def sqlite_processes_system(tmp_path: Path) -> Iterator[System]:
+    """``serve --workers 2`` on SQLite: decisions of three processes through one write lock."""
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'flowdeck.db'}"
+    yield from _system(tmp_path, database_url, workers=0, serve_workers=2)
+
+
+def _system(
+    tmp_path: Path, database_url: str, workers: int, cluster: Cluster | None = None, serve_workers: int = 0
+) -> Iterator[System]:
     port = free_port()
-    env = _environment(database_url, port)
+    env = {**_environment(database_url, port), "FLOWDECK_SERVE_WORKERS": str(serve_workers)}
     token = provision(env, "chaos@acme.test", "acme")
     url = f"http://127.0.0.1:{port}"
     serve = FlowdeckProcess("serve", ["serve"], env, tmp_path / "serve.log", health_url=f"{url}/api/health")
     worker_processes = [
         FlowdeckProcess(f"worker{i}", ["worker"], env, tmp_path / f"worker{i}.log") for i in range(1, workers + 1)
     ]
-    system = System(url, database_url, serve, worker_processes, token, cluster)
+    system = System(url, database_url, serve, worker_processes, token, cluster, serve_workers)
     try:
         for process in [serve, *worker_processes]:
             process.start()
@@ -211,6 +222,8 @@ def _report(
     violations: dict[str, list[str]],
 ) -> None:
     backend = "PostgreSQL" if system.cluster else "SQLite"
+    if system.serve_workers:
+        backend += f", serve --workers {system.serve_workers}"
     statuses = invariants.count_by([r["status"] for r in runs])
     print(f"\nchaos on {backend}: {plan.seconds:.0f} s of faults, seed {SEED}")
     print("  faults: " + (", ".join(f"{name} {n}" for name, n in sorted(faults.counts.items())) or "none"))
@@ -232,10 +245,11 @@ def _report(
 PLANS = {
     "postgres_system": Plan(SECONDS or 20.0, fault_gap=(1.0, 3.0), start_gap=0.3),
     "sqlite_system": Plan(SECONDS or 12.0, fault_gap=(4.0, 7.0), start_gap=0.3),
+    "sqlite_processes_system": Plan(SECONDS or 12.0, fault_gap=(4.0, 7.0), start_gap=0.3),
 }
 
 
-@pytest.mark.parametrize("api", ["postgres_system", "sqlite_system"], indirect=True)
+@pytest.mark.parametrize("api", ["postgres_system", "sqlite_system", "sqlite_processes_system"], indirect=True)
 async def test_faults_lose_nothing(api: tuple[System, Api], request: pytest.FixtureRequest) -> None:
     system, client = api
     await _chaos(system, client, PLANS[request.node.callspec.params["api"]])
