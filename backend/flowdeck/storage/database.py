@@ -249,7 +249,14 @@ class Database:
         await asyncio.shield(group.committed)
 
     def _contended(self) -> bool:
-        return self._writer is not None and self._writer.contended()
+        """Whether another process waits for the write lock; ``False`` if that cannot be told (the wait
+        file could not be opened: the write that asks has succeeded, and the group commits as before)."""
+        if self._writer is None:
+            return False
+        try:
+            return self._writer.contended()
+        except OSError:
+            return False
 
     async def _open_group(self) -> Group:
         """A new group, begun once this process holds the writer lock (``storage/sqlite_writer_lock.py``)."""
