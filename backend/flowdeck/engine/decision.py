@@ -32,7 +32,7 @@ from flowdeck.settings import DEFAULT_MAX_RUN_BYTES
 from flowdeck.storage.flow import clear_waiting
 from flowdeck.storage.jobs import NewJob
 from flowdeck.storage.log_fold import unfinished_nodes
-from flowdeck.storage.log_rows import started_event
+from flowdeck.storage.log_rows import completed_event, started_event
 from flowdeck.storage.notices import FAILURE, add_notice
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.run_bytes import charge_output, result_logged
@@ -86,16 +86,7 @@ class Decision:
             return await self.record_failure(job, budget_failure(node.id, charge, self.max_run_bytes), status)
         if outcome.iterations is not None and self.graph.is_loop(node.id):
             return await self.start_loop(job, outcome.iterations, status)
-        event = LogEvent(
-            job.instance_id,
-            EventType.NODE_COMPLETED,
-            node_id=job.node_id,
-            iteration=job.iteration,
-            node_status=NodeStatus.COMPLETED.value,
-            output_variable=node.variable,
-            payload=completed_payload(outcome, end=node.type == "end"),
-            node_attempt=job.attempt,
-        )
+        event = completed_event(job, node.variable, completed_payload(outcome, end=node.type == "end"))
         logged, job_removed = await self.tx.record_result(event, job)
         if not logged:
             await self._charge(job.instance_id, -charge)  # nothing was written: a batch goes on without it

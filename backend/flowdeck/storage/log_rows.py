@@ -1,5 +1,5 @@
-"""The log rows the state store writes on its own (dispatch guards, starts, run statuses) and the read
-of a run's first status row, shared by the portable and the PostgreSQL stores."""
+"""The log rows the state store writes on its own (dispatch guards, starts, results, run statuses) and the
+read of a run's first status row, shared by the portable and the dialects' stores."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from flowdeck.domain.statuses import EventType, RunStatus
+from flowdeck.domain.statuses import EventType, NodeStatus, RunStatus
 from flowdeck.storage.jobs import NewJob
 from flowdeck.storage.records import Job, LogEvent
 from flowdeck.storage.statements import LOG_COLUMNS
 from flowdeck.storage.tables import instance_logs
 
 __all__ = (
+    "completed_event",
     "dispatched_event",
     "first_status_payload",
     "input_event",
@@ -71,6 +72,20 @@ def dispatched_event(job: NewJob, due_at: float | None = None) -> LogEvent:
         iteration=job.iteration,
         node_status="DISPATCHED",
         payload=None if due_at is None else {"dueAt": due_at},
+        node_attempt=job.attempt,
+    )
+
+
+def completed_event(job: Job, output_variable: str | None, payload: Any) -> LogEvent:
+    """The NODE_COMPLETED row of a job's attempt (``payload``: ``outcomes.completed_payload``)."""
+    return LogEvent(
+        job.instance_id,
+        EventType.NODE_COMPLETED,
+        node_id=job.node_id,
+        iteration=job.iteration,
+        node_status=NodeStatus.COMPLETED.value,
+        output_variable=output_variable,
+        payload=payload,
         node_attempt=job.attempt,
     )
 

@@ -29,11 +29,11 @@ from typing import Final
 
 import sqlalchemy as sa
 
-from flowdeck.domain.statuses import EventType, NodeStatus, RunStatus
+from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.storage.compiled import compile_statement
 from flowdeck.storage.database import Database
 from flowdeck.storage.jobs import NewJob
-from flowdeck.storage.records import LogEvent
+from flowdeck.storage.log_rows import completed_event
 from flowdeck.storage.run_bytes import ADD_CHARGE, CHARGE_FITS
 from flowdeck.storage.state import StateManager, StateTransaction
 from flowdeck.storage.step_batches import ChainStepBatcher
@@ -99,17 +99,7 @@ async def _chain_step(tx: StateTransaction, step: ChainStepInput) -> ChainStep:
     }
     if not (await tx.conn.execute(_RUNNING_SWAP, params)).rowcount:
         return ChainStep(tx.now, None, logged=False, job_removed=False, next_job=None)
-    completed = LogEvent(
-        job.instance_id,
-        EventType.NODE_COMPLETED,
-        node_id=job.node_id,
-        iteration=job.iteration,
-        node_status=NodeStatus.COMPLETED.value,
-        output_variable=step.output_variable,
-        payload=step.payload,
-        node_attempt=job.attempt,
-    )
-    logged, removed = await tx.record_result(completed, job)
+    logged, removed = await tx.record_result(completed_event(job, step.output_variable, step.payload), job)
     next_job = None
     if removed:
         successor = NewJob(
