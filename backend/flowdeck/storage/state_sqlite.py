@@ -86,17 +86,7 @@ class SqliteStateManager(StateManager):
 
 async def _chain_step(tx: StateTransaction, step: ChainStepInput) -> ChainStep:
     job = step.job
-    params = {
-        "p_instance_id": job.instance_id,
-        "p_expected": step.expected_version,
-        "p_next": step.expected_version + 1,
-        "p_now": tx.now,
-        "p_node_id": job.node_id,
-        "p_iteration": job.iteration,
-        "p_attempt": job.attempt,
-        "p_charge": step.charge,
-        "p_budget": step.budget,
-    }
+    params = {**step.params(tx.now), "p_iteration": job.iteration}  # the parameters PostgreSQL's steps share
     if not (await tx.conn.execute(_RUNNING_SWAP, params)).rowcount:
         return ChainStep(tx.now, None, logged=False, job_removed=False, next_job=None)
     logged, removed = await tx.record_result(completed_event(job, step.output_variable, step.payload), job)
