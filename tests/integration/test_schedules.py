@@ -212,6 +212,6 @@ async def test_a_scheduled_run_takes_its_workflows_priority(db: Database) -> Non
     run_id = fire_id(record.id, 0, due)
     assert await Scheduler(engine).tick(due + 1) == [run_id]
     async with engine.db.read() as conn:
-        assert await run_priority(conn, run_id) == 85
+        assert await run_priority(conn, run_id, is_sqlite=engine.db.is_sqlite) == 85
         jobs = (await conn.execute(sa.select(node_jobs.c.node_id, node_jobs.c.priority))).all()
     assert [tuple(job) for job in jobs] == [("start", 85)]

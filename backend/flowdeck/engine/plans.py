@@ -136,7 +136,7 @@ class PlanCache:
 
     async def _priority(self, instance_id: str) -> int:
         async with self._state.db.read(snapshot=False) as conn:
-            return await run_priority(conn, instance_id)
+            return await run_priority(conn, instance_id, is_sqlite=self._state.db.is_sqlite)
 
     async def get(self, instance_id: str) -> RunPlan:
         return await self._plans.get(instance_id, functools.partial(self._load, instance_id))

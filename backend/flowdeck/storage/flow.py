@@ -188,7 +188,12 @@ async def run_flow_of(conn: Connection, instance_id: str) -> FlowRow | None:
     return None if row is None else FlowRow(*row)
 
 
-async def run_priority(conn: Connection, instance_id: str) -> int:
+_PRIORITY = compile_each(  # read by every process the first time it runs a node of a run: run on the driver
+    sa.select(_f.priority).where(_f.instance_id == sa.bindparam("p_id"))
+)
+
+
+async def run_priority(conn: Connection, instance_id: str, *, is_sqlite: bool) -> int:
     """The run's priority: its flow-control row's, else the default (a run without one was started at 50)."""
-    value = (await conn.execute(sa.select(_f.priority).where(_f.instance_id == instance_id))).scalar()
+    value = (await conn.execute(_PRIORITY.on(is_sqlite), {"p_id": instance_id})).scalar_one_or_none()
     return DEFAULT_PRIORITY if value is None else int(value)
