@@ -4,11 +4,12 @@ is published a moment after its commit, so a snapshot read in between shows it a
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
 from flowdeck.engine.projection import NodeView
-from flowdeck.engine.publisher import LocalPublisher, NodeUpdate
+from flowdeck.engine.publisher import LocalPublisher, NodeUpdate, RunUpdate
 from flowdeck.realtime.relay import RunRelay
 from flowdeck.storage.records import InstanceRecord
 from flowdeck.storage.run_queries import RunView
@@ -81,3 +82,32 @@ async def test_a_fresh_joiner_gets_the_call_its_snapshot_does_not_name() -> None
 
     got = [(eio_sid, packet[1]["childInstanceId"]) for eio_sid, packet in sio.eio.sent]
     assert got == [("eio-new", "c1")]
+
+
+def _drained(queue: asyncio.Queue[Any]) -> list[tuple[str, str]]:
+    return [(u.instance_id, u.status.value) for u in (queue.get_nowait() for _ in range(queue.qsize()))]
+
+
+async def test_only_the_updates_of_runs_watched_here_are_queued_for_the_relay() -> None:
+    """Published updates of a run nobody here is in the room of, or joining, never reach the relay's queue (a
+    connection that joins later reads a snapshot, which shows them: publishing follows the commit)."""
+    sio, publisher = _Sio(), LocalPublisher()
+    relay = RunRelay(sio, publisher)
+    relay.start()
+    try:
+        queue = relay._consumer._subscription.queue  # type: ignore[union-attr]
+        publisher.publish(
+            [NodeUpdate("r1", "a", "", NodeStatus.RUNNING, 1, 1.0), RunUpdate("r1", RunStatus.RUNNING, 1.0)]
+        )
+        assert queue.qsize() == 0
+        relay.begin_join("new", "r1")  # joining: what is published from now on is kept for it
+        publisher.publish([NodeUpdate("r1", "a", "", NodeStatus.COMPLETED, 1, 2.0)])
+        publisher.publish([NodeUpdate("r2", "a", "", NodeStatus.COMPLETED, 1, 2.0)])
+        assert _drained(queue) == [("r1", "COMPLETED")]
+        relay.cancel_join("new", "r1")
+        sio.manager.rooms["r2"] = [("old", "eio-old")]  # a connection in r2's room
+        publisher.publish([NodeUpdate("r1", "b", "", NodeStatus.RUNNING, 1, 3.0)])
+        publisher.publish([RunUpdate("r2", RunStatus.COMPLETED, 3.0)])
+        assert _drained(queue) == [("r2", "COMPLETED")]
+    finally:
+        await relay.stop()

@@ -268,17 +268,21 @@ class Consumer:
         name: str,
         maxsize: int,
         runs_only: bool = False,
+        wants: Callable[[Update], bool] | None = None,
     ) -> None:
         self._publisher = publisher
         self._consume = consume
         self._name = name
         self._maxsize = maxsize
         self._runs_only = runs_only
+        self._wants = wants
         self._subscription: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._subscription = self._publisher.subscribe(maxsize=self._maxsize, runs_only=self._runs_only)
+        self._subscription = self._publisher.subscribe(
+            maxsize=self._maxsize, runs_only=self._runs_only, wants=self._wants
+        )
         self._task = asyncio.create_task(self._consume(self._subscription), name=self._name)
 
     async def stop(self) -> None:

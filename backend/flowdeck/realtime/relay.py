@@ -1,11 +1,13 @@
 """The relay: forwards the engine's updates to the Socket.IO room of each run, in order. It never writes.
 
-One task reads every update from the publisher (a bounded queue that drops the oldest on overflow,
-so a slow relay can never stall the engine) and sends each to its run's room. Sending encodes the
-packet once and puts it on each member's engine.io queue, in order and without waiting for the
-event loop (``AsyncServer.emit`` would wait a whole loop turn per update, which under load lets the
-relay fall seconds behind); a slow or vanished client's queue just grows until its ping times out,
-so it cannot stall the relay either.
+One task reads the updates of the runs someone here watches from the publisher (a bounded queue that
+drops the oldest on overflow, so a slow relay can never stall the engine) and sends each to its run's
+room. An update of a run nobody here watches or joins is left out as it is published (no queueing, no
+wake-up): a client joining later reads a snapshot that shows it, since publishing follows the commit.
+Sending encodes the packet once and puts it on each member's engine.io queue, in order and without
+waiting for the event loop (``AsyncServer.emit`` would wait a whole loop turn per update, which under
+load lets the relay fall seconds behind); a slow or vanished client's queue just grows until its ping
+times out, so it cannot stall the relay either.
 
 Joining a run must not lose or reorder anything: between reading the snapshot and entering the
 room, updates of that run are buffered for the joiner; after the snapshot it gets those the
@@ -81,7 +83,9 @@ class RunRelay:
         self._joining: dict[str, dict[str, list[Update]]] = {}
         self._fresh: dict[str, dict[str, tuple[RunView, float]]] = {}
         """Run -> connection -> (the snapshot it joined with, until when updates are checked against it)."""
-        self._consumer = Consumer(publisher, self._run, name="flowdeck-socketio-relay", maxsize=queue_size)
+        self._consumer = Consumer(
+            publisher, self._run, name="flowdeck-socketio-relay", maxsize=queue_size, wants=self._watched_here
+        )
         self._dropped = 0
 
     def start(self) -> None:
@@ -89,6 +93,13 @@ class RunRelay:
 
     async def stop(self) -> None:
         await self._consumer.stop()
+
+    def _watched_here(self, update: Update) -> bool:
+        """Asked as an update is published: whether a connection here is in its run's room or joining it."""
+        run_id = update.instance_id
+        if run_id in self._joining:
+            return True
+        return next(iter(self._sio.manager.get_participants(_NAMESPACE, run_id)), None) is not None
 
     async def _run(self, subscription: Subscription) -> None:
         while True:
