@@ -1,7 +1,8 @@
-"""What a process's fan-out takes from its publisher: a process alone (past its start-up grace) takes
-nothing, so its node updates are never queued (one less queue and task wake-up per node); once another
-process is alive it takes everything and routes it when it sends (a watch that arrives meanwhile still gets
-what was published just before it); in the start-up grace it takes everything."""
+"""What a process's fan-out takes from its publisher as updates are published: a process alone (past its
+start-up grace) takes nothing; with another process alive it takes every run's end and the other updates of
+the runs another process watches, and routes them again when it sends; in the start-up grace it takes
+everything. So an update nobody elsewhere wants is never queued or woken for (one less queue and task
+wake-up per node)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def _node(run: str) -> NodeUpdate:
     return NodeUpdate(run, "n1", "", NodeStatus.COMPLETED, 1, 0.0)
 
 
-async def test_a_process_alone_queues_nothing_and_with_others_queues_everything() -> None:
+async def test_a_process_alone_queues_nothing_and_with_others_only_what_they_may_want() -> None:
     publisher = LocalPublisher()
     fanout = Fanout(QuietTransport(), publisher, heartbeat_seconds=0.02, ack_seconds=0.05)
     await fanout.start()  # returns once its grace is over: alone, nobody watches anything
@@ -45,13 +46,17 @@ async def test_a_process_alone_queues_nothing_and_with_others_queues_everything(
         publisher.publish([_node("r1"), RunUpdate("r1", RunStatus.COMPLETED, 0.0), _node("r2")])
         assert outgoing.queue.qsize() == 0 and outgoing.dropped == 0
 
-        fanout.watches.heard("other-process")  # another process is alive: it may watch any run by now
-        publisher.publish([_node("r1"), _node("r2"), RunUpdate("r1", RunStatus.FAILED, 0.0)])
+        fanout.watches.heard("other-process")  # another process is alive, watching nothing
+        publisher.publish(
+            [_node("r1"), RunUpdate("r1", RunStatus.RUNNING, 0.0), RunUpdate("r1", RunStatus.FAILED, 0.0)]
+        )
+        fanout.watches.add("other-process", ["r2"])  # a page there shows r2
+        publisher.publish([_node("r1"), _node("r2"), RunUpdate("r2", RunStatus.RUNNING, 0.0)])
         queued = [outgoing.queue.get_nowait() for _ in range(outgoing.queue.qsize())]
-        assert [(type(u).__name__, u.instance_id) for u in queued] == [
-            ("NodeUpdate", "r1"),
-            ("NodeUpdate", "r2"),
-            ("RunUpdate", "r1"),
+        assert [(type(u).__name__, u.instance_id, u.status.value) for u in queued] == [
+            ("RunUpdate", "r1", "FAILED"),
+            ("NodeUpdate", "r2", "COMPLETED"),
+            ("RunUpdate", "r2", "RUNNING"),
         ]
     finally:
         await fanout.stop()

@@ -88,6 +88,30 @@ async def test_a_watch_no_process_answers_returns_after_its_timeout() -> None:
     assert watches.watched == ["*"]
 
 
+async def test_an_acknowledgement_after_the_watch_stopped_waiting_says_updates_may_have_been_missed() -> None:
+    """The watcher read its snapshot when the wait ended; a process that published updates of the run before
+    it heard the watch sent none of them and they may be newer than that snapshot: its late answer is a gap."""
+    clock, gaps = Clock(), list[str]()
+    watches = Watches(
+        "here", lambda _: None, heartbeat_seconds=1.0, ack_seconds=0.05, clock=clock, late=lambda: gaps.append("gap")
+    )
+    clock.now += 1.5
+    for origin in ("stuck", "prompt", "dying"):
+        watches.heard(origin)
+    watching = asyncio.create_task(watches.watch("run-1"))
+    await asyncio.sleep(0)
+    watches.acknowledged("prompt", 1)
+    await asyncio.wait_for(watching, 1)  # the wait ended without "stuck" and "dying"
+    assert gaps == []
+    watches.acknowledged("prompt", 1)  # a repeated answer of one that was in time: no gap
+    watches.gone("dying")  # no answer will come from it: nothing to wait for
+    assert gaps == []
+    watches.acknowledged("stuck", 1)
+    assert gaps == ["gap"]
+    watches.acknowledged("stuck", 1)  # once per late process
+    assert gaps == ["gap"]
+
+
 async def test_a_watch_in_the_start_up_grace_also_waits_for_the_processes_heard_meanwhile() -> None:
     clock, said = Clock(), list[dict[str, object]]()
     watches = Watches("here", said.append, heartbeat_seconds=0.1, clock=clock)

@@ -171,7 +171,11 @@ class Fanout:
         self.wake_listeners: list[Callable[[float], None]] = []
         """Told the due times of jobs other processes queued (this process's worker, if it runs one)."""
         self.watches = Watches(
-            self.origin, self._announce, heartbeat_seconds=heartbeat_seconds, ack_seconds=ack_seconds
+            self.origin,
+            self._announce,
+            heartbeat_seconds=heartbeat_seconds,
+            ack_seconds=ack_seconds,
+            late=publisher.missed,
         )
         self._publisher = publisher
         self._resolve = resolve
@@ -297,12 +301,18 @@ class Fanout:
                     await self._send_updates(topic, part)
 
     def _wanted_elsewhere(self, update: Update) -> bool:
-        """Asked as an update is published: a process alone (past its start-up grace) queues nothing, so
-        its node updates are not queued, woken for and dropped one by one. With others alive everything is
-        queued and ``_route`` decides when it sends: a watch that arrives meanwhile still gets what was
-        published just before it (a watcher whose acknowledgement came late reads its snapshot before
-        that)."""
-        return self._others_may_listen()
+        """Asked as an update is published: only what another process may want is queued (and woken for),
+        and ``_route`` decides again when it sends. A run's end is wanted while another process is alive;
+        anything else while another process watches its run; everything in the start-up grace. An update
+        published before this process heard of a watch was committed before it (publishing follows the
+        commit), so the watcher's snapshot, read once this process acknowledged the watch, shows it; when
+        the acknowledgement came too late for that, the watcher reads its runs again (``Watches``' ``late``)."""
+        watches = self.watches
+        if watches.in_grace:
+            return True
+        if isinstance(update, RunUpdate) and update.status in TERMINAL_RUN_STATUSES:
+            return watches.others_alive()
+        return watches.watched_elsewhere(update.instance_id)
 
     def _others_may_listen(self) -> bool:
         """Another process is alive, or may be: in the start-up grace this one has not heard them all yet."""

@@ -6,7 +6,9 @@ Each process keeps the whole registry in memory, told over the fan-out's shared 
 - a process whose client starts watching a run (the first on that process) announces ``watch`` and waits
   until every other live process has acknowledged it (at most ``ack_seconds``) before the client reads
   the run's snapshot: an update a process published before it knew is then already in that snapshot,
-  and every later one is sent (subscribe, then snapshot: no gap);
+  and every later one is sent (subscribe, then snapshot: no gap). A process that acknowledges only after
+  that wait may have published updates after the snapshot that it did not send: its late acknowledgement
+  calls ``late`` (the fan-out's gap: this process's clients read their runs again);
 - the last client leaving announces ``unwatch``;
 - every process announces itself every ``heartbeat_seconds`` with its whole watch list; a process not
   heard for ten heartbeats is taken for dead and its watches vanish (a clean stop says so at once);
@@ -30,6 +32,9 @@ __all__ = ("ALL_RUNS", "Watches")
 _MISSED_HEARTBEATS = 10
 """A process not heard for this many heartbeats is taken for dead (a stall of a loaded process is not)."""
 
+_LATE_WATCHES = 1_000
+"""Watches still waiting for a late acknowledgement that are remembered (the oldest are forgotten)."""
+
 ALL_RUNS = "*"
 """On the wire, a watch of every run (run ids never contain ``*``)."""
 
@@ -49,6 +54,7 @@ class Watches:
         heartbeat_seconds: float = 0.5,
         ack_seconds: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
+        late: Callable[[], None] | None = None,
     ) -> None:
         self.origin = origin
         self.heartbeat_seconds = heartbeat_seconds
@@ -62,6 +68,9 @@ class Watches:
         """Runs whose watch is announced but not yet acknowledged by every live process."""
         self._acks: dict[int, set[str]] = {}
         self._pending: dict[int, tuple[set[str], asyncio.Future[None]]] = {}
+        self._late: dict[int, set[str]] = {}
+        """Watches whose wait ended before these processes acknowledged them (``late`` is called when one does)."""
+        self._late_ack = late
         self._seq = 0
         self._alive: dict[str, float] = {}
         """Other processes -> until when they count as alive."""
@@ -105,8 +114,13 @@ class Watches:
                 ready = asyncio.get_running_loop().create_future()
                 self._pending[seq] = (waiting, ready)
                 with contextlib.suppress(TimeoutError):
-                    # A process that does not answer in time is busy or dying: what it sends later still comes.
+                    # A process that does not answer in time is busy or dying: what it sends later still
+                    # comes, and its late acknowledgement says it may have left some out (``late``).
                     await asyncio.wait_for(ready, self.ack_seconds)
+                if waiting:
+                    self._late[seq] = waiting
+                    while len(self._late) > _LATE_WATCHES:
+                        del self._late[next(iter(self._late))]
         finally:
             self._pending.pop(seq, None)
             self._acks.pop(seq, None)
@@ -155,6 +169,14 @@ class Watches:
                     del self._remote[run]
 
     def acknowledged(self, origin: str, seq: int) -> None:
+        late = self._late.get(seq)
+        if late is not None and origin in late:
+            late.discard(origin)
+            if not late:
+                del self._late[seq]
+            if self._late_ack is not None:
+                self._late_ack()
+            return
         acks = self._acks.get(seq)
         if acks is not None:
             acks.add(origin)
@@ -172,12 +194,22 @@ class Watches:
             waiting.discard(origin)
             if not waiting:
                 self._settle(seq)
+        for seq, late in list(self._late.items()):
+            late.discard(origin)
+            if not late:
+                del self._late[seq]
 
     def awaiting(self) -> set[str]:
         """The processes whose acknowledgement of a watch this process waits for now."""
         return {origin for waiting, _ in self._pending.values() for origin in waiting}
 
     # -- the sender's questions ----------------------------------------------------------------------------
+    def watched_elsewhere(self, instance_id: str) -> bool:
+        """Whether another process may watch this run (asked of every update as it is published: a dict
+        lookup; a process that died keeps its watches here until it is taken for dead)."""
+        remote = self._remote
+        return instance_id in remote or ALL_RUNS in remote
+
     def targets(self, instance_id: str) -> set[str]:
         """The live processes that want this run's node updates."""
         found = self._remote.get(instance_id, set()) | self._remote.get(ALL_RUNS, set())
