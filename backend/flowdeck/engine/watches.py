@@ -62,6 +62,7 @@ class Watches:
         self._announce = announce
         self._clock = clock
         self._started = clock()
+        self._grace_over = False
         self._local: dict[str, int] = {}
         """Runs watched here (``*``: all) -> how many of this process's clients watch it."""
         self._ready: dict[str, asyncio.Future[None]] = {}
@@ -83,6 +84,7 @@ class Watches:
     def begin(self) -> None:
         """The fan-out started listening now: the grace counts from here."""
         self._started = self._clock()
+        self._grace_over = False
 
     # -- this process's clients ------------------------------------------------------------------------
     async def watch(self, instance_id: str | None) -> None:
@@ -228,7 +230,13 @@ class Watches:
 
     @property
     def in_grace(self) -> bool:
-        return self.grace_left() > 0
+        """Asked of every update published: once over, the grace stays over (until ``begin``)."""
+        if self._grace_over:
+            return False
+        if self.grace_left() > 0:
+            return True
+        self._grace_over = True
+        return False
 
     def expire(self) -> None:
         """Forget the processes not heard for ten heartbeats."""
