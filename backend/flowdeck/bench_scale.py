@@ -2,11 +2,12 @@
 
 - ``--workers N[,N...]`` (PostgreSQL): the concurrent and fan-out workloads with the work done by N
   ``flowdeck worker`` processes (the bench process's own worker off), N = 0 being the bench process's
-  own worker alone. Beside each figure, the CPU seconds each party used meanwhile (``/proc/<pid>/stat``
-  utime + stime): the bench process (it starts the runs and hears them end), the worker processes, and
-  PostgreSQL's processes (the backends of the benchmark's database plus the server's own background
-  processes; other databases' backends are left out). Whichever is near one core per process (or the
-  machine's cores in all) is what saturates. Then how often the worker processes were preempted
+  own worker alone, after a warm-up round of the first N whose figures are thrown away. Beside each
+  figure, the CPU seconds each party used meanwhile (``/proc/<pid>/stat`` utime + stime): the bench
+  process (it starts the runs and hears them end), the worker processes, and PostgreSQL's processes (the
+  backends of the benchmark's database plus the server's own background processes; other databases'
+  backends are left out). Whichever is near one core per process (or the machine's cores in all) is what
+  saturates. Then how often the worker processes were preempted
   (involuntary context switches): when that grows with N, the processes outnumber the cores and each
   pays its caches again after every switch, so the same work costs more CPU.
 - **The drain**: runs of a 5-node chain queued at once while nothing claims, then the workers started
@@ -240,17 +241,18 @@ async def scale_bench(settings: Settings, count: int) -> AsyncIterator[tuple[_Be
             await bench.close()
 
 
-async def _scale_round(settings: Settings, count: int, *, quick: bool) -> ScaleRound:
+async def _scale_round(settings: Settings, count: int, *, quick: bool, warm_up: bool = False) -> ScaleRound:
     found = ScaleRound(count)
+    said = "warm-up, " if warm_up else ""
     async with scale_bench(settings, count) as (bench, children):
         meter = CpuMeter(children.pids, database_name(settings))
         async with meter.measure():
-            concurrent = await bench.concurrent(chain(5), 100, f"3 100 concurrent chains of 5, N={count}", "")
+            concurrent = await bench.concurrent(chain(5), 100, f"3 {said}100 concurrent chains of 5, N={count}", "")
         found.rows["3 100 concurrent chains of 5: runs/s"] = _figure(concurrent, "runsPerSecond", meter)
         for width in (100, 1000):
             runs = 1 if quick and width == 1000 else 3
             async with meter.measure():
-                fanned = await bench.sequential(fan(width), runs, f"4 fan-out {width}, N={count}")
+                fanned = await bench.sequential(fan(width), runs, f"4 {said}fan-out {width}, N={count}")
             found.rows[f"4 fan-out {width}: ms/node"] = _figure(fanned, "msPerNode", meter)
     return found
 
@@ -323,6 +325,9 @@ async def run_scale(settings: Settings, counts: list[int], *, quick: bool = Fals
             "bench --workers needs PostgreSQL (FLOWDECK_DATABASE_URL=postgresql+asyncpg://...): worker "
             "processes on SQLite would queue behind its one writer, and the bench hears them only through PostgreSQL"
         )
+    # The first round on a fresh database pays for its cold caches and for tables growing from empty, which
+    # the same N later does not: one round is run first and thrown away, so no N is measured cold.
+    await _scale_round(settings, counts[0], quick=quick, warm_up=True)
     rounds = [await _scale_round(settings, count, quick=quick) for count in counts]
     runs = 1000 if quick else 10_000
     drains = [await drain(settings, count, runs) for count in counts]

@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -89,3 +90,32 @@ def test_preemptions_count_a_process_taken_off_its_core_while_it_could_run() -> 
             process.kill()
             process.wait()
     assert preemptions(2**22 + 1) == 0  # no such process
+
+
+async def test_bench_workers_throws_away_a_first_round_of_the_first_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first round on a fresh database runs on cold caches and empty tables, which no later N does: a
+    warm-up round of the first N is run and left out of the table."""
+    import flowdeck.bench_scale as bench_scale
+
+    rounds: list[tuple[int, bool]] = []
+
+    async def scale_round(settings: Settings, count: int, *, quick: bool, warm_up: bool = False) -> Any:
+        rounds.append((count, warm_up))
+        found = bench_scale.ScaleRound(count)
+        found.rows["4 fan-out 1000: ms/node"] = {"value": -1.0 if warm_up else float(count), "cpu": {}}
+        return found
+
+    async def no_drain(settings: Settings, count: int, runs: int) -> dict[str, Any]:
+        return {"workers": count}
+
+    monkeypatch.setattr(bench_scale, "_scale_round", scale_round)
+    monkeypatch.setattr(bench_scale, "drain", no_drain)
+    monkeypatch.setattr(bench_scale, "_print_scale", lambda *args: None)
+    settings = Settings(database_url="postgresql+asyncpg://bench@127.0.0.1/unused")
+    found = await run_scale(settings, [4, 2, 1], quick=True)
+    assert rounds == [(4, True), (4, False), (2, False), (1, False)]
+    assert {n: rows["4 fan-out 1000: ms/node"]["value"] for n, rows in found["workloads"].items()} == {
+        4: 4.0,
+        2: 2.0,
+        1: 1.0,
+    }
