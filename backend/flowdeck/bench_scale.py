@@ -7,9 +7,9 @@
   process (it starts the runs and hears them end), the worker processes, and PostgreSQL's processes (the
   backends of the benchmark's database plus the server's own background processes; other databases'
   backends are left out). Whichever is near one core per process (or the machine's cores in all) is what
-  saturates. Then how often the worker processes were preempted
-  (involuntary context switches): when that grows with N, the processes outnumber the cores and each
-  pays its caches again after every switch, so the same work costs more CPU.
+  saturates. Then how often the worker processes were preempted (involuntary context switches): when
+  that grows with N, the processes outnumber the cores and each pays its caches again after every switch,
+  so the same work costs more CPU.
 - **The drain**: runs of a 5-node chain queued at once while nothing claims, then the workers started
   and the queue drained; total time (from asking the workers to start, and how much of it was their
   start-up), runs/s (from the moment they were ready), every run's end state, and the peak RSS of the
