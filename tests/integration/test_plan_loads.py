@@ -105,3 +105,25 @@ async def test_a_plan_forgotten_while_it_loads_is_read_afresh(
     await under_way
     await cache.get(run_id)
     assert reads["get_instance"] == 2
+
+
+async def test_test_runs_of_one_definition_share_its_graph(
+    engine: Engine, tenant_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The editor's Test run clicked again on an unchanged graph: a process builds that graph once."""
+    same = [await engine.start_test_run(tenant_id, diamond(20)) for _ in range(3)]
+    other = await engine.start_test_run(tenant_id, diamond(21))
+    cache, _reads = fresh_cache(engine, monkeypatch)
+    builds: list[Any] = []
+    build = cache.build_graph
+
+    def counted(definition: Any) -> Any:
+        builds.append(definition)
+        return build(definition)
+
+    monkeypatch.setattr(cache, "build_graph", counted)
+    plans = [await cache.get(run_id) for run_id in [*same, other]]
+    assert len(builds) == 2
+    assert plans[0].graph is plans[1].graph is plans[2].graph
+    assert len(plans[0].graph.nodes) == 23 and len(plans[3].graph.nodes) == 24
+    assert len({plan.instance_id for plan in plans}) == 4

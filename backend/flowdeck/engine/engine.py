@@ -335,7 +335,7 @@ class Engine:
         history; the run still runs the graph given here, never a stored version.
         """
         self._require_valid(definition)
-        graph = self.plans.build_graph(definition)
+        graph = self.plans.test_graph(definition)
         unknown = sorted(set(pinned or {}) - set(graph.nodes))
         if unknown:
             raise DefinitionInvalidError(

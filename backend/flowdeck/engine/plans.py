@@ -8,12 +8,18 @@ A plan is loaded once however many of its run's jobs ask for it at the same mome
 that claims a batch of a wide fan-out it has not seen yet would otherwise read and build the graph once
 per job (measured: 98 builds of a 1,000-node graph instead of 8 in a fan-out run twice by four worker
 processes, most of what four processes spent beyond one).
+
+Test runs of one definition share its graph: the editor's **Test run** clicked again on an unchanged graph,
+or a benchmark's repeated test runs, would otherwise build the same graph once per run in every process
+that runs one of its nodes (17 ms for 1,000 nodes on this machine, against 0.45 ms to serialise and hash
+the definition that identifies it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +29,7 @@ from flowdeck.domain.flow_control import DEFAULT_PRIORITY
 from flowdeck.domain.graph import Graph
 from flowdeck.storage.children import ParentRef
 from flowdeck.storage.flow import run_priority
+from flowdeck.storage.json_codec import json_dumps
 from flowdeck.storage.state import DEFINITION_KEY, PINNED_KEY, StateManager
 from flowdeck.storage.workflows import WorkflowStore
 
@@ -114,6 +121,8 @@ class PlanCache:
         self._default_handles = default_handles
         self._plans: _Loaded[str, RunPlan] = _Loaded(maxsize)
         self._graphs: _Loaded[tuple[str, int], Graph] = _Loaded(256)
+        self._test_graphs: _Lru[bytes, Graph] = _Lru(32)
+        """Test runs' graphs by their definition's digest."""
 
     def build_graph(self, definition: Any) -> Graph:
         return Graph.from_json(definition, self._default_handles)
@@ -134,6 +143,15 @@ class PlanCache:
 
         return await self._graphs.get((workflow_id, version), load)
 
+    def test_graph(self, definition: Any) -> Graph:
+        """A test run's graph, shared with earlier test runs of the same definition."""
+        digest = hashlib.blake2b(json_dumps(definition).encode(), digest_size=16).digest()
+        graph = self._test_graphs.get(digest)
+        if graph is None:
+            graph = self.build_graph(definition)
+            self._test_graphs.put(digest, graph)
+        return graph
+
     async def _priority(self, instance_id: str) -> int:
         async with self._state.db.read(snapshot=False) as conn:
             return await run_priority(conn, instance_id, is_sqlite=self._state.db.is_sqlite)
@@ -150,7 +168,7 @@ class PlanCache:
             stored = await self._state.load_test_definition(instance_id)
             if stored is None:
                 raise RunNotFoundError(f"test run {instance_id} has no stored definition")
-            graph = self.build_graph(stored[DEFINITION_KEY])
+            graph = self.test_graph(stored[DEFINITION_KEY])
             pinned = stored.get(PINNED_KEY) or {}
         else:
             assert instance.workflow_id is not None and instance.workflow_version is not None
