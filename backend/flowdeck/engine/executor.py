@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections import OrderedDict
@@ -14,6 +15,7 @@ from flowdeck.domain.errors import NodeError
 from flowdeck.domain.graph import Graph
 from flowdeck.domain.labels import LabelError, LabelLimits
 from flowdeck.domain.scopes import item_index, parent_scope
+from flowdeck.engine.loaded_once import LoadedOnce
 from flowdeck.engine.log_scope import current_node
 from flowdeck.engine.observer import EngineObserver, NullObserver
 from flowdeck.engine.outcomes import Called, Completed, Failed, NodeOutcome, Parked
@@ -51,8 +53,9 @@ class NodeExecutor:
         self.plans = plans
         self.registry = registry
         self.observer: EngineObserver = observer or NullObserver()
-        self._contexts: OrderedDict[ContextKey, dict[str, Any]] = OrderedDict()
-        """Recent contexts by what they fold, so siblings (a fan-out's branches) read the log once."""
+        self._contexts: LoadedOnce[ContextKey, dict[str, Any]] = LoadedOnce(_SHARED_CONTEXTS)
+        """Recent contexts by what they fold, so siblings (a fan-out's branches) read the log once, also
+        when a worker claims a batch of them that all start at the same moment."""
         self._loops: OrderedDict[tuple[str, str, str], tuple[dict[str, Any], list[Any]]] = OrderedDict()
         """(run, loop, scope) -> the loop's context and items, for its iterations' first nodes."""
 
@@ -202,24 +205,25 @@ class NodeExecutor:
     async def _context(self, job: Job, graph: Graph, leased_early: bool) -> dict[str, Any]:
         key = _shared_key(job, graph)
         if key is not None:
-            known = self._contexts.get(key)
+            known = self._contexts.known(key)
             if known is not None:
-                self._contexts.move_to_end(key)
                 return known
         if leased_early and not self.state.db.reads_see_released:  # SQLite: the rows may be in the open group
             await self.state.settle()
-        context = await self.state.assemble_context(job.instance_id, graph.ancestors(job.node_id), job.iteration)
-        self._share(job, graph, context)
-        return context
+        # the fold's rows are all decided before any of the nodes sharing it is dispatched (``_shared_key_of``),
+        # so a read under way for one of them serves this one too
+        ancestors = graph.ancestors(job.node_id)
+        read = functools.partial(self.state.assemble_context, job.instance_id, ancestors, job.iteration)
+        if key is None:
+            return await read()
+        return await self._contexts.get(key, read)
 
     def _share(self, job: Job, graph: Graph, context: dict[str, Any]) -> None:
         self._remember(_shared_key(job, graph), context)
 
     def _remember(self, key: ContextKey | None, context: dict[str, Any]) -> None:
         if key is not None:
-            self._contexts[key] = context
-            if len(self._contexts) > _SHARED_CONTEXTS:
-                self._contexts.popitem(last=False)
+            self._contexts.put(key, context)
 
 
 def _shared_key(job: Job, graph: Graph) -> ContextKey | None:

@@ -17,16 +17,15 @@ the definition that identifies it).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from flowdeck.domain.flow_control import DEFAULT_PRIORITY
 from flowdeck.domain.graph import Graph
+from flowdeck.engine.loaded_once import LoadedOnce, Lru
 from flowdeck.storage.children import ParentRef
 from flowdeck.storage.flow import run_priority
 from flowdeck.storage.json_codec import json_dumps
@@ -55,63 +54,6 @@ class RunPlan:
     """Its node jobs' priority (storage/flow.py ``run_priority``): claims take them in aged-priority order."""
 
 
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class _Lru(Generic[K, V]):
-    def __init__(self, maxsize: int) -> None:
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self._maxsize = maxsize
-
-    def get(self, key: K) -> V | None:
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
-
-    def pop(self, key: K) -> None:
-        self._items.pop(key, None)
-
-    def put(self, key: K, value: V) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self._maxsize:
-            self._items.popitem(last=False)
-
-
-class _Loaded(Generic[K, V]):
-    """An LRU whose missing values are loaded once however many callers ask at the same moment."""
-
-    def __init__(self, maxsize: int) -> None:
-        self._items: _Lru[K, V] = _Lru(maxsize)
-        self._loading: dict[K, asyncio.Future[V]] = {}
-
-    async def get(self, key: K, load: Callable[[], Awaitable[V]]) -> V:
-        value = self._items.get(key)
-        if value is not None:
-            return value
-        loading = self._loading.get(key)
-        if loading is None:
-            loading = self._loading[key] = asyncio.ensure_future(load())
-            loading.add_done_callback(functools.partial(self._loaded, key))
-        return await asyncio.shield(loading)  # one caller cancelled does not cancel the others' load
-
-    def put(self, key: K, value: V) -> None:
-        self._items.put(key, value)
-
-    def forget(self, key: K) -> None:
-        self._items.pop(key)
-        self._loading.pop(key, None)  # a load under way may read what is outdated now: not kept
-
-    def _loaded(self, key: K, loading: asyncio.Future[V]) -> None:
-        failed = loading.cancelled() or loading.exception() is not None  # (its callers are told the error)
-        if self._loading.get(key) is loading:
-            del self._loading[key]
-            if not failed:
-                self._items.put(key, loading.result())
-
-
 class PlanCache:
     def __init__(
         self, state: StateManager, workflows: WorkflowStore, default_handles: Mapping[str, str], maxsize: int = 4096
@@ -119,9 +61,9 @@ class PlanCache:
         self._state = state
         self._workflows = workflows
         self._default_handles = default_handles
-        self._plans: _Loaded[str, RunPlan] = _Loaded(maxsize)
-        self._graphs: _Loaded[tuple[str, int], Graph] = _Loaded(256)
-        self._test_graphs: _Lru[bytes, Graph] = _Lru(32)
+        self._plans: LoadedOnce[str, RunPlan] = LoadedOnce(maxsize)
+        self._graphs: LoadedOnce[tuple[str, int], Graph] = LoadedOnce(256)
+        self._test_graphs: Lru[bytes, Graph] = Lru(32)
         """Test runs' graphs by their definition's digest."""
 
     def build_graph(self, definition: Any) -> Graph:
