@@ -133,9 +133,19 @@ async def serve(
         **config,
     }
     app = build_app(Settings(database_url=db.url, **(settings or {})), ApiConfig(**options))
-    server = _Uvicorn(
-        uvicorn.Config(app.asgi, host="127.0.0.1", port=0, log_level="warning", lifespan="on", proxy_headers=False)
+    # The server keeps an idle connection longer than httpx's pool does (5 s): with uvicorn's default, also 5 s, a
+    # request sent on a connection idle for just that long met the server closing it (httpx.ReadError, seen once
+    # on a loaded machine).
+    listening = uvicorn.Config(
+        app.asgi,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        lifespan="on",
+        proxy_headers=False,
+        timeout_keep_alive=60,
     )
+    server = _Uvicorn(listening)
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
