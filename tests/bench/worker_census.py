@@ -3,6 +3,7 @@
 
     FLOWDECK_DATABASE_URL=postgresql+asyncpg://postgres@127.0.0.1/scale python tests/bench/worker_census.py --workers 1
     python tests/bench/worker_census.py --workers 4 --workload chains
+    python tests/bench/worker_census.py --workers 4 --runs 3   # the fan-out's warm-up run and three timed
     python tests/bench/worker_census.py --workers 2 --statements /var/log/postgresql/postgresql-15-main.log
 
 The workload (``bench --workers``'s fan-out of 1,000, or 100 concurrent chains of 5) runs once to warm the
@@ -73,7 +74,7 @@ async def _say(settings: Settings, sql: str) -> None:
         await engine.dispose()
 
 
-async def census(settings: Settings, workers: int, workload: str, log: Path | None) -> None:
+async def census(settings: Settings, workers: int, workload: str, log: Path | None, runs: int = 1) -> None:
     database = database_name(settings)
     if log:  # before the workers open their connections: a session takes it when it starts
         await _say(settings, f"ALTER DATABASE \"{database}\" SET log_statement = 'all'")
@@ -85,8 +86,8 @@ async def census(settings: Settings, workers: int, workload: str, log: Path | No
                 if workload == "chains":
                     result = await bench.concurrent(chain(5), 100, "100 concurrent chains of 5", "", warm_rounds=0)
                     return int(result.row()["nodesPerRun"]) * 100
-                result = await bench.sequential(fan(1000), 1, "fan-out 1,000")  # a warm-up run, then one timed
-                return int(result.row()["nodesPerRun"]) * 2
+                result = await bench.sequential(fan(1000), runs, "fan-out 1,000")  # a warm-up run, then timed ones
+                return int(result.row()["nodesPerRun"]) * (runs + 1)
 
             await once()  # the workers' caches warm
             start = log.stat().st_size if log else 0
@@ -122,12 +123,13 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=1, help="worker processes (0: this process's own worker)")
     parser.add_argument("--workload", choices=("fanout", "chains"), default="fanout")
     parser.add_argument("--statements", type=Path, help="PostgreSQL's log file: count the statements too")
+    parser.add_argument("--runs", type=int, default=1, help="timed runs of the fan-out after its warm-up run")
     args = parser.parse_args()
     settings = Settings.from_env()
     if settings.is_sqlite:
         print("worker_census.py needs PostgreSQL (FLOWDECK_DATABASE_URL=postgresql+asyncpg://...)", file=sys.stderr)
         return 2
-    asyncio.run(census(settings, args.workers, args.workload, args.statements))
+    asyncio.run(census(settings, args.workers, args.workload, args.statements, args.runs))
     return 0
 
 
