@@ -120,7 +120,7 @@ class Cas:
                     version, status = await self._claim_version(tx, instance_id)
                     result = await decision(tx, status, effects)
                     if defer and effects.run_status in TERMINAL_RUN_STATUSES:
-                        await tx.conn.commit_durably()  # a run's end is never seen before it is durable
+                        await tx.commit_durably()  # a run's end is never seen before it is durable
             except DuplicateDeliveryError:
                 return None
             except Exception as exc:

@@ -35,7 +35,7 @@ from flowdeck.storage.log_fold import unfinished_nodes
 from flowdeck.storage.log_rows import completed_event, started_event
 from flowdeck.storage.notices import FAILURE, add_notice
 from flowdeck.storage.records import Job, LogEvent
-from flowdeck.storage.run_bytes import charge_output, result_logged
+from flowdeck.storage.run_bytes import result_logged
 from flowdeck.storage.run_labels import write_labels
 from flowdeck.storage.state import StateTransaction
 
@@ -107,10 +107,7 @@ class Decision:
 
     async def _charge(self, instance_id: str, charge: int) -> bool:
         """Count ``charge`` bytes against the run's output budget, if they fit (engine/run_budget.py)."""
-        tx = self.tx
-        return await charge_output(
-            tx.conn, is_sqlite=tx.db.is_sqlite, instance_id=instance_id, charge=charge, budget=self.max_run_bytes
-        )
+        return await self.tx.charge_output(instance_id, charge, self.max_run_bytes)
 
     async def record_failure(self, job: Job, outcome: Failed, status: RunStatus) -> Job | None:
         graph, node_id, tx = self.graph, job.node_id, self.tx

@@ -42,7 +42,7 @@ async def apply_retry(decision: Decision, version: int | None, flow: FlowRequest
     if version is not None:
         await tx.set_workflow_version(instance_id, version)
     retry = plan_retry(graph, await tx.node_rows(instance_id), await tx.loop_states(instance_id))
-    await tx.replace_barriers(instance_id, retry.barriers)
+    await tx.held.replace_barriers(instance_id, retry.barriers)
     for (loop_id, scope), finished in retry.loop_finished.items():
         await tx.set_loop_finished(instance_id, loop_id, scope, finished)
     for scope, node_id in retry.skip:

@@ -21,7 +21,16 @@ from flowdeck.storage.database import Connection
 from flowdeck.storage.records import Job
 from flowdeck.storage.tables import instance_logs
 
-__all__ = ("ADD_CHARGE", "CHARGE_FITS", "add_charge", "charge_fits", "charge_output", "json_size", "result_logged")
+__all__ = (
+    "ADD_CHARGE",
+    "CHARGE_FITS",
+    "add_charge",
+    "charge_fits",
+    "charge_output",
+    "fits",
+    "json_size",
+    "result_logged",
+)
 
 _encoder = msgspec.json.Encoder()
 
@@ -29,6 +38,12 @@ _encoder = msgspec.json.Encoder()
 def charge_fits(counter: str, charge: str, budget: str) -> str:
     """SQL: the counter plus the charge stays within the budget (each argument an SQL expression)."""
     return f"{counter} + CAST({charge} AS BIGINT) <= CAST({budget} AS BIGINT)"
+
+
+def fits(counter: int, charge: int, budget: int) -> bool:
+    """``charge_fits`` in Python, for a counter whose row the transaction holds (storage/held_counters.py;
+    tests/integration/test_held_counters.py holds the two equal)."""
+    return counter + charge <= budget
 
 
 def add_charge(counter: str, charge: str) -> str:

@@ -22,6 +22,7 @@ from flowdeck.domain.scopes import nested_pattern, visible_scopes
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, EventType, RunStatus
 from flowdeck.storage.children import ParentRef, wake_parent
 from flowdeck.storage.database import Connection, Database
+from flowdeck.storage.held_counters import HeldCounters
 from flowdeck.storage.jobs import NO_SHARE, JobTable, NewJob, TenantShare
 from flowdeck.storage.json_codec import json_dumps, json_loads
 from flowdeck.storage.log_fold import fold_context, merged_end_outputs, superseded
@@ -36,7 +37,7 @@ from flowdeck.storage.records import InstanceRecord, Job, LogEvent, LogRow
 from flowdeck.storage.schema import RUN_OWNED_TABLES
 from flowdeck.storage.statements import LOG_COLUMNS, in_run_context
 from flowdeck.storage.steps import ChainStep, ChainStepInput, EndStep, EndStepInput, IterationStepInput, RunStart
-from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
+from flowdeck.storage.tables import instance_logs, instances, loop_states, node_jobs
 
 __all__ = ("DEFINITION_KEY", "PINNED_KEY", "StateManager", "StateTransaction", "fold_context", "run_context")
 
@@ -59,6 +60,8 @@ class StateTransaction:
         self.db = db
         self.now = now
         self.jobs = JobTable(conn, db, now)
+        self.held = HeldCounters(conn, db)
+        """The counters of the runs this transaction has locked, written as it ends."""
 
     @property
     def committed(self) -> asyncio.Future[None] | None:
@@ -227,7 +230,10 @@ class StateTransaction:
         its status and the version it moved from; ``None`` when it does not exist."""
         params = {"p_id": instance_id, "p_now": self.now}
         row = (await self.conn.execute(self.db.sql.take_next_version, params)).first()
-        return None if row is None else (RunStatus(row[0]), row[1] - 1)
+        if row is None:
+            return None
+        self.held.hold(instance_id, row[2])
+        return RunStatus(row[0]), row[1] - 1
 
     async def set_run_status(
         self,
@@ -282,21 +288,16 @@ class StateTransaction:
         self, instance_id: str, iteration: str, deltas: Mapping[str, tuple[int, int]]
     ) -> dict[str, tuple[int, int]]:
         """Add (resolved, taken) edge counts to each node's barrier; returns the counts after the add."""
-        if not deltas:
-            return {}
-        after: dict[str, tuple[int, int]] = {}
-        for node_id in sorted(deltas):  # a fixed order: concurrent upserts can't deadlock each other
-            resolved, taken = deltas[node_id]
-            params = {
-                "instance_id": instance_id,
-                "node_id": node_id,
-                "iteration": iteration,
-                "resolved_edges": resolved,
-                "taken_edges": taken,
-            }
-            row = (await self.conn.execute(self.db.sql.bump_barrier, params)).one()
-            after[row[0]] = (row[1], row[2])
-        return after
+        return await self.held.bump_barriers(instance_id, iteration, deltas) if deltas else {}
+
+    async def charge_output(self, instance_id: str, charge: int, budget: int) -> bool:
+        """Count ``charge`` bytes against the run's output budget if they fit (storage/run_bytes.py)."""
+        return await self.held.charge(instance_id, charge, budget)
+
+    async def commit_durably(self) -> None:
+        """In an early-released transaction: commit now and durably (its last statement)."""
+        await self.held.write()
+        await self.conn.commit_durably()
 
     # -- loops -------------------------------------------------------------------------------------
     async def start_loop(self, instance_id: str, node_id: str, iteration: str, count: int, attempt: int) -> bool:
@@ -379,24 +380,6 @@ class StateTransaction:
         stale = superseded((r[0], r[1], r[3]) for r in rows)
         return [(r[0], r[1], (r[2] or {}).get("output")) for r in rows if (r[0], r[1], r[3]) not in stale]
 
-    async def replace_barriers(self, instance_id: str, counts: Mapping[tuple[str, str], tuple[int, int]]) -> None:
-        """Rewrite the barriers of a run, keyed (node, scope), from a fold of its log (partial retry)."""
-        await self.conn.execute(join_barriers.delete().where(join_barriers.c.instance_id == instance_id))
-        if counts:
-            await self.conn.execute(
-                join_barriers.insert(),
-                [
-                    {
-                        "instance_id": instance_id,
-                        "node_id": node_id,
-                        "iteration": iteration,
-                        "resolved_edges": resolved,
-                        "taken_edges": taken,
-                    }
-                    for (node_id, iteration), (resolved, taken) in counts.items()
-                ],
-            )
-
 
 class StateManager:
     """The run state store, portable: what SQLite runs, and PostgreSQL with ``one_statement`` off.
@@ -436,7 +419,9 @@ class StateManager:
         """A write transaction; ``defer``: early release (storage/database.py): the block returns before
         its writes are durable, and ``StateTransaction.committed`` says when they are."""
         async with self.db.transaction(defer=defer) as conn:
-            yield self.transaction_class(conn, self.db, self.clock())
+            tx = self.transaction_class(conn, self.db, self.clock())
+            yield tx
+            await tx.held.write()
 
     async def settle(self) -> None:
         """Wait until every early-released write is durable."""

@@ -324,7 +324,7 @@ def statements_for(is_sqlite: bool) -> Statements:
         take_next_version=instances.update()
         .where(instances.c.id == _p("p_id"))
         .values(version=instances.c.version + 1, updated_at=_p("p_now"))
-        .returning(instances.c.status, instances.c.version),
+        .returning(instances.c.status, instances.c.version, instances.c.output_bytes),
         context_rows=_context_rows(is_sqlite),
         insert_job=insert(node_jobs).on_conflict_do_nothing().returning(*JOB_COLUMNS),
         delete_job=node_jobs.delete().where(*_this_job()),
