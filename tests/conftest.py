@@ -76,6 +76,14 @@ def postgres_url() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def equivalence_url(postgres_url: str) -> Iterator[str]:
+    """A PostgreSQL database for the equivalence driver alone (tests/support/equivalence.py): its claims take
+    every queued job, so a job another test left queued in ``postgres_url`` would be one more step."""
+    with scratch_database("flowdeck_equivalence") as url:
+        yield url
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":

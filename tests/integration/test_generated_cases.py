@@ -6,7 +6,7 @@ from tests.integration.test_generated_equivalence import Example, assert_all_pat
 
 
 async def test_a_late_result_of_a_cancelled_child_leaves_the_next_childs_job_alone(
-    postgres_url: str, tmp_path: Path
+    equivalence_url: str, tmp_path: Path
 ) -> None:
     """SQLite reuses a deleted job's id: the late result of a cancelled child's end node deleted, by (id,
     attempt), the retry job of the next child, which then never ran. Deletes now match the job's node too."""
@@ -61,11 +61,11 @@ async def test_a_late_result_of_a_cancelled_child_leaves_the_next_childs_job_alo
             ("takeover", 5),
         ],
     )
-    await assert_all_paths_agree(example, postgres_url, tmp_path)
+    await assert_all_paths_agree(example, equivalence_url, tmp_path)
 
 
 async def test_a_wait_in_a_loop_taken_over_before_it_parked_shows_a_url_that_resumes_it(
-    postgres_url: str, tmp_path: Path
+    equivalence_url: str, tmp_path: Path
 ) -> None:
     """An iteration's wait token is made when the node first runs and shown when it parks. The holder that
     made it stopped before parking (taken over): the next attempt parked showing no URL, and nobody could
@@ -90,10 +90,12 @@ async def test_a_wait_in_a_loop_taken_over_before_it_parked_shows_a_url_that_res
         schedule=[("one", 0), ("one", 0), ("takeover", 0), ("resume", 0)],
         priority=50,
     )
-    await assert_all_paths_agree(example, postgres_url, tmp_path)
+    await assert_all_paths_agree(example, equivalence_url, tmp_path)
 
 
-async def test_a_failed_run_cancels_its_children_in_the_order_it_called_them(postgres_url: str, tmp_path: Path) -> None:
+async def test_a_failed_run_cancels_its_children_in_the_order_it_called_them(
+    equivalence_url: str, tmp_path: Path
+) -> None:
     """Two children still retrying when their caller fails fast: PostgreSQL handed the cascade its children in
     no particular order (the second child's rows came first), SQLite in creation order. Children are now
     cancelled in the order they were called, on every path."""
@@ -146,11 +148,11 @@ async def test_a_failed_run_cancels_its_children_in_the_order_it_called_them(pos
         schedule=[],
         priority=50,
     )
-    await assert_all_paths_agree(example, postgres_url, tmp_path)
+    await assert_all_paths_agree(example, equivalence_url, tmp_path)
 
 
 async def test_the_paused_holders_late_result_goes_on_with_the_node_it_is_leased(
-    postgres_url: str, tmp_path: Path
+    equivalence_url: str, tmp_path: Path
 ) -> None:
     """A takeover whose paused holder's late result (the resumed wait's) leased it the next node: the driver
     dropped that node, and the run sat RUNNING with nothing due (a worker goes on with what it is leased)."""
@@ -176,4 +178,4 @@ async def test_the_paused_holders_late_result_goes_on_with_the_node_it_is_leased
         schedule=[("one", 0), ("one", 0), ("one", 0), ("duplicate", 0), ("takeover", 0)],
         priority=50,
     )
-    await assert_all_paths_agree(example, postgres_url, tmp_path)
+    await assert_all_paths_agree(example, equivalence_url, tmp_path)

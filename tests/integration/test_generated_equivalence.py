@@ -71,7 +71,7 @@ async def assert_all_paths_agree(example: Example, postgres_url: str, tmp_path: 
 @pytest.mark.timeout(
     0 if "FLOWDECK_EQUIVALENCE_EXAMPLES" in os.environ else 1200
 )  # a hang guard: a loaded machine is 10x slower
-def test_every_path_writes_the_same_rows_for_generated_workflows(postgres_url: str, tmp_path: Path) -> None:
+def test_every_path_writes_the_same_rows_for_generated_workflows(equivalence_url: str, tmp_path: Path) -> None:
     @settings(
         max_examples=EXAMPLES,
         deadline=None,
@@ -81,7 +81,7 @@ def test_every_path_writes_the_same_rows_for_generated_workflows(postgres_url: s
     @given(example=examples())
     def check(example: Example) -> None:
         try:
-            asyncio.run(assert_all_paths_agree(example, postgres_url, tmp_path))
+            asyncio.run(assert_all_paths_agree(example, equivalence_url, tmp_path))
         except Exception as exc:  # a difference, or the driver failing on a path (no URL to resume, say)
             message = f"{type(exc).__name__}: {exc}\n\nTo replay it, paste this test:\n\n{render_test_case(example)}"
             raise AssertionError(message) from exc
@@ -89,7 +89,7 @@ def test_every_path_writes_the_same_rows_for_generated_workflows(postgres_url: s
     check()
 
 
-async def test_the_batched_chain_step_statement_is_among_the_compared(postgres_url: str, tmp_path: Path) -> None:
+async def test_the_batched_chain_step_statement_is_among_the_compared(equivalence_url: str, tmp_path: Path) -> None:
     """Three runs of a chain in lockstep: their chain steps reach PostgreSQL in one statement."""
     example = Example(linear(4), None, {"n": 1}, [])
-    assert await assert_all_paths_agree(example, postgres_url, tmp_path) >= 2
+    assert await assert_all_paths_agree(example, equivalence_url, tmp_path) >= 2

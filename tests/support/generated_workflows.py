@@ -177,7 +177,7 @@ def render_test_case(example: Example) -> str:
         for name, value in dataclasses.asdict(example).items()
     )
     return (
-        "async def test_generated_case(postgres_url: str, tmp_path: Path) -> None:\n"
+        "async def test_generated_case(equivalence_url: str, tmp_path: Path) -> None:\n"
         f"    example = Example(\n{fields},\n    )\n"
-        "    await assert_all_paths_agree(example, postgres_url, tmp_path)\n"
+        "    await assert_all_paths_agree(example, equivalence_url, tmp_path)\n"
     )
