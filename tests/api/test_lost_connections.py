@@ -169,10 +169,11 @@ async def test_a_write_that_loses_its_connection_before_committing_runs_again(
     async with blocker.transaction():  # holds the workflow's row: the save's UPDATE waits for it, mid-transaction
         await blocker.execute("SELECT 1 FROM workflows WHERE id = $1 FOR UPDATE", workflow_id)
         save = asyncio.create_task(alice.client.put(f"/api/workflows/{workflow_id}", json={**diamond(3), "version": 1}))
-        async with asyncio.timeout(10):  # the event: the save's transaction waits on the lock
+        async with asyncio.timeout(30):  # the event: the save's transaction waits on the lock
             while not await blocker.fetchval(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
             ):
+                assert not save.done(), f"the save answered without waiting for the lock: {(await save).text}"
                 await asyncio.sleep(0.01)
         assert await terminate_all(blocker) >= 1  # its connection closes after BEGIN, before COMMIT
     saved = await save
