@@ -10,6 +10,9 @@
   saturates. Then how often the worker processes were preempted (involuntary context switches): when
   that grows with N, the processes outnumber the cores and each pays its caches again after every switch,
   so the same work costs more CPU.
+- **The control** (``bench_control.py``): the same N as processes without Flowdeck sharing a fixed amount of
+  PostgreSQL round trips and Python, their summed CPU beside one process's: what the machine itself
+  charges for N processes on its cores, to read the worker processes' growth against.
 - **The drain**: runs of a 5-node chain queued at once while nothing claims, then the workers started
   and the queue drained; total time (from asking the workers to start, and how much of it was their
   start-up), runs/s (from the moment they were ready), every run's end state, and the peak RSS of the
@@ -32,6 +35,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from flowdeck.bench import NoopHandler, Result, _Bench, chain, fan, open_bench_runtime
+from flowdeck.bench_control import control_round
 from flowdeck.bench_queue import BusyHandler, FlakyHandler
 from flowdeck.domain.graph import Graph
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
@@ -329,12 +333,15 @@ async def run_scale(settings: Settings, counts: list[int], *, quick: bool = Fals
     # the same N later does not: one round is run first and thrown away, so no N is measured cold.
     await _scale_round(settings, counts[0], quick=quick, warm_up=True)
     rounds = [await _scale_round(settings, count, quick=quick) for count in counts]
+    units = 10_000 if quick else 20_000
+    controls = [await control_round(settings.database_url, max(count, 1), units) for count in counts]
     runs = 1000 if quick else 10_000
     drains = [await drain(settings, count, runs) for count in counts]
-    _print_scale(rounds, drains, settings)
+    _print_scale(rounds, controls, drains, settings)
     return {
         "workers": counts,
         "workloads": {r.workers: r.rows for r in rounds},
+        "control": controls,
         "drain": drains,
     }
 
@@ -344,13 +351,23 @@ def _cpu_cell(cpu: dict[str, Any]) -> str:
     return f"{cpu['bench']:g} / {workers} / {cpu['postgres']:g} in {cpu['wallSeconds']:g}; {cpu['workersPreempted']}"
 
 
-def _print_scale(rounds: list[ScaleRound], drains: list[dict[str, Any]], settings: Settings) -> None:
+def _print_scale(
+    rounds: list[ScaleRound], controls: list[dict[str, Any]], drains: list[dict[str, Any]], settings: Settings
+) -> None:
     header = ["workload", *(f"N={r.workers}" for r in rounds)]
     lines: list[list[str]] = []
     for name in rounds[0].rows:
         lines.append([name, *(str(r.rows[name]["value"]) for r in rounds)])
         cpu = (_cpu_cell(r.rows[name]["cpu"]) for r in rounds)
         lines.append(["  cpu s: bench / workers / postgres in wall s; workers preempted", *cpu])
+    units = controls[0]["units"]
+    lines.append(
+        [
+            f"control (no Flowdeck): {units} round trips shared: cpu s",
+            *(_control_cell(c, controls[0]) for c in controls),
+        ]
+    )
+    lines.append(["  processes; preempted", *(f"{c['processes']}; {c['preempted']}" for c in controls)])
     runs = drains[0]["runs"]
     lines.append([f"7 drain of {runs} queued runs: runs/s", *(str(d["runsPerSecond"]) for d in drains)])
     ended = (f"{d['seconds']:g} ({d['startupSeconds']:g}); {_yes(d)}" for d in drains)
@@ -362,6 +379,11 @@ def _print_scale(rounds: list[ScaleRound], drains: list[dict[str, Any]], setting
         header,
         lines,
     )
+
+
+def _control_cell(control: dict[str, Any], first: dict[str, Any]) -> str:
+    """Its summed CPU, and that as a multiple of the first N's (the machine's price for the extra processes)."""
+    return f"{control['cpuSeconds']:g} ({control['cpuSeconds'] / first['cpuSeconds']:.2f}x)"
 
 
 def _yes(found: dict[str, Any]) -> str:

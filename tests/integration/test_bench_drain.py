@@ -108,12 +108,17 @@ async def test_bench_workers_throws_away_a_first_round_of_the_first_count(monkey
     async def no_drain(settings: Settings, count: int, runs: int) -> dict[str, Any]:
         return {"workers": count}
 
+    async def no_control(database_url: str, processes: int, units: int) -> dict[str, Any]:
+        return {"processes": processes}
+
     monkeypatch.setattr(bench_scale, "_scale_round", scale_round)
     monkeypatch.setattr(bench_scale, "drain", no_drain)
+    monkeypatch.setattr(bench_scale, "control_round", no_control)
     monkeypatch.setattr(bench_scale, "_print_scale", lambda *args: None)
     settings = Settings(database_url="postgresql+asyncpg://bench@127.0.0.1/unused")
     found = await run_scale(settings, [4, 2, 1], quick=True)
     assert rounds == [(4, True), (4, False), (2, False), (1, False)]
+    assert [c["processes"] for c in found["control"]] == [4, 2, 1]
     assert {n: rows["4 fan-out 1000: ms/node"]["value"] for n, rows in found["workloads"].items()} == {
         4: 4.0,
         2: 2.0,
