@@ -135,3 +135,26 @@ async def test_closing_while_postgresql_is_away_gives_up_after_its_patience() ->
     server.down = True
     await asyncio.wait_for(flusher.close(patience=0.2), timeout=5)  # the process stops: it does not hang
     assert isinstance(pending.exception(), OutcomeUnknownError)
+
+
+async def test_closing_ends_a_flush_whose_cancellation_was_lost() -> None:
+    """Python 3.11's ``wait_for`` loses a cancellation that arrives as the call it awaits ends: the flush then
+    fails as if PostgreSQL were away, and would be sent again and again after close() had given up."""
+    lost, entered, swallowed = list[BaseException](), asyncio.Event(), list[bool]()
+
+    async def flush() -> datetime.datetime:
+        entered.set()
+        try:
+            await asyncio.Event().wait()  # PostgreSQL does not answer
+        except asyncio.CancelledError:
+            if swallowed:
+                raise
+            swallowed.append(True)  # lost
+        raise ConnectionRefusedError("PostgreSQL is not taking connections")
+
+    flusher = WalFlusher(flush, delay=0.001, lost=lost.append)
+    pending = flusher.released(STARTED)
+    await asyncio.wait_for(entered.wait(), timeout=5)
+    await asyncio.wait_for(flusher.close(patience=0.1), timeout=5)  # the process stops: it does not hang
+    assert swallowed == [True]
+    assert isinstance(pending.exception(), OutcomeUnknownError)

@@ -24,6 +24,7 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 
 from flowdeck.engine.fanout import MISSED
+from flowdeck.engine.task_stop import cancel_and_wait
 from flowdeck.storage.disconnects import is_disconnect
 from flowdeck.storage.pg_connect import connect_args
 
@@ -89,9 +90,7 @@ class PostgresTransport:
 
     async def close(self) -> None:
         if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watch
+            await cancel_and_wait([self._watch])
             self._watch = None
         for connection in (self._listener, self._sender):
             if connection is not None and not connection.is_closed():

@@ -89,9 +89,7 @@ class ParentPipe:
 
     async def close(self) -> None:
         if self._reading is not None:
-            self._reading.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reading
+            await cancel_and_wait([self._reading])
             self._reading = None
         if self._writer is not None:
             self._writer.close()

@@ -13,13 +13,13 @@ processes, whose publishers tell their own listeners.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from flowdeck.domain.statuses import NodeStatus, RunStatus
+from flowdeck.engine.task_stop import cancel_and_wait
 
 __all__ = (
     "Consumer",
@@ -287,9 +287,7 @@ class Consumer:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait([self._task])
             self._task = None
         if self._subscription is not None:
             self._subscription.close()

@@ -6,7 +6,6 @@ then delivers ``fanout.MISSED`` (what was sent meanwhile is gone)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -15,6 +14,7 @@ from urllib.parse import urlsplit
 import redis.asyncio as redis
 
 from flowdeck.engine.fanout import MISSED
+from flowdeck.engine.task_stop import cancel_and_wait
 
 __all__ = ("CHANNEL", "RedisTransport")
 
@@ -68,9 +68,7 @@ class RedisTransport:
 
     async def close(self) -> None:
         if self._listening is not None:
-            self._listening.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._listening
+            await cancel_and_wait([self._listening])
             self._listening = None
         pubsub, client, self._pubsub, self._client = self._pubsub, self._client, None, None
         for closing in (pubsub, client):

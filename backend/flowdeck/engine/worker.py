@@ -37,6 +37,7 @@ from flowdeck.engine.orchestrator import NodeOutcome, Orchestrator
 from flowdeck.engine.publisher import NodeUpdate
 from flowdeck.engine.run_timing import RunTiming, timeout_reason
 from flowdeck.engine.sla import mark_breaches
+from flowdeck.engine.task_stop import cancel_and_wait
 from flowdeck.storage.disconnects import is_disconnect
 from flowdeck.storage.jobs import TenantShare
 from flowdeck.storage.records import Job
@@ -133,10 +134,11 @@ class Worker:
             self.orchestrator.stop_listeners.remove(self.stop_run)
         with contextlib.suppress(ValueError):
             self.state.db.loss_listeners.remove(self._decisions_lost)
-        tasks = [*self._loops, *self._current]
-        for task in tasks:
+        # A loop that lost its cancellation (task_stop.py) would go on: cancelled until it ends. A node's task is
+        # cancelled once, so that it can hand back its sandbox process and its lease undisturbed.
+        for task in self._current:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(cancel_and_wait(self._loops), *self._current, return_exceptions=True)
         self._loops.clear()
         if self._timer is not None:
             self._timer.cancel()

@@ -78,6 +78,7 @@ class WalFlusher:
         self._timer: asyncio.TimerHandle | None = None
         self._in_flight: set[asyncio.Future[None]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
         self.flushes = 0
 
     def released(self, started_at: datetime.datetime | None) -> asyncio.Future[None]:
@@ -121,9 +122,11 @@ class WalFlusher:
         after a crash of this process)."""
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.settle(), patience)
+        self._closing = True
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._closing = False  # every flush has ended: a later one (the database used again) is sent as before
 
     async def _settle_batch(self, batch: asyncio.Future[None], made_on: set[datetime.datetime | None]) -> None:
         try:
@@ -143,7 +146,9 @@ class WalFlusher:
         while True:
             try:
                 started_at = await self._flush()
-            except Exception as exc:  # noqa: BLE001 -- PostgreSQL away (past the reconnect patience): again
+            except Exception as exc:
+                if self._closing:  # close() cancelled this flush and the cancellation was lost (Python 3.11's
+                    raise  # wait_for loses one that arrives as the call it awaits ends): sent again, it never ends
                 failures += 1
                 if failures == 1:
                     log.warning("the WAL flush failed (%s); sending it again until PostgreSQL answers", exc)
