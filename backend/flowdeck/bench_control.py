@@ -24,6 +24,8 @@ from typing import Any
 import msgspec
 from sqlalchemy.engine import make_url
 
+from flowdeck.proc_stats import preemptions
+
 __all__ = ("control_round", "postgres_dsn")
 
 _DOCUMENT = {f"field_{i}": {"value": i, "label": f"item {i}", "tags": ["a", "b", str(i)]} for i in range(12)}
@@ -37,8 +39,6 @@ def postgres_dsn(database_url: str) -> str:
 async def _share(dsn: str, units: int) -> dict[str, Any]:
     """One process's share: connect, say ready, wait for the go on stdin, do ``units`` of the work."""
     import asyncpg  # type: ignore[import-untyped]
-
-    from flowdeck.bench_scale import preemptions  # imported here: bench_scale imports this module
 
     connection = await asyncpg.connect(dsn)
     try:

@@ -39,6 +39,7 @@ from flowdeck.bench_control import control_round
 from flowdeck.bench_queue import BusyHandler, FlakyHandler
 from flowdeck.domain.graph import Graph
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
+from flowdeck.proc_stats import cpu_seconds, preemptions
 from flowdeck.runtime import Runtime
 from flowdeck.serving import pool_share
 from flowdeck.settings import METRICS_LISTENER_VARIABLES, Settings
@@ -48,37 +49,14 @@ from flowdeck.worker_processes import WorkerProcesses, worker_command
 __all__ = (
     "CpuMeter",
     "ScaleRound",
-    "cpu_seconds",
     "database_name",
     "drain",
     "parse_workers",
-    "preemptions",
     "run_scale",
     "scale_bench",
 )
 
-_TICK = os.sysconf("SC_CLK_TCK")
 _PROC = Path("/proc")
-
-
-def cpu_seconds(pid: int) -> float:
-    """user + system CPU seconds of a process so far (0 when it is gone)."""
-    try:
-        stat = (_PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "; fields[0] is the state
-    return (int(fields[11]) + int(fields[12])) / _TICK
-
-
-def preemptions(pid: int) -> int:
-    """How often a process was taken off its core while it could still run (involuntary context switches;
-    0 when it is gone). Many per node mean more processes than cores: each then pays its caches again."""
-    with contextlib.suppress(OSError):
-        for line in (_PROC / str(pid) / "status").read_text().splitlines():
-            if line.startswith("nonvoluntary_ctxt_switches:"):
-                return int(line.split()[1])
-    return 0
 
 
 def _peak_rss_mb(pid: int) -> float | None:

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from flowdeck.bench_scale import CpuMeter, cpu_seconds, drain, parse_workers, preemptions, run_scale
+from flowdeck.bench_scale import CpuMeter, drain, parse_workers, run_scale
+from flowdeck.proc_stats import cpu_seconds, preemptions
 from flowdeck.settings import Settings
 
 pytestmark = pytest.mark.slow
