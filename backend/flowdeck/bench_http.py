@@ -47,6 +47,8 @@ BODY: Final = {"n": 7}
 """Every request's body: the workflows compute their output from ``n``."""
 WAIT_SECONDS: Final = 30
 _CLOCK_TICKS: Final = os.sysconf("SC_CLK_TCK")
+_SAMPLE: Final = re.compile(r"^([a-z_]+) (\S+)$", re.MULTILINE)
+"""An unlabelled sample of the Prometheus text format."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +160,15 @@ class _Server:
     process: asyncio.subprocess.Process
     url: str
     log: Path
+    metrics_token: str
+
+    async def database_counters(self) -> dict[str, float] | None:
+        """serve's ``flowdeck_db_*`` counters (``None``: metrics are off)."""
+        async with httpx.AsyncClient(base_url=self.url, timeout=10) as client:
+            answer = await client.get("/metrics", headers={"Authorization": f"Bearer {self.metrics_token}"})
+        if answer.status_code != 200:
+            return None
+        return {name: float(value) for name, value in _SAMPLE.findall(answer.text) if name.startswith("flowdeck_db_")}
 
     def cpu_seconds(self) -> float:
         """CPU seconds (user + system) of the server and every process below it, including those already reaped."""
@@ -206,7 +217,13 @@ async def _serve(settings: Settings, workdir: Path, workers: int | None = None) 
     """A ``flowdeck serve`` on a free port, answering ``/api/health`` (with ``workers`` worker processes
     beside it, all running); stopped by SIGTERM (then killed) at the end."""
     port = _free_port()
-    env = {**os.environ, "FLOWDECK_DATABASE_URL": settings.database_url, "FLOWDECK_HOST": "127.0.0.1"}
+    token = os.urandom(16).hex()  # serve's /metrics on its port, for the database counters of each round
+    env = {
+        **os.environ,
+        "FLOWDECK_DATABASE_URL": settings.database_url,
+        "FLOWDECK_HOST": "127.0.0.1",
+        "FLOWDECK_METRICS_TOKEN": token,
+    }
     if workers is not None:
         env["FLOWDECK_SERVE_WORKERS"] = str(workers)
     log = workdir / "serve.log"
@@ -223,7 +240,7 @@ async def _serve(settings: Settings, workdir: Path, workers: int | None = None) 
             stdout=sink,
             stderr=sink,
         )
-    server = _Server(process, f"http://127.0.0.1:{port}", log)
+    server = _Server(process, f"http://127.0.0.1:{port}", log, token)
     try:
         await _wait_healthy(server)
         await _wait_workers(server, workers or 0)
@@ -460,6 +477,7 @@ def _generator(plan: HttpPlan) -> str:
 
 
 async def _measure(server: _Server, hook: _Hook, load: Load, generator: str, workdir: Path) -> dict[str, Any]:
+    counters = await server.database_counters()
     cpu = server.cpu_seconds()
     if generator == "wrk":
         result = await _wrk_round(server.url, hook, load, workdir)
@@ -467,9 +485,13 @@ async def _measure(server: _Server, hook: _Hook, load: Load, generator: str, wor
         result = await _python_round(server.url, hook, load)
     await _settle(server)  # the requests left in flight finish before the next round and within this one's CPU
     server_cpu = server.cpu_seconds() - cpu
+    after = await server.database_counters()
     for sample in result.samples:
         print(f"bench --http {hook.scenario.name}: error: {sample}", file=sys.stderr)
-    return _row(hook.scenario, result, server_cpu)
+    commits = None
+    if counters is not None and after is not None:
+        commits = after["flowdeck_db_commits_total"] - counters["flowdeck_db_commits_total"]
+    return _row(hook.scenario, result, server_cpu, commits)
 
 
 async def _settle(server: _Server, idle_share: float = 0.05, window: float = 0.3) -> None:
@@ -485,7 +507,8 @@ async def _settle(server: _Server, idle_share: float = 0.05, window: float = 0.3
     print("bench --http: the server was still busy 40 s after the round", file=sys.stderr)
 
 
-def _row(scenario: Scenario, result: LoadResult, server_cpu: float) -> dict[str, Any]:
+def _row(scenario: Scenario, result: LoadResult, server_cpu: float, commits: float | None) -> dict[str, Any]:
+    """``commits``: serve's own in the round (``None``: unknown), the fsyncs its calls shared."""
     runs = max(result.requests + result.in_flight, 1)
     if result.connections == 1:
         n8n = f"p50 {scenario.n8n_p50_ms} ms, {scenario.n8n_cpu_per_1000} CPU s"
@@ -505,6 +528,7 @@ def _row(scenario: Scenario, result: LoadResult, server_cpu: float) -> dict[str,
         "serverCpuPct": round(100 * server_cpu / result.seconds, 1) if result.seconds else None,
         "clientCpuSPer1000": round(result.client_cpu * 1000 / runs, 2),
         "clientCpuPct": round(100 * result.client_cpu / result.seconds, 1) if result.seconds else None,
+        "serveCommitsPerCall": None if commits is None else round(commits / runs, 2),
         "n8n": n8n,
     }
 

@@ -105,6 +105,28 @@ async def test_runs_and_nodes_are_counted_without_naming_tenants_workflows_or_ru
         assert private not in after
 
 
+async def test_the_database_work_is_counted_and_on_sqlite_the_write_lock_held(
+    server: Server, api_db: Database, alice: Account, scraper: httpx.AsyncClient
+) -> None:
+    """What tells an operator where the next limit is: commits and round trips per run, and on SQLite the
+    share of time the file's one writer was busy (the seconds held grow with the work)."""
+    before = await scrape(scraper)
+    created = await alice.client.post("/api/workflows", json=linear(2))
+    workflow_id = created.json()["id"]
+    run_id = (await alice.client.post(f"/api/workflows/{workflow_id}/runs", json={"input": {}})).json()["instanceId"]
+    assert (await server.engine.wait_for_run(run_id, 10)).status == "COMPLETED"
+    after = await scrape(scraper)
+
+    assert sample(after, "flowdeck_db_commits_total") > sample(before, "flowdeck_db_commits_total")
+    assert sample(after, "flowdeck_db_round_trips_total") > sample(before, "flowdeck_db_round_trips_total")
+    held, waited = "flowdeck_sqlite_write_lock_held_seconds_total", "flowdeck_sqlite_write_lock_wait_seconds_total"
+    if api_db.is_sqlite:
+        assert sample(after, held) > sample(before, held)
+        assert f"# TYPE {waited} counter" in after
+    else:
+        assert "flowdeck_sqlite_" not in after
+
+
 async def test_a_retried_node_counts_as_a_retry(server: Server, alice: Account, scraper: httpx.AsyncClient) -> None:
     flaky = node("flaky", retry={"maxAttempts": 3, "backoffSeconds": 0.01}, config={"failTimes": 2})
     graph = definition(

@@ -117,3 +117,46 @@ async def test_an_open_group_commits_at_its_next_write_once_another_process_wait
     finally:
         await holder.dispose()
         await other.dispose()
+
+
+async def test_each_process_counts_how_long_it_held_the_write_lock_and_waited_for_it(tmp_path: Path) -> None:
+    """What ``/metrics`` shows as ``flowdeck_sqlite_write_lock_{held,wait}_seconds_total``: a writer that waited
+    for another's group counts that wait, the holder counts its hold (at least as long as it kept the lock
+    after the other began to wait)."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'f.db'}"
+    holder, other = Database(url), Database(url)
+    await holder.create_all()
+    table = sa.table("tenants", sa.column("id"), sa.column("name"), sa.column("created_at"))
+    for db in (holder, other):
+        db.counter.reset()
+    kept = 0.2
+    try:
+        holds, other_waits = asyncio.Event(), asyncio.Event()
+
+        async def hold() -> None:
+            async with holder.transaction() as conn:
+                await conn.execute(sa.insert(table).values(id="a", name="a", created_at=0.0))
+                holds.set()
+                await other_waits.wait()
+                await asyncio.sleep(kept)  # the lock kept this long after the other began to wait
+
+        async def write() -> None:
+            async with other.transaction() as conn:
+                await conn.execute(sa.insert(table).values(id="b", name="b", created_at=0.0))
+
+        holding = asyncio.create_task(hold())
+        await asyncio.wait_for(holds.wait(), 10)
+        writing = asyncio.create_task(write())
+        observer = WriterLock(f"{tmp_path / 'f.db'}-writer")
+        await until(observer.contended, timeout=10, what="the other writer waiting")
+        observer.close()
+        other_waits.set()
+        await asyncio.wait_for(asyncio.gather(holding, writing), 10)
+
+        assert holder.counter.write_lock_held_seconds >= kept
+        assert other.counter.write_lock_wait_seconds >= kept
+        assert holder.counter.write_lock_wait_seconds < kept  # it took the lock at once
+        assert 0 < other.counter.write_lock_held_seconds < holder.counter.write_lock_held_seconds
+    finally:
+        await holder.dispose()
+        await other.dispose()

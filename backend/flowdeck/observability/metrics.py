@@ -13,15 +13,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
 
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, NodeStatus
 from flowdeck.engine.engine import Engine
 from flowdeck.engine.publisher import NodeUpdate, RunUpdate, Update
 from flowdeck.sandbox.pool import SandboxPool
 from flowdeck.storage.queue_stats import QueueStats, read_queue_stats
+from flowdeck.storage.sqlite_engine import StatementCounter
 
 __all__ = ("CONTENT_TYPE", "Metrics", "ScrapeSources", "observe_engine")
 
@@ -41,11 +43,45 @@ class ScrapeSources:
         queue: Callable[[], Awaitable[QueueStats]] | None = None,
         sandbox: Callable[[], tuple[int, int]] | None = None,
         connections: Callable[[], int] | None = None,
+        database: tuple[StatementCounter, bool] | None = None,
     ) -> None:
         self.queue = queue
         self.sandbox = sandbox
         """() -> (busy, idle) sandbox processes."""
         self.connections = connections
+        self.database = database
+        """The engine's database counters, and whether it is SQLite (read as they stand at each scrape)."""
+
+
+class _DatabaseCounters:
+    """``flowdeck_db_*`` and, on SQLite, ``flowdeck_sqlite_write_lock_*``: counters the ``Database`` keeps
+    (storage/sqlite_engine.py ``StatementCounter``), read at scrape time rather than copied on every statement."""
+
+    def __init__(self, sources: ScrapeSources) -> None:
+        self._sources = sources
+
+    def describe(self) -> list[Metric]:
+        return []  # the names come and go with the database: nothing to check at registration
+
+    def collect(self) -> Iterator[Metric]:
+        if self._sources.database is None:
+            return
+        counter, is_sqlite = self._sources.database
+        yield CounterMetricFamily(
+            "flowdeck_db_round_trips", "Statements, BEGINs and COMMITs this process sent.", value=counter.round_trips
+        )
+        yield CounterMetricFamily("flowdeck_db_commits", "Transactions this process committed.", value=counter.commits)
+        if is_sqlite:
+            yield CounterMetricFamily(
+                "flowdeck_sqlite_write_lock_held_seconds",
+                "Seconds this process held the database file's one write lock (its group transactions).",
+                value=counter.write_lock_held_seconds,
+            )
+            yield CounterMetricFamily(
+                "flowdeck_sqlite_write_lock_wait_seconds",
+                "Seconds this process waited for another process to let go of the write lock.",
+                value=counter.write_lock_wait_seconds,
+            )
 
 
 class Metrics:
@@ -87,6 +123,7 @@ class Metrics:
         )
         self.sandbox = Gauge("flowdeck_sandbox_processes", "Sandbox processes, busy or idle.", ["state"], registry=r)
         self.connections = Gauge("flowdeck_socketio_connections", "Open Socket.IO connections.", registry=r)
+        r.register(_DatabaseCounters(self.sources))
 
     # -- what the engine reports (engine.observer.EngineObserver) ------------------------------------
     def run_started(self, trigger: str) -> None:
@@ -151,5 +188,6 @@ def observe_engine(metrics: Metrics, engine: Engine, *, sandbox: SandboxPool | N
     engine.publisher.taps.append(metrics.observe)
     engine.pruner.listeners.append(lambda deleted: metrics.runs_pruned.inc(deleted.total))
     metrics.sources.queue = lambda: read_queue_stats(engine.db, time.time())
+    metrics.sources.database = (engine.db.counter, engine.db.is_sqlite)
     if sandbox is not None:
         metrics.sources.sandbox = lambda: sandbox.usage

@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal, Protocol, TypeVar
@@ -261,7 +262,9 @@ class Database:
     async def _open_group(self) -> Group:
         """A new group, begun once this process holds the writer lock (``storage/sqlite_writer_lock.py``)."""
         if self._writer is not None:
+            asked_at = time.perf_counter()
             await self._writer.acquire()
+            self.counter.write_lock_wait_seconds += time.perf_counter() - asked_at
         try:
             conn = self._write_conn
             if conn is None or conn.closed or conn.invalidated:
@@ -339,6 +342,7 @@ class Database:
         else:
             group.committed.set_result(None)
         finally:
+            self.counter.write_lock_held_seconds += time.perf_counter() - group.opened_at
             if self._writer is not None:
                 self._writer.release()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -36,14 +37,19 @@ GROUP_LIMIT = 64
 @dataclass(slots=True)
 class StatementCounter:
     """Counts round trips to the database (statements, BEGIN, COMMIT, ROLLBACK) and commits, for the
-    benchmark's per-node figures."""
+    benchmark's per-node figures and ``/metrics``; on SQLite also how long this process held the write
+    lock and waited for another process to let go of it (where a file's one writer becomes the limit)."""
 
     round_trips: int = 0
     commits: int = 0
+    write_lock_held_seconds: float = 0.0
+    write_lock_wait_seconds: float = 0.0
 
     def reset(self) -> None:
         self.round_trips = 0
         self.commits = 0
+        self.write_lock_held_seconds = 0.0
+        self.write_lock_wait_seconds = 0.0
 
 
 class InlineConnection:
@@ -83,6 +89,8 @@ class Group:
         self.conn = conn
         self.raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
         self.raw.execute("BEGIN IMMEDIATE")  # writes only: the write lock up front
+        self.opened_at = time.perf_counter()
+        """When it took SQLite's write lock (``StatementCounter.write_lock_held_seconds``)."""
         self.members = 0
         self.released = 0
         """Members that went on without waiting for the commit (early release)."""
