@@ -92,7 +92,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         print(f"metrics on {listener_url(*settings.metrics_addr)}", flush=True)
     pipes = pipes_to_children(settings, workers)
-    children = serve_worker_processes(workers, _echo_line, worker_pool, pipes) if workers else None
+    metrics_addr = settings.metrics_addr if settings.metrics else None
+    children = serve_worker_processes(workers, _echo_line, worker_pool, pipes, metrics_addr) if workers else None
     announce = _announce(_public_url(host, port))
 
     def ready(info: ReadyInfo) -> None:

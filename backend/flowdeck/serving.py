@@ -17,6 +17,7 @@ from flowdeck.worker_processes import WorkerProcesses
 
 __all__ = (
     "DrainingServer",
+    "children_metrics_addrs",
     "connection_share",
     "pipes_to_children",
     "pool_share",
@@ -86,14 +87,38 @@ DEDICATED_CONNECTIONS = 2
 
 
 def serve_worker_processes(
-    count: int, echo: Callable[[str], None], pool_size: int, pipes: ChildPipes | None = None
+    count: int,
+    echo: Callable[[str], None],
+    pool_size: int,
+    pipes: ChildPipes | None = None,
+    metrics_addr: tuple[str, int] | None = None,
 ) -> WorkerProcesses:
-    """``count`` supervised ``flowdeck worker`` processes with serve's environment (FLOWDECK_METRICS_ADDR
-    left out: each would bind the same address; ``serve`` listens there itself), each keeping at most
-    ``pool_size`` pooled database connections, each given a socket of ``pipes`` if set."""
+    """``count`` supervised ``flowdeck worker`` processes with serve's environment, each keeping at most
+    ``pool_size`` pooled database connections, each given a socket of ``pipes`` if set. ``metrics_addr``:
+    serve's metrics listener; worker ``i`` listens on the ports after it (``children_metrics_addrs``)."""
     env = {k: v for k, v in os.environ.items() if k not in METRICS_LISTENER_VARIABLES}
     env["FLOWDECK_WORKER_DB_POOL_SIZE"] = str(pool_size)
-    return WorkerProcesses(count, env=env, echo=echo, channels=pipes.pair if pipes is not None else None)
+    addrs = children_metrics_addrs(metrics_addr, count) if metrics_addr is not None else None
+    return WorkerProcesses(
+        count,
+        env=env,
+        echo=echo,
+        channels=pipes.pair if pipes is not None else None,
+        env_of=(lambda index: {"FLOWDECK_METRICS_ADDR": addrs[index]}) if addrs is not None else None,
+    )
+
+
+def children_metrics_addrs(serve_addr: tuple[str, int], count: int) -> list[str]:
+    """The metrics listeners of serve's ``count`` worker processes: serve's host, the ports after serve's
+    (``127.0.0.1:9464`` -> ``127.0.0.1:9465``, ``:9466`` ...), so every process can be scraped."""
+    host, port = serve_addr
+    if port + count > 65535:
+        raise ValueError(
+            f"FLOWDECK_METRICS_ADDR: serve's {count} worker processes listen on the ports after {port},"
+            f" past 65535: choose a lower port"
+        )
+    shown = f"[{host}]" if ":" in host else host
+    return [f"{shown}:{port + 1 + index}" for index in range(count)]
 
 
 def connection_share(settings: Settings, workers: int) -> int:

@@ -74,10 +74,13 @@ class WorkerProcesses:
         echo: Callable[[str], None] | None = None,
         restart: bool = True,
         channels: Callable[[], socket.socket] | None = None,
+        env_of: Callable[[int], Mapping[str, str]] | None = None,
     ) -> None:
+        """``env_of``: what child ``index`` has in its environment beyond ``env`` (kept when it is started again)."""
         self.count = count
         self._channels = channels
         self._env = dict(os.environ if env is None else env)
+        self._env_of = env_of
         self._command = list(command or worker_command())
         self._echo = echo
         self._restart = restart
@@ -153,7 +156,7 @@ class WorkerProcesses:
         try:
             process = subprocess.Popen(  # noqa: S603 -- our own interpreter and module
                 [*self._command, *extra],
-                env=self._env,
+                env={**self._env, **self._env_of(index)} if self._env_of is not None else self._env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,

@@ -25,7 +25,7 @@ import pytest
 import socketio
 
 from flowdeck.engine.engine import Engine
-from flowdeck.serving import connection_share, serve_worker_count
+from flowdeck.serving import children_metrics_addrs, connection_share, serve_worker_count
 from flowdeck.settings import Settings
 from flowdeck.storage.database import Database
 from tests.support.flowdeck_processes import provision
@@ -281,6 +281,45 @@ def test_how_many_worker_processes_serve_starts() -> None:
         serve_worker_count(sqlite, -1)
     assert Settings.from_env({"FLOWDECK_SERVE_WORKERS": "0"}).serve_workers == 0
     assert Settings.from_env({}).serve_workers is None
+
+
+def test_serves_worker_processes_listen_for_metrics_on_the_ports_after_serves() -> None:
+    assert children_metrics_addrs(("127.0.0.1", 9464), 2) == ["127.0.0.1:9465", "127.0.0.1:9466"]
+    assert children_metrics_addrs(("::1", 9464), 1) == ["[::1]:9465"]
+    assert children_metrics_addrs(("0.0.0.0", 65534), 1) == ["0.0.0.0:65535"]
+    with pytest.raises(ValueError, match=r"FLOWDECK_METRICS_ADDR: serve's 2 worker processes .* past 65535"):
+        children_metrics_addrs(("127.0.0.1", 65534), 2)
+
+
+def _two_free_ports() -> int:
+    """A port free with the one after it."""
+    for _ in range(50):
+        port = _free_port()
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise AssertionError("no two free ports in a row")
+
+
+async def test_every_process_of_serve_can_be_scraped(tmp_path: Path) -> None:
+    """With ``FLOWDECK_METRICS_ADDR`` serve listens there and its worker process on the next port, with the
+    database counters of its own (on SQLite, how long it held and waited for the write lock)."""
+    port = _two_free_ports()
+    url = f"sqlite+aiosqlite:///{tmp_path / 'f.db'}"
+    with serve(url, "--workers", "1", FLOWDECK_METRICS_ADDR=f"127.0.0.1:{port}") as (child, lines):
+        lines.wait_for(f"[worker 0] metrics on http://127.0.0.1:{port + 1}/metrics")
+        lines.wait_for("[worker 0] worker ")
+        async with httpx.AsyncClient(timeout=10) as client:
+            own = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+            worker = (await client.get(f"http://127.0.0.1:{port + 1}/metrics")).text
+        for text in (own, worker):  # the child said it listens there (its line): two processes, two listeners
+            assert "flowdeck_db_commits_total" in text and "flowdeck_sqlite_write_lock_wait_seconds_total" in text
+        child.send_signal(signal.SIGTERM)
+        lines.wait_for("[worker 0] worker stopped")
+        assert child.wait(30) in (0, -signal.SIGTERM)
 
 
 async def test_a_worker_process_does_not_outlive_a_serve_killed_hard(postgres_url: str) -> None:
