@@ -39,7 +39,7 @@ import httpx
 
 from flowdeck.accounts.commands import create_token, create_user
 from flowdeck.bench import _print_table
-from flowdeck.settings import Settings
+from flowdeck.settings import METRICS_LISTENER_VARIABLES, Settings
 
 __all__ = ("SCENARIOS", "HttpPlan", "Load", "LoadResult", "Scenario", "http_rows", "run_http_bench")
 
@@ -160,15 +160,25 @@ class _Server:
     process: asyncio.subprocess.Process
     url: str
     log: Path
-    metrics_token: str
+    metrics: list[str]
+    """The metrics listeners of serve and of each of its worker processes."""
 
     async def database_counters(self) -> dict[str, float] | None:
-        """serve's ``flowdeck_db_*`` counters (``None``: metrics are off)."""
-        async with httpx.AsyncClient(base_url=self.url, timeout=10) as client:
-            answer = await client.get("/metrics", headers={"Authorization": f"Bearer {self.metrics_token}"})
-        if answer.status_code != 200:
-            return None
-        return {name: float(value) for name, value in _SAMPLE.findall(answer.text) if name.startswith("flowdeck_db_")}
+        """The ``flowdeck_db_*`` and ``flowdeck_sqlite_*`` counters summed over serve and its worker processes
+        (``None``: one did not answer, metrics being off)."""
+        totals: dict[str, float] = {}
+        async with httpx.AsyncClient(timeout=10) as client:
+            for url in self.metrics:
+                try:
+                    answer = await client.get(url)
+                except httpx.TransportError:
+                    return None
+                if answer.status_code != 200:
+                    return None
+                for name, value in _SAMPLE.findall(answer.text):
+                    if name.startswith(("flowdeck_db_", "flowdeck_sqlite_")):
+                        totals[name] = totals.get(name, 0.0) + float(value)
+        return totals
 
     def cpu_seconds(self) -> float:
         """CPU seconds (user + system) of the server and every process below it, including those already reaped."""
@@ -206,6 +216,20 @@ def _tree_cpu_seconds(root: int) -> float:
     return sum(int(v) for fields in _process_tree(root).values() for v in fields[11:15]) / _CLOCK_TICKS
 
 
+def _free_ports(count: int) -> int:
+    """The first of ``count`` free ports in a row."""
+    for _ in range(100):
+        first = _free_port()
+        with contextlib.ExitStack() as probes:
+            try:
+                for port in range(first + 1, first + count):
+                    probes.enter_context(socket.socket()).bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return first
+    raise RuntimeError(f"no {count} free ports in a row on 127.0.0.1")
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -217,12 +241,12 @@ async def _serve(settings: Settings, workdir: Path, workers: int | None = None) 
     """A ``flowdeck serve`` on a free port, answering ``/api/health`` (with ``workers`` worker processes
     beside it, all running); stopped by SIGTERM (then killed) at the end."""
     port = _free_port()
-    token = os.urandom(16).hex()  # serve's /metrics on its port, for the database counters of each round
+    metrics_port = _free_ports(1 + (workers or 0))  # serve's, then its worker processes' (each scraped)
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k not in METRICS_LISTENER_VARIABLES},
         "FLOWDECK_DATABASE_URL": settings.database_url,
         "FLOWDECK_HOST": "127.0.0.1",
-        "FLOWDECK_METRICS_TOKEN": token,
+        "FLOWDECK_METRICS_ADDR": f"127.0.0.1:{metrics_port}",
     }
     if workers is not None:
         env["FLOWDECK_SERVE_WORKERS"] = str(workers)
@@ -240,7 +264,8 @@ async def _serve(settings: Settings, workdir: Path, workers: int | None = None) 
             stdout=sink,
             stderr=sink,
         )
-    server = _Server(process, f"http://127.0.0.1:{port}", log, token)
+    metrics = [f"http://127.0.0.1:{metrics_port + i}/metrics" for i in range(1 + (workers or 0))]
+    server = _Server(process, f"http://127.0.0.1:{port}", log, metrics)
     try:
         await _wait_healthy(server)
         await _wait_workers(server, workers or 0)
@@ -488,10 +513,8 @@ async def _measure(server: _Server, hook: _Hook, load: Load, generator: str, wor
     after = await server.database_counters()
     for sample in result.samples:
         print(f"bench --http {hook.scenario.name}: error: {sample}", file=sys.stderr)
-    commits = None
-    if counters is not None and after is not None:
-        commits = after["flowdeck_db_commits_total"] - counters["flowdeck_db_commits_total"]
-    return _row(hook.scenario, result, server_cpu, commits)
+    moved = None if counters is None or after is None else {name: after[name] - counters[name] for name in after}
+    return _row(hook.scenario, result, server_cpu, moved)
 
 
 async def _settle(server: _Server, idle_share: float = 0.05, window: float = 0.3) -> None:
@@ -507,8 +530,11 @@ async def _settle(server: _Server, idle_share: float = 0.05, window: float = 0.3
     print("bench --http: the server was still busy 40 s after the round", file=sys.stderr)
 
 
-def _row(scenario: Scenario, result: LoadResult, server_cpu: float, commits: float | None) -> dict[str, Any]:
-    """``commits``: serve's own in the round (``None``: unknown), the fsyncs its calls shared."""
+def _row(
+    scenario: Scenario, result: LoadResult, server_cpu: float, counters: dict[str, float] | None
+) -> dict[str, Any]:
+    """``counters``: how the database counters of serve and its worker processes moved in the round
+    (``None``: unknown)."""
     runs = max(result.requests + result.in_flight, 1)
     if result.connections == 1:
         n8n = f"p50 {scenario.n8n_p50_ms} ms, {scenario.n8n_cpu_per_1000} CPU s"
@@ -528,9 +554,19 @@ def _row(scenario: Scenario, result: LoadResult, server_cpu: float, commits: flo
         "serverCpuPct": round(100 * server_cpu / result.seconds, 1) if result.seconds else None,
         "clientCpuSPer1000": round(result.client_cpu * 1000 / runs, 2),
         "clientCpuPct": round(100 * result.client_cpu / result.seconds, 1) if result.seconds else None,
-        "serveCommitsPerCall": None if commits is None else round(commits / runs, 2),
+        # the commits (on SQLite each an fsync) the calls shared, all processes together
+        "commitsPerCall": None if counters is None else round(counters["flowdeck_db_commits_total"] / runs, 2),
+        # SQLite: the share of the round the processes' writers spent waiting for another's write lock (summed:
+        # past 100 % more than one waited at once); high, and more processes add nothing
+        "writeLockWaitPct": _share(counters, "flowdeck_sqlite_write_lock_wait_seconds_total", result.seconds),
         "n8n": n8n,
     }
+
+
+def _share(counters: dict[str, float] | None, name: str, seconds: float) -> float | None:
+    if counters is None or name not in counters or not seconds:
+        return None
+    return round(100 * counters[name] / seconds, 1)
 
 
 def _bench_settings(settings: Settings, workdir: Path) -> Settings:

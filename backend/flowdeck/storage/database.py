@@ -263,8 +263,8 @@ class Database:
         """A new group, begun once this process holds the writer lock (``storage/sqlite_writer_lock.py``)."""
         if self._writer is not None:
             asked_at = time.perf_counter()
-            await self._writer.acquire()
-            self.counter.write_lock_wait_seconds += time.perf_counter() - asked_at
+            if await self._writer.acquire():
+                self.counter.write_lock_wait_seconds += time.perf_counter() - asked_at
         try:
             conn = self._write_conn
             if conn is None or conn.closed or conn.invalidated:

@@ -44,11 +44,12 @@ class WriterLock:
         self._fd: int | None = None
         self._wait_fd: int | None = None
 
-    async def acquire(self) -> None:
+    async def acquire(self) -> bool:
+        """Take the lock; ``True`` when another process held it and this waited."""
         fd = self._open()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
+            return False
         except BlockingIOError:
             pass
         waited = asyncio.get_running_loop().run_in_executor(None, self._wait_for, fd, self._open_wait())
@@ -57,6 +58,7 @@ class WriterLock:
         except asyncio.CancelledError:
             waited.add_done_callback(self._release_if_taken)  # the thread may still take it: give it back
             raise
+        return True
 
     @staticmethod
     def _wait_for(fd: int, wait_fd: int) -> None:
