@@ -18,18 +18,15 @@ generator and its CPU share. A request counts as an error unless it is answered 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
 import resource
 import shutil
-import signal
-import socket
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
@@ -39,16 +36,15 @@ import httpx
 
 from flowdeck.accounts.commands import create_token, create_user
 from flowdeck.bench import _print_table
-from flowdeck.settings import METRICS_LISTENER_VARIABLES, Settings
+from flowdeck.bench_http_server import BenchServer, serve_for_bench
+from flowdeck.proc_stats import process_tree
+from flowdeck.settings import Settings
 
 __all__ = ("SCENARIOS", "HttpPlan", "Load", "LoadResult", "Scenario", "http_rows", "run_http_bench")
 
 BODY: Final = {"n": 7}
 """Every request's body: the workflows compute their output from ``n``."""
 WAIT_SECONDS: Final = 30
-_CLOCK_TICKS: Final = os.sysconf("SC_CLK_TCK")
-_SAMPLE: Final = re.compile(r"^([a-z_]+) (\S+)$", re.MULTILINE)
-"""An unlabelled sample of the Prometheus text format."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,159 +148,6 @@ class LoadResult:
             self.samples.append(text[:300])
 
 
-# ---------------------------------------------------------------- the server
-
-
-@dataclass
-class _Server:
-    process: asyncio.subprocess.Process
-    url: str
-    log: Path
-    metrics: list[str]
-    """The metrics listeners of serve and of each of its worker processes."""
-
-    async def database_counters(self) -> dict[str, float] | None:
-        """The ``flowdeck_db_*`` and ``flowdeck_sqlite_*`` counters summed over serve and its worker processes
-        (``None``: one did not answer, metrics being off)."""
-        totals: dict[str, float] = {}
-        async with httpx.AsyncClient(timeout=10) as client:
-            for url in self.metrics:
-                try:
-                    answer = await client.get(url)
-                except httpx.TransportError:
-                    return None
-                if answer.status_code != 200:
-                    return None
-                for name, value in _SAMPLE.findall(answer.text):
-                    if name.startswith(("flowdeck_db_", "flowdeck_sqlite_")):
-                        totals[name] = totals.get(name, 0.0) + float(value)
-        return totals
-
-    def cpu_seconds(self) -> float:
-        """CPU seconds (user + system) of the server and every process below it, including those already reaped."""
-        return _tree_cpu_seconds(self.process.pid)
-
-    def log_tail(self) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-20:])
-
-
-def _process_tree(root: int) -> dict[int, list[str]]:
-    """``/proc/<pid>/stat`` of ``root`` and its descendants (the sandbox workers), from field 3 (state) on."""
-    stats: dict[int, list[str]] = {}
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = (entry / "stat").read_text()
-        except OSError:  # gone meanwhile
-            continue
-        fields = text[text.rindex(")") + 2 :].split()  # from field 3 (state) on: the name may hold spaces
-        stats[int(entry.name)] = fields
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    tree, todo = {}, [root]
-    while todo:
-        pid = todo.pop()
-        if pid in stats:
-            tree[pid] = stats[pid]
-            todo += children.get(pid, [])
-    return tree
-
-
-def _tree_cpu_seconds(root: int) -> float:
-    # utime stime cutime cstime (fields 14-17): the c* fields hold children that ended and were reaped
-    return sum(int(v) for fields in _process_tree(root).values() for v in fields[11:15]) / _CLOCK_TICKS
-
-
-def _free_ports(count: int) -> int:
-    """The first of ``count`` free ports in a row."""
-    for _ in range(100):
-        first = _free_port()
-        with contextlib.ExitStack() as probes:
-            try:
-                for port in range(first + 1, first + count):
-                    probes.enter_context(socket.socket()).bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return first
-    raise RuntimeError(f"no {count} free ports in a row on 127.0.0.1")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextlib.asynccontextmanager
-async def _serve(settings: Settings, workdir: Path, workers: int | None = None) -> AsyncIterator[_Server]:
-    """A ``flowdeck serve`` on a free port, answering ``/api/health`` (with ``workers`` worker processes
-    beside it, all running); stopped by SIGTERM (then killed) at the end."""
-    port = _free_port()
-    metrics_port = _free_ports(1 + (workers or 0))  # serve's, then its worker processes' (each scraped)
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in METRICS_LISTENER_VARIABLES},
-        "FLOWDECK_DATABASE_URL": settings.database_url,
-        "FLOWDECK_HOST": "127.0.0.1",
-        "FLOWDECK_METRICS_ADDR": f"127.0.0.1:{metrics_port}",
-    }
-    if workers is not None:
-        env["FLOWDECK_SERVE_WORKERS"] = str(workers)
-    log = workdir / "serve.log"
-    with log.open("wb") as sink:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "flowdeck",
-            "serve",
-            "--port",
-            str(port),
-            cwd=workdir,
-            env=env,
-            stdout=sink,
-            stderr=sink,
-        )
-    metrics = [f"http://127.0.0.1:{metrics_port + i}/metrics" for i in range(1 + (workers or 0))]
-    server = _Server(process, f"http://127.0.0.1:{port}", log, metrics)
-    try:
-        await _wait_healthy(server)
-        await _wait_workers(server, workers or 0)
-        yield server
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(process.wait(), 40)
-            except TimeoutError:
-                process.kill()
-                await process.wait()
-
-
-async def _wait_healthy(server: _Server) -> None:
-    deadline = time.monotonic() + 90
-    async with httpx.AsyncClient(base_url=server.url, timeout=5) as client:
-        while time.monotonic() < deadline:
-            if server.process.returncode is not None:
-                raise RuntimeError(f"flowdeck serve exited ({server.process.returncode}):\n{server.log_tail()}")
-            with contextlib.suppress(httpx.TransportError):
-                if (await client.get("/api/health")).status_code == 200:
-                    return
-            await asyncio.sleep(0.1)
-    raise RuntimeError(f"flowdeck serve did not answer /api/health within 90 s:\n{server.log_tail()}")
-
-
-async def _wait_workers(server: _Server, count: int) -> None:
-    """Until serve printed each worker process's ``running`` line."""
-    deadline = time.monotonic() + 90
-    while count and time.monotonic() < deadline:
-        text = server.log.read_text(errors="replace")
-        if all(f"[worker {i}] worker " in text for i in range(count)):
-            return
-        await asyncio.sleep(0.1)
-    if count:
-        raise RuntimeError(f"serve's {count} worker processes did not start within 90 s:\n{server.log_tail()}")
-
-
 @dataclass(frozen=True, slots=True)
 class _Hook:
     scenario: Scenario
@@ -312,7 +155,7 @@ class _Hook:
     secret: str
 
 
-async def _create_hooks(settings: Settings, server: _Server, scenarios: list[Scenario]) -> list[_Hook]:
+async def _create_hooks(settings: Settings, server: BenchServer, scenarios: list[Scenario]) -> list[_Hook]:
     """A user and token as ``flowdeck users create`` / ``tokens create`` make them; the workflows through the API."""
     email = f"bench-{os.urandom(4).hex()}@flowdeck.local"  # a PostgreSQL database may hold earlier benches' users
     await create_user(settings, email, "bench-http", os.urandom(16).hex())
@@ -501,7 +344,7 @@ def _generator(plan: HttpPlan) -> str:
     return "python"
 
 
-async def _measure(server: _Server, hook: _Hook, load: Load, generator: str, workdir: Path) -> dict[str, Any]:
+async def _measure(server: BenchServer, hook: _Hook, load: Load, generator: str, workdir: Path) -> dict[str, Any]:
     counters = await server.database_counters()
     cpu = server.cpu_seconds()
     if generator == "wrk":
@@ -517,7 +360,7 @@ async def _measure(server: _Server, hook: _Hook, load: Load, generator: str, wor
     return _row(hook.scenario, result, server_cpu, moved)
 
 
-async def _settle(server: _Server, idle_share: float = 0.05, window: float = 0.3) -> None:
+async def _settle(server: BenchServer, idle_share: float = 0.05, window: float = 0.3) -> None:
     """Wait until the server's processes use under ``idle_share`` of a core over ``window`` seconds (at most 40 s)."""
     deadline = time.monotonic() + 40
     before = server.cpu_seconds()
@@ -585,8 +428,8 @@ async def http_rows(settings: Settings, plan: HttpPlan, serve_workers: int | Non
     with tempfile.TemporaryDirectory(prefix="flowdeck-bench-http-") as tmp:
         workdir = Path(tmp)
         bench_settings = _bench_settings(settings, workdir)
-        async with _serve(bench_settings, workdir, serve_workers) as server:
-            processes = len(_process_tree(server.process.pid))
+        async with serve_for_bench(bench_settings, workdir, serve_workers) as server:
+            processes = len(process_tree(server.process.pid))
             print(f"flowdeck serve at {server.url}: {processes} processes (with the sandbox workers)", file=sys.stderr)
             for hook in await _create_hooks(bench_settings, server, scenarios):
                 warmup = await _python_round(server.url, hook, plan.warmup)
