@@ -70,7 +70,11 @@ class _DatabaseCounters:
         yield CounterMetricFamily(
             "flowdeck_db_round_trips", "Statements, BEGINs and COMMITs this process sent.", value=counter.round_trips
         )
-        yield CounterMetricFamily("flowdeck_db_commits", "Transactions this process committed.", value=counter.commits)
+        yield CounterMetricFamily(
+            "flowdeck_db_commits",
+            "COMMITs this process sent (PostgreSQL's single-statement writes commit by themselves, uncounted).",
+            value=counter.commits,
+        )
         if is_sqlite:
             yield CounterMetricFamily(
                 "flowdeck_sqlite_write_lock_held_seconds",
