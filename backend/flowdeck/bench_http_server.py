@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import signal
 import socket
 import sys
@@ -15,17 +14,14 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from flowdeck.proc_stats import tree_cpu_seconds
 from flowdeck.settings import METRICS_LISTENER_VARIABLES, Settings
 
 __all__ = ("BenchServer", "serve_for_bench")
-
-_SAMPLE: Final = re.compile(r"^([a-z_]+) (\S+)$", re.MULTILINE)
-"""An unlabelled sample of the Prometheus text format."""
 
 
 @dataclass
@@ -48,9 +44,10 @@ class BenchServer:
                     return None
                 if answer.status_code != 200:
                     return None
-                for name, value in _SAMPLE.findall(answer.text):
-                    if name.startswith(("flowdeck_db_", "flowdeck_sqlite_")):
-                        totals[name] = totals.get(name, 0.0) + float(value)
+                for family in text_string_to_metric_families(answer.text):
+                    if family.name.startswith(("flowdeck_db_", "flowdeck_sqlite_")):
+                        for sample in family.samples:
+                            totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
         return totals
 
     def cpu_seconds(self) -> float:
