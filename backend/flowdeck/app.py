@@ -62,8 +62,10 @@ def build_app(settings: Settings, config: ApiConfig | None = None) -> Flowdeck:
             services = Services.build(runtime, config)
             context.open(services)
             if metrics is not None:
-                sandbox = runtime.sandbox if isinstance(runtime, Runtime) else None
-                observe_engine(metrics, runtime.engine, sandbox=sandbox)
+                own = runtime if isinstance(runtime, Runtime) else None
+                sandbox = own.sandbox if own is not None else None
+                traffic = own.fanout.traffic if own is not None and own.fanout is not None else None
+                observe_engine(metrics, runtime.engine, sandbox=sandbox, fanout=traffic)
             await realtime.start(runtime.engine.publisher)
             freeze_startup_heap()
             listener = None

@@ -159,7 +159,8 @@ async def _worker_metrics(settings: Settings, runtime: Runtime) -> MetricsListen
     from flowdeck.observability.metrics import Metrics, observe_engine
 
     metrics = Metrics()
-    observe_engine(metrics, runtime.engine, sandbox=runtime.sandbox)
+    traffic = runtime.fanout.traffic if runtime.fanout is not None else None
+    observe_engine(metrics, runtime.engine, sandbox=runtime.sandbox, fanout=traffic)
     listener = await open_metrics_listener(metrics, settings.metrics_addr)
     print(f"metrics on {listener.url}", flush=True)
     return listener

@@ -51,6 +51,8 @@ class Runtime:
     """Fires the workflows' schedules (SPEC §8); runs wherever a worker runs."""
     notifier: Notifier | None = None
     """Sends the failure and SLA-breach notices (a worker sweep hook wherever a worker runs)."""
+    fanout: Fanout | None = None
+    """Joins this process to the others (none: it runs alone)."""
 
 
 @asynccontextmanager
@@ -127,7 +129,7 @@ async def open_runtime(
         if scheduler is not None:
             engine.definition_listeners.append(scheduler.poke)  # a new or changed schedule counts at once
             await scheduler.start()
-        yield Runtime(settings, db, engine, sandbox, DataService(sources, queries), scheduler, notifier)
+        yield Runtime(settings, db, engine, sandbox, DataService(sources, queries), scheduler, notifier, bridge)
     finally:
         if scheduler is not None:
             await scheduler.stop()

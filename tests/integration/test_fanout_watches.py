@@ -26,6 +26,7 @@ from flowdeck.storage.database import Database
 from tests.support.graphs import definition, edge, end, linear, node
 from tests.support.handlers import StepHandler, make_test_registry
 from tests.support.runs import start
+from tests.support.waiting import until
 
 HEARTBEAT = 0.2
 
@@ -118,6 +119,8 @@ async def test_a_run_nobody_watches_sends_only_its_end_to_other_processes(
         tenant_id = await worker.tenants.ensure("acme")
         instance_id = await start(worker, tenant_id, linear(3))
         await heard.until_run(instance_id, RunStatus.COMPLETED)  # sent after all its nodes' updates
+        sent, received = fanouts[0].traffic, fanouts[1].traffic
+        await until(lambda: received.updates_received, what="serve to hear the run's end")
     finally:
         await worker.stop()
         for f in fanouts:
@@ -126,6 +129,10 @@ async def test_a_run_nobody_watches_sends_only_its_end_to_other_processes(
     assert [(ch, i["s"]) for ch, i in heard.items("run") if i["i"] == instance_id] == [
         (f"{channel}_{SHARED}", "COMPLETED")  # every process hears a run end: flow control, waits, plans
     ]
+    # what /metrics counts (flowdeck_fanout_*) says the same: one update each way, in one message
+    assert (sent.updates_sent, sent.sent["updates"]) == (1, 1)
+    assert (received.updates_received, received.received["updates"]) == (1, 1)
+    assert received.received["control"] > 0 and "updates" not in received.sent  # heartbeats; serve ran nothing
 
 
 async def test_a_watcher_that_appears_mid_run_gets_every_update_from_then_on_and_none_after_it_stops(

@@ -23,6 +23,7 @@ from typing import IO, Any
 import httpx
 import pytest
 import socketio
+from prometheus_client.parser import text_string_to_metric_families
 
 from flowdeck.engine.engine import Engine
 from flowdeck.serving import children_metrics_addrs, connection_share, serve_worker_count
@@ -31,6 +32,7 @@ from flowdeck.storage.database import Database
 from tests.support.flowdeck_processes import provision
 from tests.support.handlers import make_test_registry
 from tests.support.runs import read_outcome
+from tests.support.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -304,6 +306,15 @@ def _two_free_ports() -> int:
     raise AssertionError("no two free ports in a row")
 
 
+async def _heard_control(client: httpx.AsyncClient, port: int) -> float:
+    text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "flowdeck_fanout_messages_received_total" and sample.labels == {"kind": "control"}:
+                return sample.value
+    return 0.0
+
+
 async def test_every_process_of_serve_can_be_scraped(tmp_path: Path) -> None:
     """With ``FLOWDECK_METRICS_ADDR`` serve listens there and its worker process on the next port, with the
     database counters of its own (on SQLite, how long it held and waited for the write lock)."""
@@ -315,8 +326,12 @@ async def test_every_process_of_serve_can_be_scraped(tmp_path: Path) -> None:
         async with httpx.AsyncClient(timeout=10) as client:
             own = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
             worker = (await client.get(f"http://127.0.0.1:{port + 1}/metrics")).text
-        for text in (own, worker):  # the child said it listens there (its line): two processes, two listeners
-            assert "flowdeck_db_commits_total" in text and "flowdeck_sqlite_write_lock_wait_seconds_total" in text
+            for text in (own, worker):  # the child said it listens there (its line): two processes, two listeners
+                assert "flowdeck_db_commits_total" in text and "flowdeck_sqlite_write_lock_wait_seconds_total" in text
+            for listener in (port, port + 1):  # and each hears the other's heartbeats over the pipes
+                await until(
+                    lambda at=listener: _heard_control(client, at), what=f"heartbeats counted on port {listener}"
+                )
         child.send_signal(signal.SIGTERM)
         lines.wait_for("[worker 0] worker stopped")
         assert child.wait(30) in (0, -signal.SIGTERM)

@@ -28,8 +28,8 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -40,7 +40,7 @@ from flowdeck.engine.watches import Watches
 from flowdeck.storage.database import Database
 from flowdeck.storage.live_refs import node_result, run_result
 
-__all__ = ("MISSED", "SHARED", "Fanout", "Transport", "read_back")
+__all__ = ("MESSAGE_KINDS", "MISSED", "SHARED", "Fanout", "FanoutTraffic", "Transport", "message_kind", "read_back")
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,27 @@ SHARED = "all"
 MISSED = b""
 """What a transport delivers after it listened again (its connection was lost): messages sent meanwhile
 were missed. The process's clients then read the runs they follow again (``LocalPublisher.missed``)."""
+
+
+_KINDS: Final = (("updates", "updates"), ("due", "wakeups"), ("revoked", "revocations"), ("notices", "notices"))
+MESSAGE_KINDS: Final = (*(kind for _, kind in _KINDS), "control")
+
+
+def message_kind(body: dict[str, Any]) -> str:
+    """What a message carries, for its counters: updates, wakeups, revocations, notices, or control (who is
+    alive and watches what, acknowledgements, a gap to read again)."""
+    return next((kind for key, kind in _KINDS if key in body), "control")
+
+
+@dataclass(slots=True)
+class FanoutTraffic:
+    """Messages this process sent to the other processes and heard from them, by kind, and the node and run
+    updates among them: what joining processes costs each one (``/metrics``, ``bench --workers``)."""
+
+    sent: dict[str, int] = field(default_factory=dict)
+    received: dict[str, int] = field(default_factory=dict)
+    updates_sent: int = 0
+    updates_received: int = 0
 
 
 class Transport(Protocol):
@@ -168,6 +189,7 @@ class Fanout:
     ) -> None:
         self.transport = transport
         self.origin = uuid.uuid4().hex
+        self.traffic = FanoutTraffic()
         self.wake_listeners: list[Callable[[float], None]] = []
         """Told the due times of jobs other processes queued (this process's worker, if it runs one)."""
         self.watches = Watches(
@@ -263,6 +285,10 @@ class Fanout:
                     exc_info=True,
                 )
             return
+        kind = message_kind(body)
+        self.traffic.sent[kind] = self.traffic.sent.get(kind, 0) + 1
+        if kind == "updates":
+            self.traffic.updates_sent += len(body["updates"])
         if self._unsent:
             log.warning("sending live messages to the other processes again (%d could not be sent)", self._unsent)
             self._announce({"missed": self._unsent})  # their clients read what those said again
@@ -419,12 +445,15 @@ class Fanout:
             origin = body["from"]
             if origin == self.origin:
                 return
+            kind = message_kind(body)
+            self.traffic.received[kind] = self.traffic.received.get(kind, 0) + 1
             if self.watches.heard(origin):  # taken for dead a while: what it watches was not sent to it
                 self._announce({"missed": 1}, topic=origin)
             if "missed" in body:
                 self._publisher.missed()
             elif "updates" in body:
                 updates = [await self._complete(*decode_update(item)) for item in body["updates"]]
+                self.traffic.updates_received += len(updates)
                 self._publisher.publish(updates, relayed_from=self._outgoing)
             elif "revoked" in body:
                 keys = [key for key in body["revoked"] if isinstance(key, str)]

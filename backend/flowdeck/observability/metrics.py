@@ -20,6 +20,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, NodeStatus
 from flowdeck.engine.engine import Engine
+from flowdeck.engine.fanout import MESSAGE_KINDS, FanoutTraffic
 from flowdeck.engine.publisher import NodeUpdate, RunUpdate, Update
 from flowdeck.sandbox.pool import SandboxPool
 from flowdeck.storage.queue_stats import QueueStats, read_queue_stats
@@ -44,6 +45,7 @@ class ScrapeSources:
         sandbox: Callable[[], tuple[int, int]] | None = None,
         connections: Callable[[], int] | None = None,
         database: tuple[StatementCounter, bool] | None = None,
+        fanout: FanoutTraffic | None = None,
     ) -> None:
         self.queue = queue
         self.sandbox = sandbox
@@ -51,6 +53,8 @@ class ScrapeSources:
         self.connections = connections
         self.database = database
         """The engine's database counters, and whether it is SQLite (read as they stand at each scrape)."""
+        self.fanout = fanout
+        """What this process sent to and heard from the other processes (none: it runs alone)."""
 
 
 class _DatabaseCounters:
@@ -85,6 +89,40 @@ class _DatabaseCounters:
                 "flowdeck_sqlite_write_lock_wait_seconds",
                 "Seconds this process waited for another process to let go of the write lock.",
                 value=counter.write_lock_wait_seconds,
+            )
+
+
+class _FanoutCounters:
+    """``flowdeck_fanout_*``: the messages joining this process to the others (engine/fanout.py
+    ``FanoutTraffic``), read at scrape time."""
+
+    def __init__(self, sources: ScrapeSources) -> None:
+        self._sources = sources
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        traffic = self._sources.fanout
+        if traffic is None:
+            return
+        for direction, by_kind, updates in (
+            ("sent", traffic.sent, traffic.updates_sent),
+            ("received", traffic.received, traffic.updates_received),
+        ):
+            where = "to" if direction == "sent" else "from"
+            messages = CounterMetricFamily(
+                f"flowdeck_fanout_messages_{direction}",
+                f"Messages this process {direction} {where} the other processes, by what they carry.",
+                labels=["kind"],
+            )
+            for kind in MESSAGE_KINDS:
+                messages.add_metric([kind], by_kind.get(kind, 0))
+            yield messages
+            yield CounterMetricFamily(
+                f"flowdeck_fanout_updates_{direction}",
+                f"Node and run updates this process {direction} {where} the other processes.",
+                value=updates,
             )
 
 
@@ -128,6 +166,7 @@ class Metrics:
         self.sandbox = Gauge("flowdeck_sandbox_processes", "Sandbox processes, busy or idle.", ["state"], registry=r)
         self.connections = Gauge("flowdeck_socketio_connections", "Open Socket.IO connections.", registry=r)
         r.register(_DatabaseCounters(self.sources))
+        r.register(_FanoutCounters(self.sources))
 
     # -- what the engine reports (engine.observer.EngineObserver) ------------------------------------
     def run_started(self, trigger: str) -> None:
@@ -186,12 +225,16 @@ class Metrics:
             self.connections.set(sources.connections())
 
 
-def observe_engine(metrics: Metrics, engine: Engine, *, sandbox: SandboxPool | None = None) -> None:
-    """Count what ``engine`` does in this process, and read the queue (and the sandbox) at scrape time."""
+def observe_engine(
+    metrics: Metrics, engine: Engine, *, sandbox: SandboxPool | None = None, fanout: FanoutTraffic | None = None
+) -> None:
+    """Count what ``engine`` does in this process, and read the queue (the sandbox, the traffic with the other
+    processes) at scrape time."""
     engine.attach_observer(metrics)
     engine.publisher.taps.append(metrics.observe)
     engine.pruner.listeners.append(lambda deleted: metrics.runs_pruned.inc(deleted.total))
     metrics.sources.queue = lambda: read_queue_stats(engine.db, time.time())
     metrics.sources.database = (engine.db.counter, engine.db.is_sqlite)
+    metrics.sources.fanout = fanout
     if sandbox is not None:
         metrics.sources.sandbox = lambda: sandbox.usage
