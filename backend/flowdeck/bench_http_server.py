@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -16,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
+from flowdeck.bench_metrics import free_port, free_ports, scrape_totals
 from flowdeck.proc_stats import tree_cpu_seconds
 from flowdeck.settings import METRICS_LISTENER_VARIABLES, Settings
 
@@ -35,20 +34,7 @@ class BenchServer:
     async def database_counters(self) -> dict[str, float] | None:
         """The ``flowdeck_db_*`` and ``flowdeck_sqlite_*`` counters summed over serve and its worker processes
         (``None``: one did not answer, metrics being off)."""
-        totals: dict[str, float] = {}
-        async with httpx.AsyncClient(timeout=10) as client:
-            for url in self.metrics:
-                try:
-                    answer = await client.get(url)
-                except httpx.TransportError:
-                    return None
-                if answer.status_code != 200:
-                    return None
-                for family in text_string_to_metric_families(answer.text):
-                    if family.name.startswith(("flowdeck_db_", "flowdeck_sqlite_")):
-                        for sample in family.samples:
-                            totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
-        return totals
+        return await scrape_totals(self.metrics, ("flowdeck_db_", "flowdeck_sqlite_"))
 
     def cpu_seconds(self) -> float:
         """CPU seconds (user + system) of the server and every process below it, including those already reaped."""
@@ -58,32 +44,12 @@ class BenchServer:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-20:])
 
 
-def _free_ports(count: int) -> int:
-    """The first of ``count`` free ports in a row."""
-    for _ in range(100):
-        first = _free_port()
-        with contextlib.ExitStack() as probes:
-            try:
-                for port in range(first + 1, first + count):
-                    probes.enter_context(socket.socket()).bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return first
-    raise RuntimeError(f"no {count} free ports in a row on 127.0.0.1")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextlib.asynccontextmanager
 async def serve_for_bench(settings: Settings, workdir: Path, workers: int | None = None) -> AsyncIterator[BenchServer]:
     """A ``flowdeck serve`` on a free port, answering ``/api/health`` (with ``workers`` worker processes
     beside it, all running); stopped by SIGTERM (then killed) at the end."""
-    port = _free_port()
-    metrics_port = _free_ports(1 + (workers or 0))  # serve's, then its worker processes' (each scraped)
+    port = free_port()
+    metrics_port = free_ports(1 + (workers or 0))  # serve's, then its worker processes' (each scraped)
     env = {
         **{k: v for k, v in os.environ.items() if k not in METRICS_LISTENER_VARIABLES},
         "FLOWDECK_DATABASE_URL": settings.database_url,

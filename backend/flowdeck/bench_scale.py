@@ -9,7 +9,11 @@
   backends are left out). Whichever is near one core per process (or the machine's cores in all) is what
   saturates. Then how often the worker processes were preempted (involuntary context switches): when
   that grows with N, the processes outnumber the cores and each pays its caches again after every switch,
-  so the same work costs more CPU.
+  so the same work costs more CPU. And the work itself, per node, read from the counters of every process's
+  ``/metrics`` (each worker process gets a listener of its own): the database round trips of the bench
+  process and the workers together, and the messages the workers heard from the other processes
+  (``flowdeck_fanout_messages_received_total``). These do not depend on the machine: flat across N, the
+  work per node is too, whatever the CPU row says about cores shared by more processes than they fit.
 - **The control** (``bench_control.py``): the same N as processes without Flowdeck sharing a fixed amount of
   PostgreSQL round trips and Python, their summed CPU beside one process's: what the machine itself
   charges for N processes on its cores, to read the worker processes' growth against.
@@ -27,7 +31,7 @@ import os
 import resource
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,7 @@ import sqlalchemy as sa
 
 from flowdeck.bench import NoopHandler, Result, _Bench, chain, fan, open_bench_runtime
 from flowdeck.bench_control import control_round
+from flowdeck.bench_metrics import free_ports, scrape_totals
 from flowdeck.bench_queue import BusyHandler, FlakyHandler
 from flowdeck.domain.graph import Graph
 from flowdeck.domain.statuses import TERMINAL_RUN_STATUSES, RunStatus
@@ -91,14 +96,19 @@ def _postgres_processes(database: str) -> dict[int, float]:
     return found
 
 
+_WORK_COUNTERS = ("flowdeck_db_round_trips", "flowdeck_fanout_messages_received", "flowdeck_fanout_updates_received")
+
+
 @dataclass
 class CpuMeter:
     """CPU seconds used between :meth:`start` and :meth:`stop` by the bench process, each worker process
-    and PostgreSQL (backends that ended meanwhile are missed; those that began count from zero), and how
-    often the worker processes were preempted meanwhile."""
+    and PostgreSQL (backends that ended meanwhile are missed; those that began count from zero), how
+    often the worker processes were preempted meanwhile, and how much the workers' counters grew (those of
+    ``_WORK_COUNTERS``, summed over the listeners at ``metrics``; ``None`` if one did not answer)."""
 
     workers: list[int]
     database: str | None
+    metrics: list[str] = field(default_factory=list)
     used: dict[str, Any] = field(default_factory=dict)
 
     def _sample(self) -> tuple[float, list[float], dict[int, float], int]:
@@ -106,20 +116,32 @@ class CpuMeter:
         preempted = sum(preemptions(p) for p in self.workers)
         return cpu_seconds(os.getpid()), [cpu_seconds(p) for p in self.workers], postgres, preempted
 
+    async def _counters(self) -> dict[str, float] | None:
+        return await scrape_totals(self.metrics, _WORK_COUNTERS) if self.metrics else {}
+
     @contextlib.asynccontextmanager
     async def measure(self) -> AsyncIterator[None]:
+        counters = await self._counters()
         bench, workers, postgres, preempted = self._sample()
         started = time.perf_counter()
         yield
         wall = time.perf_counter() - started
         bench2, workers2, postgres2, preempted2 = self._sample()
+        counters2 = await self._counters()
         self.used = {
             "wallSeconds": round(wall, 2),
             "bench": round(bench2 - bench, 2),
             "workers": [round(b - a, 2) for a, b in zip(workers, workers2, strict=True)],
             "postgres": round(sum(v - postgres.get(pid, 0.0) for pid, v in postgres2.items()), 2),
             "workersPreempted": preempted2 - preempted,
+            "workerCounters": _grown(counters, counters2),
         }
+
+
+def _grown(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, float] | None:
+    if before is None or after is None:
+        return None
+    return {name: value - before.get(name, 0.0) for name, value in after.items()}
 
 
 @dataclass
@@ -136,6 +158,14 @@ class _ScaleBench(_Bench):
     table starts it unsaved, known to the bench process only)."""
 
     _definition: dict[str, Any] | None = None
+    meter: CpuMeter | None = None
+    """Measures the runs that count (not the warm-up runs before them)."""
+
+    async def measure(self, name: str, nodes: int, runs: int, body: Callable[[Any], Awaitable[list[float]]]) -> Result:
+        if self.meter is None:
+            return await super().measure(name, nodes, runs, body)
+        async with self.meter.measure():
+            return await super().measure(name, nodes, runs, body)
 
     async def sequential(self, definition: dict[str, Any], runs: int, name: str, target: str = "") -> Result:
         self._definition = definition
@@ -162,22 +192,33 @@ def _child_env(settings: Settings) -> dict[str, str]:
     return env
 
 
+@dataclass
+class _Fleet:
+    children: WorkerProcesses
+    metrics: list[str]
+    """Each worker process's metrics listener."""
+
+
 @contextlib.asynccontextmanager
-async def _workers(settings: Settings, count: int) -> AsyncIterator[WorkerProcesses]:
-    """``count`` worker processes with the benchmark's node types, ready; stopped (drained) after."""
+async def _workers(settings: Settings, count: int) -> AsyncIterator[_Fleet]:
+    """``count`` worker processes with the benchmark's node types, each with a metrics listener, ready;
+    stopped (drained) after."""
     env = _child_env(settings)
     env["FLOWDECK_WORKER_DB_POOL_SIZE"] = str(await pool_share(settings, count))  # within max_connections
+    env["FLOWDECK_METRICS"] = "on"  # the listeners below, whatever this shell says
+    first_port = free_ports(count) if count else 0
     children = WorkerProcesses(
         count,
         env=env,
         command=worker_command("--bench-nodes"),
         echo=None,
         restart=False,
+        env_of=lambda index: {"FLOWDECK_METRICS_ADDR": f"127.0.0.1:{first_port + index}"},
     )
     try:
         children.start()
         await asyncio.to_thread(children.wait_ready, 120)
-        yield children
+        yield _Fleet(children, [f"http://127.0.0.1:{first_port + i}/metrics" for i in range(count)])
     finally:
         await asyncio.to_thread(children.stop, settings.shutdown_grace + 10)
 
@@ -211,14 +252,14 @@ async def _vacuum(runtime: Runtime) -> None:
 
 
 @contextlib.asynccontextmanager
-async def scale_bench(settings: Settings, count: int) -> AsyncIterator[tuple[_Bench, WorkerProcesses]]:
+async def scale_bench(settings: Settings, count: int) -> AsyncIterator[tuple[_ScaleBench, _Fleet]]:
     """The bench process's runtime (its own worker only when ``count`` is 0) and ``count`` worker processes,
     ready, on vacuumed tables; the bench that starts runs and hears them end."""
-    async with _runtime(settings, with_worker=count == 0) as runtime, _workers(settings, count) as children:
+    async with _runtime(settings, with_worker=count == 0) as runtime, _workers(settings, count) as fleet:
         await _vacuum(runtime)
         bench = _ScaleBench(runtime.engine, await runtime.engine.tenants.ensure("bench"))
         try:
-            yield bench, children
+            yield bench, fleet
         finally:
             await bench.close()
 
@@ -226,21 +267,32 @@ async def scale_bench(settings: Settings, count: int) -> AsyncIterator[tuple[_Be
 async def _scale_round(settings: Settings, count: int, *, quick: bool, warm_up: bool = False) -> ScaleRound:
     found = ScaleRound(count)
     said = "warm-up, " if warm_up else ""
-    async with scale_bench(settings, count) as (bench, children):
-        meter = CpuMeter(children.pids, database_name(settings))
-        async with meter.measure():
-            concurrent = await bench.concurrent(chain(5), 100, f"3 {said}100 concurrent chains of 5, N={count}", "")
+    async with scale_bench(settings, count) as (bench, fleet):
+        meter = bench.meter = CpuMeter(fleet.children.pids, database_name(settings), fleet.metrics)
+        concurrent = await bench.concurrent(chain(5), 100, f"3 {said}100 concurrent chains of 5, N={count}", "")
         found.rows["3 100 concurrent chains of 5: runs/s"] = _figure(concurrent, "runsPerSecond", meter)
         for width in (100, 1000):
             runs = 1 if quick and width == 1000 else 3
-            async with meter.measure():
-                fanned = await bench.sequential(fan(width), runs, f"4 {said}fan-out {width}, N={count}")
+            fanned = await bench.sequential(fan(width), runs, f"4 {said}fan-out {width}, N={count}")
             found.rows[f"4 fan-out {width}: ms/node"] = _figure(fanned, "msPerNode", meter)
     return found
 
 
 def _figure(result: Result, key: str, meter: CpuMeter) -> dict[str, Any]:
-    return {"value": result.row()[key], "cpu": meter.used}
+    return {"value": result.row()[key], "cpu": meter.used, "work": _work(result, meter.used["workerCounters"])}
+
+
+def _work(result: Result, grown: dict[str, float] | None) -> dict[str, float] | None:
+    """Per node: the round trips of the bench process and the workers together, and what the workers heard
+    from the other processes (messages, and node and run updates among them)."""
+    if grown is None:
+        return None
+    nodes = result.runs * result.nodes_per_run
+    return {
+        "roundTripsPerNode": round((result.round_trips + grown.get("flowdeck_db_round_trips_total", 0.0)) / nodes, 2),
+        "messagesHeardPerNode": round(grown.get("flowdeck_fanout_messages_received_total", 0.0) / nodes, 3),
+        "updatesHeardPerNode": round(grown.get("flowdeck_fanout_updates_received_total", 0.0) / nodes, 3),
+    }
 
 
 async def drain(settings: Settings, count: int, runs: int) -> dict[str, Any]:
@@ -256,11 +308,11 @@ async def drain(settings: Settings, count: int, runs: int) -> dict[str, Any]:
         if not settings.is_sqlite:
             await _vacuum(runtime)
     started = time.perf_counter()
-    async with _runtime(settings, with_worker=count == 0) as runtime, _workers(settings, count) as children:
+    async with _runtime(settings, with_worker=count == 0) as runtime, _workers(settings, count) as fleet:
         ready = time.perf_counter()  # the workers claim from (just before) here
         statuses = await _wait_drained(runtime, workflow.id, runs)
         done = time.perf_counter()
-        worker_rss = [_peak_rss_mb(pid) for pid in children.pids]
+        worker_rss = [_peak_rss_mb(pid) for pid in fleet.children.pids]
     completed = statuses.get("COMPLETED", 0)
     return {
         "workers": count,
@@ -338,6 +390,8 @@ def _print_scale(
         lines.append([name, *(str(r.rows[name]["value"]) for r in rounds)])
         cpu = (_cpu_cell(r.rows[name]["cpu"]) for r in rounds)
         lines.append(["  cpu s: bench / workers / postgres in wall s; workers preempted", *cpu])
+        work = (_work_cell(r.rows[name].get("work")) for r in rounds)
+        lines.append(["  per node: round trips; messages (updates) the workers heard", *work])
     units = controls[0]["units"]
     lines.append(
         [
@@ -357,6 +411,13 @@ def _print_scale(
         header,
         lines,
     )
+
+
+def _work_cell(work: dict[str, float] | None) -> str:
+    if work is None:
+        return "-"
+    heard = f"{work['messagesHeardPerNode']:g} ({work['updatesHeardPerNode']:g})"
+    return f"{work['roundTripsPerNode']:g}; {heard}"
 
 
 def _control_cell(control: dict[str, Any], first: dict[str, Any]) -> str:

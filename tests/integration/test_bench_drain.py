@@ -125,3 +125,19 @@ async def test_bench_workers_throws_away_a_first_round_of_the_first_count(monkey
         2: 2.0,
         1: 1.0,
     }
+
+
+async def test_a_scale_round_says_the_work_per_node_whatever_the_cores(postgres_url: str) -> None:
+    """Each workload of ``bench --workers`` gives, beside the CPU, the round trips per node of the bench process
+    and the workers together and what the workers heard from the other processes (from their own /metrics
+    listeners), counted over the measured runs only: a lone worker process hears no node update."""
+    from flowdeck.bench_scale import _scale_round
+
+    settings = replace(Settings.from_env({}), database_url=postgres_url, sandbox_workers=1)
+    found = await _scale_round(settings, 1, quick=True)
+    for name, row in found.rows.items():
+        work = row["work"]
+        assert work is not None, f"{name}: the worker's metrics listener did not answer"
+        assert 1 <= work["roundTripsPerNode"] < 5, (name, work)  # two or three a node: warm-up runs left out
+        assert work["updatesHeardPerNode"] == 0, (name, work)  # nobody else runs nodes, nobody watches
+        assert row["cpu"]["workers"][0] > 0

@@ -25,6 +25,7 @@ import pytest
 import socketio
 from prometheus_client.parser import text_string_to_metric_families
 
+from flowdeck.bench_metrics import free_ports
 from flowdeck.engine.engine import Engine
 from flowdeck.serving import children_metrics_addrs, connection_share, serve_worker_count
 from flowdeck.settings import Settings
@@ -293,19 +294,6 @@ def test_serves_worker_processes_listen_for_metrics_on_the_ports_after_serves() 
         children_metrics_addrs(("127.0.0.1", 65534), 2)
 
 
-def _two_free_ports() -> int:
-    """A port free with the one after it."""
-    for _ in range(50):
-        port = _free_port()
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-    raise AssertionError("no two free ports in a row")
-
-
 async def _heard_control(client: httpx.AsyncClient, port: int) -> float:
     text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
     for family in text_string_to_metric_families(text):
@@ -318,7 +306,7 @@ async def _heard_control(client: httpx.AsyncClient, port: int) -> float:
 async def test_every_process_of_serve_can_be_scraped(tmp_path: Path) -> None:
     """With ``FLOWDECK_METRICS_ADDR`` serve listens there and its worker process on the next port, with the
     database counters of its own (on SQLite, how long it held and waited for the write lock)."""
-    port = _two_free_ports()
+    port = free_ports(2)
     url = f"sqlite+aiosqlite:///{tmp_path / 'f.db'}"
     with serve(url, "--workers", "1", FLOWDECK_METRICS_ADDR=f"127.0.0.1:{port}") as (child, lines):
         lines.wait_for(f"[worker 0] metrics on http://127.0.0.1:{port + 1}/metrics")
