@@ -133,8 +133,9 @@ async def _worker(
     signals = ParentOrders() if supervised else StopSignals()
     extra = _bench_handlers() if bench_nodes else ()
     transport = ParentPipe(parent_pipe) if parent_pipe is not None else None
+    # No client waits here for a run to end: only the failed runs' ends are wanted from other processes.
     async with open_runtime(
-        settings, with_worker=True, migrate=False, extra_handlers=extra, transport=transport
+        settings, with_worker=True, migrate=False, extra_handlers=extra, transport=transport, hears_run_ends=False
     ) as runtime:
         signals.on_second.append(runtime.engine.worker.hurry)
         listener = await _worker_metrics(settings, runtime)

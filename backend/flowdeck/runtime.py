@@ -64,11 +64,14 @@ async def open_runtime(
     extra_handlers: Sequence[NodeHandler] = (),
     with_scheduler: bool = True,
     transport: Transport | None = None,
+    hears_run_ends: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Open the database (migrating it first when asked), start the engine, close everything after.
 
     ``transport`` carries live updates, wake-ups and revocations to the other processes instead of what
     the settings choose (serve's pipes to its worker processes and theirs back: ``engine/pipe_transport.py``).
+    ``hears_run_ends`` false: this process wants only the failed runs' ends from the others (``flowdeck
+    worker``: no client waits there for a run to end; ``engine/fanout.py``).
 
     ``extra_handlers`` adds node types to the built-in ones (the benchmark's no-op). The scheduler runs
     with the worker (``flowdeck serve`` and ``flowdeck worker``) unless ``with_scheduler`` is false.
@@ -118,7 +121,7 @@ async def open_runtime(
     notifier = Notifier(engine, SecretBox(settings.secret_key or None), queries.outbound)
     if with_worker:
         engine.worker.sweep_hooks.append(notifier.sweep_hook)
-    bridge = _fanout(settings, engine, db, with_worker=with_worker, transport=transport)
+    bridge = _fanout(settings, engine, db, with_worker=with_worker, transport=transport, hears_run_ends=hears_run_ends)
     scheduler = Scheduler(engine) if with_worker and with_scheduler else None
     try:
         if with_worker:
@@ -143,14 +146,20 @@ async def open_runtime(
 
 
 def _fanout(
-    settings: Settings, engine: Engine, db: Database, *, with_worker: bool, transport: Transport | None
+    settings: Settings,
+    engine: Engine,
+    db: Database,
+    *,
+    with_worker: bool,
+    transport: Transport | None,
+    hears_run_ends: bool,
 ) -> Fanout | None:
     """Live updates, revocations and wake-ups across processes: over ``transport`` when given, else Redis
     when configured, else PostgreSQL's LISTEN/NOTIFY; SQLite alone is one process and needs none."""
     transport = transport or _configured_transport(settings)
     if transport is None:
         return None
-    fanout = Fanout(transport, engine.publisher, resolve=read_back(db))
+    fanout = Fanout(transport, engine.publisher, resolve=read_back(db), hears_run_ends=hears_run_ends)
     engine.orchestrator.job_listeners.append(fanout.job_queued)
     if with_worker:
         fanout.wake_listeners.append(engine.worker.notify)

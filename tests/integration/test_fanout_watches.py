@@ -190,3 +190,49 @@ async def test_a_watcher_that_appears_mid_run_gets_every_update_from_then_on_and
     node_messages = heard.items("node")
     assert {ch for ch, _ in node_messages} == {f"{channel}_{serve_fanout.origin}"}  # never to the other process
     assert {i["i"] for _, i in node_messages} == {instance_id}  # the second run's nodes went nowhere
+
+
+async def test_a_run_end_goes_to_the_processes_that_hear_run_ends_and_a_failed_one_to_all(
+    postgres_url: str, sqlite_db: Database, listen: Any
+) -> None:
+    """Two ``flowdeck worker`` processes and a serve: the end of a run one worker completed reaches serve alone
+    (on serve's own topic: the other worker's connection hears nothing of it); a failed run's end reaches every
+    process, which forgets the run's cached plan."""
+    channel = f"flowdeck_test_{uuid.uuid4().hex[:12]}"
+    worker = Engine(sqlite_db, make_test_registry(), poll_interval=0.05)
+    other_worker = LocalPublisher()
+    serve = LocalPublisher()
+    fanouts = [
+        Fanout(PostgresTransport(postgres_url, channel=channel), publisher, heartbeat_seconds=HEARTBEAT, **options)
+        for publisher, options in (
+            (worker.publisher, {"hears_run_ends": False}),
+            (other_worker, {"hears_run_ends": False}),
+            (serve, {}),
+        )
+    ]
+    for f in fanouts:
+        await f.start()
+    heard = await listen(*(f"{channel}_{topic}" for topic in (SHARED, *(f.origin for f in fanouts))))
+    await worker.start()
+    try:
+        await settled(*fanouts)
+        await until(lambda: fanouts[0].watches.end_listeners() == {fanouts[2].origin}, what="who hears run ends")
+        tenant_id = await worker.tenants.ensure("acme")
+        completed = await start(worker, tenant_id, linear(2))
+        await heard.until_run(completed, RunStatus.COMPLETED)
+        failing = linear(2)
+        failing["nodes"][1]["config"] = {"failTimes": 1, "retryable": False}
+        failed = await start(worker, tenant_id, failing)
+        await heard.until_run(failed, RunStatus.FAILED)
+        await until(lambda: fanouts[1].traffic.updates_received, what="the other worker to hear the failure")
+        await until(lambda: fanouts[2].traffic.updates_received >= 2, what="serve to hear both ends")
+    finally:
+        await worker.stop()
+        for f in fanouts:
+            await f.stop()
+    ends = {(i["i"], i["s"]): ch for ch, i in heard.items("run") if i["i"] in (completed, failed)}
+    assert ends == {
+        (completed, "COMPLETED"): f"{channel}_{fanouts[2].origin}",  # serve's topic: no worker hears it
+        (failed, "FAILED"): f"{channel}_{SHARED}",  # every process: each forgets the run's plan
+    }
+    assert fanouts[1].traffic.updates_received == 1  # the failure only

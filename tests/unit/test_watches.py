@@ -56,6 +56,25 @@ def test_a_goodbye_drops_the_watches_at_once_and_a_full_heartbeat_replaces_them(
     assert watches.targets("run-2") == set()
 
 
+def test_run_ends_go_to_the_live_processes_that_did_not_say_they_want_only_failures() -> None:
+    clock = Clock()
+    watches = registry(clock)
+    for origin in ("serve", "worker"):
+        watches.heard(origin)
+    assert watches.end_listeners() == {"serve", "worker"}  # until told otherwise, a process hears them
+    watches.hears_ends("worker", every=False)  # its heartbeat: a flowdeck worker
+    assert watches.end_listeners() == {"serve"} and watches.alive() == {"serve", "worker"}
+    clock.now += 10.1  # neither heard for ten heartbeats
+    assert watches.end_listeners() == set()
+    watches.expire()
+    watches.heard("worker")  # back, before its next heartbeat: it may want them again, so it gets them
+    assert watches.end_listeners() == {"worker"}
+    watches.hears_ends("worker", every=False)
+    watches.gone("worker")
+    watches.heard("worker")
+    assert watches.end_listeners() == {"worker"}
+
+
 async def test_a_watch_returns_once_every_live_process_acknowledged_it_and_is_announced_once() -> None:
     clock, said = Clock(), list[dict[str, object]]()
     watches = registry(clock, said)

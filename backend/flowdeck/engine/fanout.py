@@ -10,9 +10,12 @@ connected to any process hears a save made through another, and a job queued any
 Node updates are the bulk, and only a process with a client watching their run needs them: each goes
 only to those processes (``engine/watches.py`` keeps who watches what), on that process's own topic. So
 do a run's updates before its end (started, SLA breached): only a page showing the run shows them. A
-run's end, and all else, goes on the shared topic every process hears (a run ending frees a flow-control
-slot, ends a wait for it, drops a failed run's cached plan anywhere). So a ``flowdeck worker`` hears of
-other processes' runs only their ends, and a process nobody watches sends nothing else of them.
+run's end goes to the processes that may wait for it (a webhook's or a widget's ``?wait``, a page, a
+widget room: ``flowdeck serve``); a failed run's end to every process (each forgets the run's cached plan:
+a partial retry may move it to another version); a ``flowdeck worker`` says in its heartbeats that it
+wants no other run end (``hears_run_ends``), as nothing there waits for one. All else goes on the shared
+topic every process hears. So a ``flowdeck worker`` hears of other processes' runs only those that
+failed, and a process nobody watches sends nothing else of them.
 
 The transport is PostgreSQL ``LISTEN/NOTIFY`` by default (``engine/pg_notify.py``) or Redis pub/sub
 (``engine/redis_bridge.py``). Neither keeps history: a process that is down misses messages, which
@@ -186,8 +189,12 @@ class Fanout:
         resolve: Resolver | None = None,
         heartbeat_seconds: float = 0.5,
         ack_seconds: float = 2.0,
+        hears_run_ends: bool = True,
     ) -> None:
+        """``hears_run_ends``: this process wants every run's end from the others (it serves clients that may
+        wait for one); ``False``: only the failed ones."""
         self.transport = transport
+        self.hears_run_ends = hears_run_ends
         self.origin = uuid.uuid4().hex
         self.traffic = FanoutTraffic()
         self.wake_listeners: list[Callable[[float], None]] = []
@@ -307,6 +314,8 @@ class Fanout:
         runs = self.watches.watched
         for start in range(0, max(len(runs), 1), _RUNS_PER_MESSAGE):
             body: dict[str, Any] = {"alive": 1, "watch": runs[start : start + _RUNS_PER_MESSAGE], "full": not start}
+            if not self.hears_run_ends:
+                body["ends"] = "failed"
             if hello and not start:
                 body["hello"] = 1
             self._announce(body)
@@ -328,16 +337,19 @@ class Fanout:
 
     def _wanted_elsewhere(self, update: Update) -> bool:
         """Asked as an update is published: only what another process may want is queued (and woken for),
-        and ``_route`` decides again when it sends. A run's end is wanted while another process is alive;
-        anything else while another process watches its run; everything in the start-up grace. An update
-        published before this process heard of a watch was committed before it (publishing follows the
-        commit), so the watcher's snapshot, read once this process acknowledged the watch, shows it; when
-        the acknowledgement came too late for that, the watcher reads its runs again (``Watches``' ``late``)."""
+        and ``_route`` decides again when it sends. A failed run's end is wanted while another process is
+        alive, any other run end while one that hears run ends is; anything else while another process
+        watches its run; everything in the start-up grace. An update published before this process heard of
+        a watch was committed before it (publishing follows the commit), so the watcher's snapshot, read once
+        this process acknowledged the watch, shows it; when the acknowledgement came too late for that, the
+        watcher reads its runs again (``Watches``' ``late``)."""
         watches = self.watches
         if watches.in_grace:
             return True
         if isinstance(update, RunUpdate) and update.status in TERMINAL_RUN_STATUSES:
-            return watches.others_alive()
+            if update.status is RunStatus.FAILED:
+                return watches.others_alive()
+            return bool(watches.end_listeners())
         return watches.watched_elsewhere(update.instance_id)
 
     def _others_may_listen(self) -> bool:
@@ -346,12 +358,18 @@ class Fanout:
         return watches.in_grace or watches.others_alive()
 
     def _topics(self, update: Update) -> tuple[str, ...]:
-        """Where an update goes: a run's end to every process (if any other is alive), anything else only
-        to the processes watching its run (to every process while this one may not yet know them all: in
-        the grace after it started)."""
+        """Where an update goes: a failed run's end to every process (if any other is alive), any other run
+        end to each process that hears run ends (the shared topic when every other does), anything else only
+        to the processes watching its run; in the grace after this one started, when it may not yet know
+        every process, to all."""
         watches = self.watches
         if isinstance(update, RunUpdate) and update.status in TERMINAL_RUN_STATUSES:
-            return (SHARED,) if self._wanted_elsewhere(update) else ()
+            if not self._wanted_elsewhere(update):
+                return ()
+            if update.status is RunStatus.FAILED or watches.in_grace:
+                return (SHARED,)
+            listeners = watches.end_listeners()
+            return (SHARED,) if listeners == watches.alive() else tuple(sorted(listeners))
         targets = watches.targets(update.instance_id)
         return tuple(sorted(targets)) if targets or not watches.in_grace else (SHARED,)
 
@@ -472,6 +490,7 @@ class Fanout:
         """What another process said of the runs it watches (``engine/watches.py``)."""
         if "alive" in body:
             self.watches.add(origin, body["watch"], replace=body["full"])
+            self.watches.hears_ends(origin, every=body.get("ends") != "failed")
             if "hello" in body:
                 self._heartbeat()  # the newcomer learns at once who watches what
         elif "watch" in body:

@@ -80,6 +80,8 @@ class Watches:
         self._by_origin: dict[str, set[str]] = {}
         self._taken_for_dead: set[str] = set()
         """Processes expired for silence (not those that said goodbye): one heard again missed updates."""
+        self._quiet: set[str] = set()
+        """Other processes that want no run end but a failed one (``flowdeck worker``: no client waits there)."""
 
     def begin(self) -> None:
         """The fan-out started listening now: the grace counts from here."""
@@ -160,6 +162,13 @@ class Watches:
                 mine.add(run)
                 self._remote.setdefault(run, set()).add(origin)
 
+    def hears_ends(self, origin: str, *, every: bool) -> None:
+        """Whether ``origin`` wants every run's end (``every``) or only the failed ones (said in its heartbeats)."""
+        if every:
+            self._quiet.discard(origin)
+        else:
+            self._quiet.add(origin)
+
     def remove(self, origin: str, runs: Iterable[str]) -> None:
         mine = self._by_origin.get(origin, set())
         for run in runs:
@@ -191,6 +200,7 @@ class Watches:
     def gone(self, origin: str) -> None:
         """``origin`` stopped (or was not heard for too long): its watches vanish, no ack is awaited from it."""
         self._alive.pop(origin, None)
+        self._quiet.discard(origin)
         self._drop_watches(origin)
         for seq, (waiting, _) in list(self._pending.items()):
             waiting.discard(origin)
@@ -220,6 +230,14 @@ class Watches:
     def taken_for_dead(self, origin: str) -> bool:
         """``origin`` went silent and was forgotten (``expire``); it is told so when heard again (``heard``)."""
         return origin in self._taken_for_dead
+
+    def alive(self) -> set[str]:
+        """The other processes alive now."""
+        return {origin for origin in self._alive if self._is_alive(origin)}
+
+    def end_listeners(self) -> set[str]:
+        """The live processes that want every run's end (a process that did not say otherwise does)."""
+        return self.alive() - self._quiet
 
     def others_alive(self) -> bool:
         return any(self._is_alive(origin) for origin in self._alive)
