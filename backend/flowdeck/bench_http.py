@@ -35,10 +35,11 @@ from typing import Any, Final
 import httpx
 
 from flowdeck.accounts.commands import create_token, create_user
-from flowdeck.bench import _print_table
+from flowdeck.bench import _print_table, vacuum_hot_tables
 from flowdeck.bench_http_server import BenchServer, serve_for_bench
 from flowdeck.proc_stats import process_tree
 from flowdeck.settings import Settings
+from flowdeck.storage.database import Database
 
 __all__ = ("SCENARIOS", "HttpPlan", "Load", "LoadResult", "Scenario", "http_rows", "run_http_bench")
 
@@ -412,6 +413,18 @@ def _share(counters: dict[str, float] | None, name: str, seconds: float) -> floa
     return round(100 * counters[name] / seconds, 1)
 
 
+async def _vacuum(settings: Settings) -> None:
+    """On PostgreSQL, the dead rows of the rounds before cleared (``vacuum_hot_tables``): every row of the table
+    starts from the same state. A SQLite file is this bench's own, made afresh."""
+    if settings.is_sqlite:
+        return
+    db = Database(settings.database_url, pool_size=1)
+    try:
+        await vacuum_hot_tables(db)
+    finally:
+        await db.dispose()
+
+
 def _bench_settings(settings: Settings, workdir: Path) -> Settings:
     """The configured PostgreSQL database, else a fresh SQLite file of this bench's own."""
     if settings.is_sqlite:
@@ -435,8 +448,9 @@ async def http_rows(settings: Settings, plan: HttpPlan, serve_workers: int | Non
                 warmup = await _python_round(server.url, hook, plan.warmup)
                 for sample in warmup.samples:
                     print(f"bench --http {hook.scenario.name}: warm-up error: {sample}", file=sys.stderr)
-                await _settle(server)
                 for load in (plan.concurrent, plan.single):
+                    await _vacuum(bench_settings)
+                    await _settle(server)
                     rows.append(await _measure(server, hook, load, generator, workdir))
                     if serve_workers is not None:
                         rows[-1]["workload"] += f" (serve + {serve_workers} worker processes)"

@@ -38,7 +38,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from flowdeck.bench import NoopHandler, Result, _Bench, chain, fan, open_bench_runtime
+from flowdeck.bench import NoopHandler, Result, _Bench, chain, fan, open_bench_runtime, vacuum_hot_tables
 from flowdeck.bench_control import control_round
 from flowdeck.bench_metrics import free_ports, scrape_totals
 from flowdeck.bench_queue import BusyHandler, FlakyHandler
@@ -239,24 +239,12 @@ def database_name(settings: Settings) -> str | None:
     return None if settings.is_sqlite else make_url(settings.database_url).database
 
 
-_HOT_TABLES = ("node_jobs", "join_barriers", "instances")
-"""The rows the engine updates and deletes all the time (the queue, joins, run statuses)."""
-
-
-async def _vacuum(runtime: Runtime) -> None:
-    """Clear the hot tables' dead rows before a round, so that every N starts from the same state: without
-    it (autovacuum off, as on the development server) the queue's dead rows pile up round after round and
-    each later N pays for the earlier ones. PostgreSQL only."""
-    async with runtime.db.autocommit() as conn:
-        await conn.execute(sa.text(f"VACUUM (ANALYZE) {', '.join(_HOT_TABLES)}"))
-
-
 @contextlib.asynccontextmanager
 async def scale_bench(settings: Settings, count: int) -> AsyncIterator[tuple[_ScaleBench, _Fleet]]:
     """The bench process's runtime (its own worker only when ``count`` is 0) and ``count`` worker processes,
     ready, on vacuumed tables; the bench that starts runs and hears them end."""
     async with _runtime(settings, with_worker=count == 0) as runtime, _workers(settings, count) as fleet:
-        await _vacuum(runtime)
+        await vacuum_hot_tables(runtime.db)
         bench = _ScaleBench(runtime.engine, await runtime.engine.tenants.ensure("bench"))
         try:
             yield bench, fleet
@@ -306,7 +294,7 @@ async def drain(settings: Settings, count: int, runs: int) -> dict[str, Any]:
             batch = range(first, min(runs, first + 100))
             await asyncio.gather(*(engine.start_workflow_run(tenant_id, workflow.id, {"i": i}) for i in batch))
         if not settings.is_sqlite:
-            await _vacuum(runtime)
+            await vacuum_hot_tables(runtime.db)
     started = time.perf_counter()
     async with _runtime(settings, with_worker=count == 0) as runtime, _workers(settings, count) as fleet:
         ready = time.perf_counter()  # the workers claim from (just before) here

@@ -102,3 +102,28 @@ async def test_wrk_drives_the_same_checks(tmp_path: Path) -> None:
 def test_the_command_line_asks_for_the_http_rounds_only_with_http() -> None:
     assert build_parser().parse_args(["bench", "--http", "--quick"]).http is True
     assert build_parser().parse_args(["bench"]).http is False
+
+
+async def test_on_postgres_with_a_worker_process_every_answer_comes_and_each_row_starts_vacuumed(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """PostgreSQL: the ends of the runs the worker process takes reach the webhook waiting in serve (a worker
+    hears no run end, serve does), and before each row the hot tables' dead rows of the rounds before are
+    cleared, so that no row pays for the ones before it (autovacuum may be off)."""
+    import asyncpg  # type: ignore[import-untyped]
+    from sqlalchemy.engine import make_url
+
+    url = make_url(postgres_url)
+    conn = await asyncpg.connect(host=url.host, port=url.port or 5432, user=url.username, database=url.database)
+    try:
+        started = await conn.fetchval("SELECT now()")
+        # 20 calls in flight: past serve's share of its one tenant (8), the starts past it may go to the worker
+        plan = HttpPlan(Load(20, requests=60), Load(1, requests=10), Load(2, requests=4), scenarios=("trivial",))
+        rows = await http_rows(
+            replace(settings(tmp_path), database_url=postgres_url), replace(plan, generator="python"), 1
+        )
+        vacuumed = await conn.fetchval("SELECT last_vacuum FROM pg_stat_user_tables WHERE relname = 'node_jobs'")
+    finally:
+        await conn.close()
+    assert [(r["requests"], r["errors"]) for r in rows] == [(60, 0), (10, 0)]
+    assert vacuumed is not None and vacuumed > started
