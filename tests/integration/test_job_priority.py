@@ -13,6 +13,7 @@ from tests.support.clock import FakeClock
 from tests.support.graphs import definition, edge, end, linear, node
 from tests.support.handlers import make_test_registry
 from tests.support.runs import read_outcome
+from tests.support.waiting import until
 
 STEP = 1.0
 
@@ -107,3 +108,39 @@ async def test_priority_applies_within_each_tenants_turn(db: Database) -> None:
     assert {job.priority for job in first} == {80, 50}
     second = await engine.state.claim_jobs("w1", 2, 30, TenantShare(priority_step=STEP))
     assert {job.instance_id for job in second} == {busy_low[0], quiet_second}
+
+
+async def test_a_worker_that_never_saw_the_run_keeps_its_priority_for_the_nodes_it_queues(db: Database) -> None:
+    """The process that starts a run and the one that runs it differ (serve and a worker): the worker learns
+    the run's priority from the job it claimed, and the nodes it queues next carry it."""
+    api = Engine(db, make_test_registry())  # starts runs, runs no node
+    worker = Engine(db, make_test_registry(), poll_interval=0.05)
+    tenant = await api.tenants.ensure("acme")
+    flow = await api.create_workflow(
+        tenant,
+        definition(
+            [node("start", "start"), node("a"), node("b", config={"sleep": 0.3}), node("c"), end()],
+            [edge("start", "a"), edge("start", "b"), edge("a", "c"), edge("b", "c"), edge("c", "end")],
+        ),
+    )
+    await api.start(with_worker=False)
+    await worker.start()
+    try:
+        run = await api.start_workflow_run(tenant, flow.id, {}, priority=85)
+        seen = await until(lambda: _queued_priorities(db, run), lambda found: "b" in found, what="b queued")
+        done = await worker.wait_for_run(run, 30)
+    finally:
+        await worker.stop()
+        await api.stop()
+    assert done.status.value == "COMPLETED"
+    assert set(seen.values()) == {85}  # a and b, queued by the worker's decision on start
+
+
+async def _queued_priorities(db: Database, instance_id: str) -> dict[str, int]:
+    import sqlalchemy as sa
+
+    from flowdeck.storage.tables import node_jobs
+
+    query = sa.select(node_jobs.c.node_id, node_jobs.c.priority).where(node_jobs.c.instance_id == instance_id)
+    async with db.read(snapshot=False) as conn:
+        return {row[0]: row[1] for row in (await conn.execute(query)).all()}

@@ -68,7 +68,7 @@ class NodeExecutor:
         ``leased_early``: the job was leased by a decision that may not be durable yet (early release,
         storage/database.py): reading its context from the log waits for that decision first.
         """
-        plan = await self.plans.get(job.instance_id)
+        plan = await self.plans.get(job.instance_id, priority=job.priority)
         node = plan.graph.node(job.node_id)
         current_node.set((job.instance_id, job.node_id, job.iteration))
         started = time.perf_counter()

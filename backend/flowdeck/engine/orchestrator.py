@@ -302,7 +302,7 @@ class Orchestrator:
 
     async def _decide_alone(self, delivery: Delivery) -> Job | None:
         job, outcome = delivery.job, delivery.outcome
-        plan = await self.plans.get(job.instance_id)
+        plan = await self.plans.get(job.instance_id, priority=job.priority)
 
         async def decide(tx: StateTransaction, status: RunStatus, effects: Effects) -> Job | None:
             return await self._decide_delivery(self._decision(tx, plan, effects, delivery.claim_for), delivery, status)
@@ -320,7 +320,7 @@ class Orchestrator:
         """A ``workflow`` node's call: the child run opened and the node parked, in one decision (engine/calls.py).
         Returns the child's start job leased to ``owner``, which goes on with it (no claim in between); a
         call past a run budget fails the node instead, and what that starts is returned alike."""
-        plan = await self.plans.get(job.instance_id)
+        plan = await self.plans.get(job.instance_id, priority=job.priority)
         call = called.call
         graph = await self.plans.version_graph(call.workflow_id, call.version)
         parent = ParentRef(job.instance_id, job.node_id, job.iteration, job.attempt)

@@ -98,10 +98,12 @@ class PlanCache:
         async with self._state.db.read(snapshot=False) as conn:
             return await run_priority(conn, instance_id, is_sqlite=self._state.db.is_sqlite)
 
-    async def get(self, instance_id: str) -> RunPlan:
-        return await self._plans.get(instance_id, functools.partial(self._load, instance_id))
+    async def get(self, instance_id: str, *, priority: int | None = None) -> RunPlan:
+        """The run's plan, loaded the first time. ``priority``: the run's, when the caller holds one of its jobs
+        (a job carries the priority its run was started with, which never changes): one read fewer."""
+        return await self._plans.get(instance_id, functools.partial(self._load, instance_id, priority))
 
-    async def _load(self, instance_id: str) -> RunPlan:
+    async def _load(self, instance_id: str, priority: int | None) -> RunPlan:
         instance = await self._state.get_instance(instance_id)
         if instance is None:
             raise RunNotFoundError(f"run {instance_id} does not exist")
@@ -132,5 +134,5 @@ class PlanCache:
             pinned,
             parent,
             instance.depth,
-            await self._priority(instance_id),
+            priority if priority is not None else await self._priority(instance_id),
         )
