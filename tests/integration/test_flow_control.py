@@ -253,3 +253,26 @@ async def test_sub_workflow_calls_queue_for_the_called_workflows_limit(engines: 
     finished = await _finished(first, children)
     assert len(finished) == 4 and {r.status for r in finished} == {RunStatus.COMPLETED}
     assert _most_at_once(finished) == 1
+
+
+async def test_a_slot_freed_here_admits_the_next_run_at_once_and_only_such_runs_ends_read_the_queue(
+    db: Database,
+) -> None:
+    """With no poll for a minute, a queued run still starts as soon as the run holding its slot ends here; a
+    run whose workflow has no options.concurrency held no slot, so its end reads no queue."""
+    engine = Engine(db, make_test_registry(), lease_seconds=5.0, poll_interval=60.0)
+    await engine.start()
+    try:
+        tenant = await engine.tenants.ensure("acme")
+        limited = await engine.create_workflow(tenant, _sleeper(0.2, concurrency={"limit": 1}))
+        free = await engine.create_workflow(tenant, _sleeper(0.0))
+        holder = await engine.start_workflow_run(tenant, limited.id, {})
+        queued = await engine.start_workflow_run(tenant, limited.id, {})
+        plain = await engine.start_workflow_run(tenant, free.id, {})
+        done = await _finished(engine, [holder, queued, plain], timeout=20.0)  # not the minute's poll
+        assert [r.status for r in done] == [RunStatus.COMPLETED] * 3
+        assert engine.plans.may_hold_slot(holder) and engine.plans.may_hold_slot(queued)
+        assert not engine.plans.may_hold_slot(plain)
+        assert engine.plans.may_hold_slot("a run this process never loaded")  # unknown here: it may
+    finally:
+        await engine.stop()

@@ -132,7 +132,8 @@ class Engine:
             self.publisher,
             self.orchestrator.announce,
             step_seconds=priority_step_seconds,
-            interval=max(poll_interval, 0.5),  # and at once when a run ends here
+            interval=max(poll_interval, 0.5),  # and at once when a run that may hold a slot ends here
+            may_hold_slot=self.plans.may_hold_slot,
         )
         self._worker_running = False
         self.latest_versions = LatestVersions()

@@ -269,8 +269,11 @@ class FlowAdmission:
         step_seconds: float,
         interval: float = 0.5,
         batch: int = 200,
+        may_hold_slot: Callable[[str], bool] = lambda _: True,
     ) -> None:
+        """``may_hold_slot(run)``: whether that run may hold a slot of ``options.concurrency`` (``PlanCache``)."""
         self._state = state
+        self._may_hold_slot = may_hold_slot
         self._announce = announce
         """The orchestrator's: publishes what a cancellation changed and wakes workers for admitted starts."""
         self.step_seconds = step_seconds
@@ -284,8 +287,12 @@ class FlowAdmission:
     def _on_own_updates(self, updates: list[Update]) -> None:
         """A run this process ended may have freed a slot: admit at once. Another process's run end is
         left to that process (a tap sees only this process's updates): every process reading the queue at
-        each run end cost a read per process per run, and they raced for the same group lock."""
-        if any(isinstance(u, RunUpdate) and u.status in TERMINAL_RUN_STATUSES for u in updates):
+        each run end cost a read per process per run, and they raced for the same group lock. A run whose
+        version has no ``options.concurrency`` held no slot: its end reads nothing (the poll still runs)."""
+        if any(
+            isinstance(u, RunUpdate) and u.status in TERMINAL_RUN_STATUSES and self._may_hold_slot(u.instance_id)
+            for u in updates
+        ):
             self._nudged.set()
 
     def start(self) -> None:

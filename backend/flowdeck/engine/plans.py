@@ -72,6 +72,12 @@ class PlanCache:
     def remember(self, plan: RunPlan) -> None:
         self._plans.put(plan.instance_id, plan)
 
+    def may_hold_slot(self, instance_id: str) -> bool:
+        """Whether the run may hold a slot of ``options.concurrency`` (its version has the option, or its plan
+        is not known here): only such a run's end can free one for a run waiting its turn."""
+        plan = self._plans.known(instance_id)
+        return plan is None or plan.graph.definition.options.concurrency is not None
+
     def forget(self, instance_id: str) -> None:
         """Read the run's plan afresh next time: a partial retry may move a failed run to another version."""
         self._plans.forget(instance_id)
