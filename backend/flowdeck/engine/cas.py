@@ -60,6 +60,13 @@ class KnownVersions:
         if len(self._versions) > self._LIMIT:
             self._versions.popitem(last=False)
 
+    def saw(self, instance_id: str, version: int) -> None:
+        """``version`` was the run's at some moment (a claim read it): known from then on, unless this
+        process has committed a later one since (versions only grow). Stale, it costs a one-statement step
+        that writes nothing, after which the general decision takes the result."""
+        if version > self._versions.get(instance_id, -1):
+            self.remember(instance_id, version)
+
     def forget(self, instance_id: str) -> None:
         self._versions.pop(instance_id, None)
 

@@ -309,6 +309,8 @@ class Orchestrator:
 
         async with self._cas.serialized(job.instance_id):
             if isinstance(outcome, Completed):
+                if job.run_version is not None:  # claimed: the run's version then, for a run decided elsewhere
+                    self._cas.versions.saw(job.instance_id, job.run_version)
                 taken, follow = await self._steps.try_steps(
                     plan, job, outcome, delivery.claim_for, delivery.early_release
                 )

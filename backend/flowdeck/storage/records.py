@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from flowdeck.domain.statuses import EventType, RunStatus
@@ -87,3 +87,6 @@ class Job:
     """How many times another worker took this job over after a lease expired."""
     priority: int = 50
     """The run's priority (1-100): claims take a tenant's due jobs in aged-priority order."""
+    run_version: int | None = field(default=None, compare=False)
+    """The run's instance version when this job was claimed (``None`` unless it was): a process that did
+    not take the run's last decision can offer the node's result to a one-statement step at once."""

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from flowdeck.domain.flow_control import aged_at
-from flowdeck.domain.statuses import EventType
+from flowdeck.domain.statuses import EventType, RunStatus
 from flowdeck.storage.compiled import compile_statement
 from flowdeck.storage.records import InstanceRecord, LogEvent
 from flowdeck.storage.tables import instance_logs, instances, join_barriers, loop_states, node_jobs
@@ -266,7 +266,19 @@ def _lease(chosen: Any) -> Any:
             retry_base=on_takeover(j.retry_base),
             takeovers=on_takeover(j.takeovers),
         )
-        .returning(*JOB_COLUMNS)
+        .returning(*JOB_COLUMNS, _run_version())
+    )
+
+
+def _run_version() -> Any:
+    """The claimed job's run's version (``Job.run_version``), while the run is RUNNING: a one-statement step
+    assumes it is (a PENDING run's first decision begins it: the general decision's)."""
+    running = instances.c.status == RunStatus.RUNNING.value
+    return (
+        sa.select(instances.c.version)
+        .where(instances.c.id == node_jobs.c.instance_id, running)
+        .scalar_subquery()
+        .label("run_version")
     )
 
 

@@ -187,7 +187,7 @@ def _claim_and_start(claim: Any) -> Any:
     """The claim statement, with the NODE_STARTED row of each job it leases (a data-modifying CTE)."""
     claimed = claim.cte("claimed")
     started = _started_rows(claimed)
-    return sa.select(*(claimed.c[column.name] for column in JOB_COLUMNS)).add_cte(started)
+    return sa.select(*(claimed.c[column.name] for column in JOB_COLUMNS), claimed.c.run_version).add_cte(started)
 
 
 def _finish_run_logged() -> Any:
